@@ -1,0 +1,33 @@
+# The two front-door commands: `make run` and `make test`. Both create .venv when missing.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# This machine's pip configuration names local mirrors that may be absent; hide pip's notes about them.
+QUIET_PIP := 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
+.PHONY: run test lock clean-venv
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.txt $(QUIET_PIP)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . $(QUIET_PIP)
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/lobeval run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 tests
+
+lock:
+	rm -rf /tmp/lobeval-lock && $(PYTHON) -m venv /tmp/lobeval-lock
+	/tmp/lobeval-lock/bin/pip install --quiet . pytest pytest-timeout pytest-xdist
+	{ echo "# The whole stack, pinned (pip freeze of a clean Python 3.11 install of pyproject.toml + test tools)."; \
+	  echo "# Regenerate: make lock"; /tmp/lobeval-lock/bin/pip freeze --all --exclude lobeval --exclude pip; } > requirements.txt
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,5 @@
+import sys
+
+from lobeval.cli import main
+
+sys.exit(main())

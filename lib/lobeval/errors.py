@@ -1,0 +1,27 @@
+"""The exceptions lobeval raises for things a user must fix.
+
+Every one of them means "bad input" (exit status 2 on the command line) and says where the
+fault is: the file, the record within it, and the field.
+"""
+from __future__ import annotations
+
+
+class LobevalError(Exception):
+    """Base class; `lobeval` turns it into exit status 2 and a one-line message."""
+
+
+class ConfigError(LobevalError):
+    """A parameter, an environment variable or a command-line option is wrong."""
+
+
+class RecordError(LobevalError):
+    """A record in a file is wrong: names the file, the record and the field."""
+
+    def __init__(self, file: object, record: object, field: object, problem: str):
+        self.file, self.record, self.field, self.problem = str(file), record, field, problem
+        where = f"{self.file}: {record}" + (f": field '{field}'" if field not in (None, "") else "")
+        super().__init__(f"{where}: {problem}")
+
+
+class RoleError(LobevalError):
+    """A target, simulated user or judge cannot be constructed from its spec."""

@@ -1,0 +1,289 @@
+"""Stage 1: fill scenario templates from sampled business records into `dataset.jsonl`.
+
+generate() reads as its steps: load the suite, check the templates against the tools and the
+data, sample records, fill, check the filled calls against the tool schemas, write atomically.
+The same suite, seed and N give byte-identical output whatever the process's hash seed.
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from lobeval.errors import RecordError
+from lobeval.records import write_jsonl
+from lobeval.suite import Entity, Suite, function_key, load_suite
+
+PLACEHOLDER = re.compile(r"\{([^{}\s\"]+)\}")
+MATCH_MODES = ("exact", "fuzzy", "semantic", "any")
+TEXT_FIELDS = ("user_instructions", "task_completion", "persona")
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    path: Path
+    cases_per_scenario: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.cases_per_scenario.values())
+
+
+def generate(suite_dir: str | Path, out: str | Path, *, cases_per_scenario: int = 3,
+             seed: int = 42) -> GenerateResult:
+    if cases_per_scenario < 1:
+        raise RecordError("--cases-per-scenario", "option", None, "must be at least 1")
+    suite = load_suite(suite_dir)
+    cases = []
+    for template in suite.templates:
+        check_template(suite, template)
+        for index, records in enumerate(sample_records(suite, template, cases_per_scenario, seed)):
+            case = fill_case(template, records, index, seed)
+            check_case(suite, case)
+            cases.append(case)
+    path = write_jsonl(out, cases)
+    return GenerateResult(path, dict(Counter(case["scenario_name"] for case in cases)))
+
+
+# --- checks before filling -------------------------------------------------------------------
+
+def _where(template: dict[str, Any]) -> str:
+    return f"scenario '{template['scenario_name']}'"
+
+
+def placeholders(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """(field path, placeholder text) for every `{...}` in a template value, in order."""
+    if isinstance(value, str):
+        return [(path, match.group(1)) for match in PLACEHOLDER.finditer(value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in placeholders(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in placeholders(item, f"{path}[{i}]")]
+    return []
+
+
+def referenced_entities(suite: Suite, template: dict[str, Any]) -> list[str]:
+    """The entities the template names, with their parents, parents before children."""
+    names = {text.split(".", 1)[0] for _, text in placeholders(template)}
+    for name in list(names):
+        while suite.entities[name].parent:
+            name = suite.entities[name].parent
+            names.add(name)
+
+    def depth(name: str) -> int:
+        parent = suite.entities[name].parent
+        return 0 if parent is None else 1 + depth(parent)
+
+    return sorted(names, key=lambda name: (depth(name), name))
+
+
+def check_template(suite: Suite, template: dict[str, Any]) -> None:
+    file, where = suite.templates_file, _where(template)
+    for path, text in placeholders(template):
+        entity_name, _, field_name = text.partition(".")
+        if entity_name not in suite.entities or not field_name:
+            raise RecordError(file, where, path.lstrip("."),
+                              f"unknown placeholder {{{text}}}: use {{entity.field}} with an entity of "
+                              f"{suite.suite_file.name} ({', '.join(suite.entities)})")
+        entity = suite.entities[entity_name]
+        if field_name not in entity.fields:
+            raise RecordError(file, where, path.lstrip("."),
+                              f"unknown field in {{{text}}}: {entity.csv} has no column '{field_name}' "
+                              f"(columns: {', '.join(entity.fields)})")
+    earlier: set[str] = set()
+    for position, call in enumerate(template["expected_function_calls"]):
+        _check_call(suite, template, position, call, earlier)
+        earlier.add(function_key(call["functionName"]))
+    for key in ("allowed_function_calls", "forbidden_function_calls"):
+        for name in template[key]:
+            if suite.tool(name) is None:
+                raise RecordError(file, where, key, f"unknown function '{name}' (not in {suite.tools_file.name})")
+    expected_args = {arg for call in template["expected_function_calls"] for arg in call.get("arguments", {})}
+    for arg in template["user_mistakes"]:
+        if arg not in expected_args:
+            raise RecordError(file, where, f"user_mistakes.{arg}", "is not an argument of any expected call")
+
+
+def _check_call(suite: Suite, template: dict[str, Any], position: int, call: dict[str, Any],
+                earlier: set[str]) -> None:
+    file, where = suite.templates_file, _where(template)
+    prefix = f"expected_function_calls[{position}]"
+    tool = suite.tool(call["functionName"])
+    if tool is None:
+        raise RecordError(file, where, f"{prefix}.functionName",
+                          f"unknown function '{call['functionName']}' (not in {suite.tools_file.name})")
+    if not isinstance(call.get("optional", False), bool):
+        raise RecordError(file, where, f"{prefix}.optional", "must be true or false")
+    properties = tool["function"].get("parameters", {}).get("properties", {})
+    for arg, value in call.get("arguments", {}).items():
+        field = f"{prefix}.arguments.{arg}"
+        if arg not in properties:
+            raise RecordError(file, where, field,
+                              f"'{call['functionName']}' has no argument '{arg}' in {suite.tools_file.name} "
+                              f"(arguments: {', '.join(properties) or 'none'})")
+        _check_operator(file, where, field, value, earlier)
+
+
+def _check_operator(file: Path, where: str, field: str, value: Any, earlier: set[str]) -> None:
+    if not isinstance(value, dict):
+        return
+    if "$ref" in value:
+        ref = value["$ref"]
+        parts = ref.split(".") if isinstance(ref, str) else []
+        if len(parts) < 3 or parts[1] != "result":
+            raise RecordError(file, where, field, f"$ref {ref!r} must look like '<function>.result.<path>'")
+        if function_key(parts[0]) not in earlier:
+            raise RecordError(file, where, field,
+                              f"$ref to '{parts[0]}', which is not an earlier expected call of this scenario")
+    elif "$oneOf" in value:
+        if not isinstance(value["$oneOf"], list) or not value["$oneOf"]:
+            raise RecordError(file, where, field, "$oneOf must be a non-empty list of values")
+    elif "$match" in value:
+        if value["$match"] not in MATCH_MODES:
+            raise RecordError(file, where, field, f"$match must be one of {', '.join(MATCH_MODES)}")
+        if value["$match"] != "any" and "value" not in value:
+            raise RecordError(file, where, field, "$match needs a 'value'")
+        threshold = value.get("threshold", 0.8)
+        if not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+            raise RecordError(file, where, field, "$match threshold must be a number in (0, 1]")
+
+
+# --- sampling and filling --------------------------------------------------------------------
+
+def _children_index(entity: Entity, parent: Entity) -> dict[Any, list[dict[str, Any]]]:
+    parent_ids = {record[parent.id] for record in parent.records}
+    children: dict[Any, list[dict[str, Any]]] = {}
+    for number, record in enumerate(entity.records, start=2):
+        key = record[entity.parent_key]
+        if key not in parent_ids:
+            raise RecordError(entity.csv, f"line {number} ({entity.id} {record[entity.id]!r})", entity.parent_key,
+                              f"child without a parent: no {parent.name} with {parent.id} {key!r} in {parent.csv}")
+        children.setdefault(key, []).append(record)
+    return children
+
+
+def sample_records(suite: Suite, template: dict[str, Any], n: int, seed: int) -> list[dict[str, dict]]:
+    """n picks of one record per referenced entity; a child is picked among its parent's children.
+
+    Roots are drawn without replacement (cycling when n exceeds the data), so cases differ. The
+    generator is seeded with a string, which `random` hashes with SHA-512, not with hash().
+    """
+    rng = random.Random(f"{seed}/{template['scenario_name']}")
+    names = referenced_entities(suite, template)
+    children = {name: _children_index(suite.entities[name], suite.entities[suite.entities[name].parent])
+                for name in names if suite.entities[name].parent}
+    draws: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        entity = suite.entities[name]
+        if entity.parent:
+            continue
+        candidates = [r for r in entity.records
+                      if all(r[entity.id] in children[c] for c in children if suite.entities[c].parent == name)]
+        if not candidates:
+            raise RecordError(entity.csv, "records", None,
+                              f"no {name} record to sample for {_where(template)} (none has the needed children)")
+        order = rng.sample(candidates, len(candidates))
+        draws[name] = [order[i % len(order)] for i in range(n)]
+    picks = []
+    for i in range(n):
+        chosen = {name: draws[name][i] for name in draws}
+        for name in names:
+            entity = suite.entities[name]
+            if entity.parent:
+                parent = suite.entities[entity.parent]
+                chosen[name] = rng.choice(children[name][chosen[entity.parent][parent.id]])
+        picks.append({name: chosen[name] for name in names})
+    return picks
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def fill(value: Any, records: dict[str, dict[str, Any]]) -> Any:
+    """Replace placeholders: a string that is exactly one placeholder keeps the field's type."""
+    if isinstance(value, str):
+        whole = PLACEHOLDER.fullmatch(value)
+        if whole:
+            entity, _, field = whole.group(1).partition(".")
+            return records[entity][field]
+        return PLACEHOLDER.sub(lambda m: _render(records[m.group(1).split(".")[0]][m.group(1).split(".")[1]]),
+                               value)
+    if isinstance(value, dict):
+        if "$ref" in value:
+            return dict(value)
+        return {key: fill(item, records) for key, item in value.items()}
+    if isinstance(value, list):
+        return [fill(item, records) for item in value]
+    return value
+
+
+def fill_case(template: dict[str, Any], records: dict[str, dict[str, Any]], index: int, seed: int) -> dict:
+    filled = {key: fill(template[key], records) for key in TEXT_FIELDS}
+    return {
+        "case_id": f"{template['scenario_name']}-{index + 1:03d}",
+        "scenario_name": template["scenario_name"],
+        **filled,
+        "user_style": template["user_style"],
+        "user_mistakes": fill(template["user_mistakes"], records),
+        "business_data": records,
+        "expected_function_calls": fill(template["expected_function_calls"], records),
+        "expected_outputs": [_render(output) for output in fill(template["expected_outputs"], records)],
+        "allowed_function_calls": list(template["allowed_function_calls"]),
+        "forbidden_function_calls": list(template["forbidden_function_calls"]),
+        "ordered": template["ordered"],
+        "seed": seed,
+    }
+
+
+# --- checks after filling --------------------------------------------------------------------
+
+def _argument_values(value: Any) -> list[Any]:
+    """The literal values an expected argument stands for ($ref is checked at run time)."""
+    if isinstance(value, dict) and "$ref" in value:
+        return []
+    if isinstance(value, dict) and "$oneOf" in value:
+        return [v for option in value["$oneOf"] for v in _argument_values(option)]
+    if isinstance(value, dict) and "$match" in value:
+        return [] if value["$match"] == "any" else _argument_values(value["value"])
+    return [value]
+
+
+def check_case(suite: Suite, case: dict[str, Any]) -> None:
+    sources = ", ".join(f"{name} {record[suite.entities[name].id]!r}" for name, record in case["business_data"].items())
+    where = f"scenario '{case['scenario_name']}', case {case['case_id']}" + (f" (from {sources})" if sources else "")
+    for position, call in enumerate(case["expected_function_calls"]):
+        schema = suite.tool(call["functionName"])["function"]["parameters"]["properties"]
+        for arg, value in call.get("arguments", {}).items():
+            validator = Draft202012Validator(schema[arg], format_checker=Draft202012Validator.FORMAT_CHECKER)
+            for literal in _argument_values(value):
+                error = next(iter(validator.iter_errors(literal)), None)
+                if error is not None:
+                    raise RecordError(suite.templates_file, where,
+                                      f"expected_function_calls[{position}].arguments.{arg}",
+                                      f"value {literal!r} does not fit the schema of '{call['functionName']}' "
+                                      f"in {suite.tools_file.name}: {error.message}")
+
+
+def overview(dataset: str | Path) -> "pd.DataFrame":
+    """One row per scenario: how many cases, and what each expects of the bot."""
+    import pandas as pd
+
+    from lobeval.records import read_cases
+
+    rows = [{"scenario": case.scenario_name, "user style": case.user_style,
+             "expected calls": len(case.expected_function_calls),
+             "expected outputs": len(case.expected_outputs),
+             "forbidden calls": len(case.forbidden_function_calls)}
+            for case in read_cases(dataset)]
+    table = pd.DataFrame(rows)
+    return (table.groupby(["scenario", "user style"], sort=False)
+            .agg(cases=("scenario", "size"), **{c: (c, "max") for c in table.columns[2:]})
+            .reset_index())

@@ -1,0 +1,322 @@
+"""The target protocol (SPEC §5): the chatbot under test, reached in-process or over HTTP.
+
+A conversation talks to a target only through `load_target(spec)`, `Target` and `Session`:
+everything a target does wrong (raises, hangs, answers nonsense) surfaces as `TargetError`,
+which the simulation records on the conversation instead of crashing the run.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import importlib
+import inspect
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+from urllib.parse import quote
+
+import httpx
+
+from lobeval.errors import RoleError
+
+
+@dataclass
+class Reply:
+    """One turn of the target: what it said and the function calls it made, in order.
+
+    Each call is `{"functionName", "arguments", "result"}` plus `"error"` (a message, or None)
+    when the backend refused or raised: such a call was attempted but not done.
+    """
+
+    text: str
+    function_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class TargetError(Exception):
+    """The target failed: raised, timed out, or returned something outside the protocol."""
+
+
+log = logging.getLogger(__name__)
+
+_PYTHON_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_SPEC_FORMS = "'module:attr' (a Python class or factory) or an http:// or https:// base URL"
+_CLIP = 200
+_MISSING = object()
+_KINDS = {type(None): "null", bool: "a boolean", str: "a string", int: "a number", float: "a number",
+          list: "a list", dict: "an object"}
+
+
+def load_target(spec: str, *, timeout: float = 60.0) -> Target:
+    """Resolve a target spec (SPEC §5); a Python target's class or factory is called here, once.
+
+    Raises RoleError when the spec cannot be resolved. `timeout` bounds every later call.
+    """
+    if spec.startswith(("http://", "https://")):
+        backend: _PythonBackend | _HttpBackend = _HttpBackend(spec)
+    elif _PYTHON_SPEC.fullmatch(spec):
+        backend = _PythonBackend(_instantiate(spec))
+    else:
+        raise RoleError(f"target {spec!r}: expected {_SPEC_FORMS}")
+    return Target(spec, backend, timeout)
+
+
+class Target:
+    """A loaded target: `start` opens one isolated Session per conversation.
+
+    An HTTP target keeps one client, bound to the event loop it was first used in: use a
+    Target within one loop and `aclose()` it there.
+    """
+
+    def __init__(self, name: str, backend: _PythonBackend | _HttpBackend, timeout: float):
+        self.name, self.timeout, self._backend = name, timeout, backend
+
+    async def start(self, case: dict) -> Session:
+        """Open a conversation about `case` (a dataset record)."""
+        async with _guard("start", self.timeout):
+            return Session(self, await self._backend.start(copy.deepcopy(case)))
+
+    async def aclose(self) -> None:
+        """Release the HTTP client, if one was opened."""
+        await self._backend.aclose()
+
+
+class Session:
+    """One conversation with a target; every failure surfaces as TargetError."""
+
+    def __init__(self, target: Target, handle: Any):
+        self._target, self._handle = target, handle
+
+    async def greeting(self) -> Reply | None:
+        """What the target says before the user speaks, or None when it waits."""
+        async with _guard("greeting", self._target.timeout):
+            raw = await self._target._backend.greeting(self._handle)
+            return None if raw is None else _reply({"text": raw} if isinstance(raw, str) else raw)
+
+    async def send(self, message: str) -> Reply:
+        """Send one user message and return the target's reply."""
+        async with _guard("send", self._target.timeout):
+            return _reply(await self._target._backend.send(self._handle, message))
+
+    async def state(self) -> dict | None:
+        """The backend's state now, for state checks; None when the target does not expose it."""
+        async with _guard("state", self._target.timeout):
+            raw = await self._target._backend.state(self._handle)
+            if raw is not None and not isinstance(raw, dict):
+                raise _malformed(f"state: {_describe(raw)}, not an object")
+            return None if raw is None else _json_copy(raw, "state: the object")
+
+    async def close(self) -> None:
+        """End the conversation at the target; never raises, a failure is only logged."""
+        try:
+            async with _guard("close", self._target.timeout):
+                await self._target._backend.close(self._handle)
+        except TargetError as exc:
+            log.debug("target %s: %s", self._target.name, exc)
+
+
+@contextlib.asynccontextmanager
+async def _guard(operation: str, timeout: float) -> AsyncIterator[None]:
+    """Bound one call into the target by `timeout` and turn any failure into a TargetError."""
+    deadline = asyncio.timeout(timeout)
+    try:
+        async with deadline:
+            yield
+    except Exception as exc:
+        if isinstance(exc, TargetError):
+            cause = str(exc)
+        elif isinstance(exc, TimeoutError) and deadline.expired():
+            cause = f"timed out after {timeout:g} s"
+        else:
+            cause = _clip(f"{type(exc).__name__}: {exc}")
+        raise TargetError(f"{operation} failed: {cause}") from exc
+
+
+def _instantiate(spec: str) -> Any:
+    """Import `module:attr` and call attr() to get the target object."""
+    module_name, attr = spec.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise RoleError(f"target {spec!r}: cannot import module {module_name!r}: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attr):
+        defined = [name for name, value in vars(module).items() if not name.startswith("_")
+                   and callable(value) and getattr(value, "__module__", None) == module.__name__]
+        offer = f"it defines {', '.join(defined)}" if defined else "it defines no classes or functions"
+        raise RoleError(f"target {spec!r}: module {module_name!r} has no attribute {attr!r}; {offer}")
+    factory = getattr(module, attr)
+    if not callable(factory):
+        raise RoleError(f"target {spec!r}: {attr} is {_describe(factory)}, not a class or factory")
+    try:
+        bot = factory()
+    except Exception as exc:
+        raise RoleError(f"target {spec!r}: {attr}() raised {type(exc).__name__}: {exc}") from exc
+    if not callable(getattr(bot, "start", None)):
+        raise RoleError(f"target {spec!r}: {attr}() gave {_describe(bot)}, which has no start(case) method")
+    return bot
+
+
+async def _invoke(method: Callable[..., Any], *args: Any) -> Any:
+    """Call a target method that may be async or sync; sync ones run in a worker thread."""
+    if inspect.iscoroutinefunction(method):
+        return await method(*args)
+    # On timeout a sync method keeps its thread until it returns; the conversation moves on.
+    result = await asyncio.to_thread(method, *args)
+    return await result if inspect.isawaitable(result) else result
+
+
+class _PythonBackend:
+    """Calls an in-process target object; its sessions are the objects its start() returns."""
+
+    def __init__(self, bot: Any):
+        self._bot = bot
+
+    async def start(self, case: dict) -> Any:
+        return await _invoke(self._bot.start, case)
+
+    async def greeting(self, session: Any) -> Any:
+        return await _invoke(session.greeting) if hasattr(session, "greeting") else None
+
+    async def send(self, session: Any, message: str) -> Any:
+        return await _invoke(session.send, message)
+
+    async def state(self, session: Any) -> Any:
+        return await _invoke(session.state) if hasattr(session, "state") else None
+
+    async def close(self, session: Any) -> None:
+        if hasattr(session, "close"):
+            await _invoke(session.close)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class _Remote(NamedTuple):
+    """An HTTP session: its id, and the greeting that came with it."""
+
+    session_id: str
+    greeting: Any
+
+
+class _HttpBackend:
+    """Speaks the HTTP form of the protocol (SPEC §5) to a base URL."""
+
+    def __init__(self, base: str):
+        self._base = base.rstrip("/")
+        self._client: httpx.AsyncClient | None = None
+
+    async def start(self, case: dict) -> _Remote:
+        body = _json(await self._request("POST", "/sessions", {"case": case}))
+        session_id = body.get("session_id", _MISSING) if isinstance(body, dict) else _MISSING
+        if not isinstance(session_id, str):
+            raise _malformed(f"session: session_id is {_describe(session_id)}")
+        return _Remote(session_id, body.get("greeting"))
+
+    async def greeting(self, remote: _Remote) -> Any:
+        return remote.greeting
+
+    async def send(self, remote: _Remote, message: str) -> Any:
+        return _json(await self._request("POST", f"{_path(remote)}/messages", {"message": message}))
+
+    async def state(self, remote: _Remote) -> Any:
+        response = await self._request("GET", f"{_path(remote)}/state")
+        return None if response.status_code == 404 else _json(response)
+
+    async def close(self, remote: _Remote) -> None:
+        response = await self._request("DELETE", _path(remote))
+        if response.status_code not in (404, 405):  # DELETE is optional in the protocol
+            _check(response)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        if self._client is None:
+            # No httpx timeout: _guard's deadline applies, so both kinds of target time out alike.
+            self._client = httpx.AsyncClient(timeout=None)
+        return await self._client.request(method, self._base + path, json=body)
+
+
+def _path(remote: _Remote) -> str:
+    return f"/sessions/{quote(remote.session_id, safe='')}"
+
+
+def _check(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        raise TargetError(f"HTTP {response.status_code}: {_clip(response.text)}")
+
+
+def _json(response: httpx.Response) -> Any:
+    _check(response)
+    try:
+        return response.json()
+    except ValueError:
+        raise TargetError(f"response is not JSON: {_clip(response.text)}") from None
+
+
+def _reply(raw: Any) -> Reply:
+    """Normalise a target's answer (Reply-like object, or dict with text/reply) into a Reply."""
+    if isinstance(raw, dict):
+        text, calls = raw.get("text", raw.get("reply", _MISSING)), raw.get("function_calls", [])
+    elif hasattr(raw, "text"):
+        text, calls = raw.text, getattr(raw, "function_calls", [])
+    else:
+        raise _malformed(f"reply: got {_describe(raw)}")
+    if not isinstance(text, str):
+        raise _malformed(f"reply: text is {_describe(text)}")
+    if not isinstance(calls, list):
+        raise _malformed(f"reply: function_calls is {_describe(calls)}")
+    return Reply(text, [_function_call(f"reply: function_calls[{i}]", call) for i, call in enumerate(calls)])
+
+
+def _function_call(where: str, call: Any) -> dict[str, Any]:
+    """Validate one function call and return it in the record shape (a fresh copy)."""
+    if not isinstance(call, dict):
+        raise _malformed(f"{where} is {_describe(call)}")
+    name, arguments = call.get("functionName", _MISSING), call.get("arguments", _MISSING)
+    error = call.get("error")
+    if not isinstance(name, str):
+        raise _malformed(f"{where}.functionName is {_describe(name)}")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            raise _malformed(f"{where}.arguments is a string that is not JSON") from None
+    if not isinstance(arguments, dict):
+        raise _malformed(f"{where}.arguments is {_describe(arguments)}")
+    if error is not None and not isinstance(error, str):
+        raise _malformed(f"{where}.error is {_describe(error)}")
+    return {"functionName": name, "arguments": _json_copy(arguments, f"{where}.arguments"),
+            "result": _json_copy(call.get("result"), f"{where}.result"), "error": error}
+
+
+def _json_copy(value: Any, where: str) -> Any:
+    """A deep copy through JSON, so a record never shares or holds non-JSON values."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        raise _malformed(f"{where} is not JSON") from None
+
+
+def _malformed(problem: str) -> TargetError:
+    """`problem` starts with what was malformed: "reply: text is a number"."""
+    return TargetError(f"malformed {problem}")
+
+
+def _describe(value: Any) -> str:
+    """Name a value's kind the way the JSON protocol does, for error messages."""
+    if value is _MISSING:
+        return "missing"
+    return _KINDS.get(type(value), f"a {type(value).__name__}")
+
+
+def _clip(text: str) -> str:
+    """One line, at most _CLIP characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= _CLIP else line[:_CLIP] + "…"

@@ -1,0 +1,355 @@
+"""The target protocol: loading specs, the Python and HTTP adapters, and how failures surface."""
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import sys
+import time
+
+import pytest
+
+from http_target import serve
+from lobeval.errors import RoleError
+from lobeval.targets import Reply, TargetError, load_target
+
+CASE = {"case_id": "c-1", "business_data": {"ticket": {"id": 7}}}
+ECHO_HI = Reply("echo 1: hi", [{"functionName": "echo", "arguments": {"message": "hi"},
+                               "result": {"n": 1}, "error": None}])
+NOT_A_BOT = 3
+
+
+# --- toy targets -------------------------------------------------------------------------
+
+class EchoSession:
+    def __init__(self, case: dict):
+        self.case, self.count = case, 0
+
+    async def greeting(self) -> Reply:
+        return Reply(f"Hello, about ticket {self.case['business_data']['ticket']['id']}.")
+
+    async def send(self, message: str) -> Reply:
+        self.count += 1
+        call = {"functionName": "echo", "arguments": {"message": message}, "result": {"n": self.count}}
+        return Reply(f"echo {self.count}: {message}", [call])
+
+    async def state(self) -> dict:
+        return {"count": self.count}
+
+
+class EchoBot:
+    """Async; counts messages per session, to prove sessions are isolated."""
+
+    async def start(self, case: dict) -> EchoSession:
+        return EchoSession(case)
+
+
+class SyncSession:
+    def send(self, message: str) -> dict:
+        return {"text": message.upper(), "function_calls": []}
+
+
+class SyncBot:
+    """Sync only; no greeting, no state, no close."""
+
+    def start(self, case: dict) -> SyncSession:
+        return SyncSession()
+
+
+class ParrotSession:
+    """Greets with a plain str; replies with whatever JSON it is sent."""
+
+    def greeting(self) -> str:
+        return "Hi."
+
+    async def send(self, message: str) -> object:
+        return json.loads(message)
+
+
+class _Parrot:
+    def start(self, case: dict) -> ParrotSession:
+        return ParrotSession()
+
+
+def parrot_bot() -> _Parrot:
+    """A factory rather than a class."""
+    return _Parrot()
+
+
+class FaultySession:
+    async def send(self, message: str) -> Reply:
+        if message == "slow":
+            await asyncio.sleep(5)
+        raise RuntimeError("backend down\ntry later")
+
+    def state(self) -> list:
+        return [1, 2]
+
+    def close(self) -> None:
+        raise OSError("socket gone")
+
+
+class FaultyBot:
+    async def start(self, case: dict) -> FaultySession:
+        if case.get("fail"):
+            raise ValueError("no such ticket")
+        return FaultySession()
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def target(attr: str, timeout: float = 60.0):
+    return load_target(f"{__name__}:{attr}", timeout=timeout)
+
+
+def adhoc_target(monkeypatch, factory):
+    """Load a bot defined inside a test, through a real module:attr spec."""
+    monkeypatch.setattr(sys.modules[__name__], "adhoc_bot", factory, raising=False)
+    return target("adhoc_bot")
+
+
+def started(cls):
+    """Give a session class a start() that returns the instance itself, making it a bot."""
+    async def start(self, case):
+        return self
+    return type(cls.__name__, (cls,), {"start": start})
+
+
+def in_session(bot, act, case=CASE):
+    """Start one session of `bot`, return what `act(session)` gives, then release the target."""
+    async def go():
+        try:
+            return await act(await bot.start(case))
+        finally:
+            await bot.aclose()
+    return run(go())
+
+
+async def exchange(session):
+    """Greeting, two messages, state and close; returns the first four results."""
+    results = [await session.greeting(), await session.send("hi"), await session.send("again"),
+               await session.state()]
+    await session.close()
+    return results
+
+
+async def two_sessions(bot):
+    """Two messages in one session, one in another; returns both states."""
+    try:
+        first, second = await bot.start(CASE), await bot.start(CASE)
+        for session, message in [(first, "a"), (first, "b"), (second, "c")]:
+            await session.send(message)
+        return await first.state(), await second.state()
+    finally:
+        await bot.aclose()
+
+
+def send_json(reply):
+    return in_session(target("parrot_bot"), lambda session: session.send(json.dumps(reply)))
+
+
+# --- load_target -------------------------------------------------------------------------
+
+def test_unknown_module_names_the_module_and_the_import_error():
+    with pytest.raises(RoleError, match="cannot import module 'no_such_bots': ModuleNotFoundError"):
+        load_target("no_such_bots:Bot")
+
+
+def test_missing_attribute_lists_what_the_module_defines():
+    with pytest.raises(RoleError, match=r"has no attribute 'EchoBott'; it defines .*\bEchoBot\b") as info:
+        target("EchoBott")
+    assert "SyncBot" in str(info.value) and "parrot_bot" in str(info.value)
+    assert "_Parrot" not in str(info.value)
+    assert "Reply" not in str(info.value)  # imported, not defined there
+
+
+def test_attribute_that_is_not_callable_is_refused():
+    with pytest.raises(RoleError, match="NOT_A_BOT is a number, not a class or factory"):
+        target("NOT_A_BOT")
+
+
+def test_object_without_start_is_refused():
+    with pytest.raises(RoleError, match=r"SyncSession\(\) gave a SyncSession, which has no start"):
+        target("SyncSession")
+
+
+@pytest.mark.parametrize("spec", ["echo_bot", "bots:", "bots:a:b", "ftp://bots.example", ":EchoBot"])
+def test_spec_of_neither_form_shows_both_forms(spec):
+    with pytest.raises(RoleError, match=r"expected 'module:attr' .* or an http:// or https:// base URL"):
+        load_target(spec)
+
+
+def test_name_is_the_spec():
+    assert target("EchoBot").name == f"{__name__}:EchoBot"
+    assert load_target("http://127.0.0.1:9/v1").name == "http://127.0.0.1:9/v1"
+
+
+# --- Python adapter ----------------------------------------------------------------------
+
+def test_async_target_full_exchange():
+    greeting, first, second, state = in_session(target("EchoBot"), exchange)
+    assert greeting == Reply("Hello, about ticket 7.")
+    assert first == ECHO_HI and second.text == "echo 2: again" and state == {"count": 2}
+
+
+def test_sync_target_without_greeting_or_state():
+    greeting, first, _, state = in_session(target("SyncBot"), exchange)
+    assert (greeting, first, state) == (None, Reply("HI"), None)
+
+
+def test_factory_target_with_a_plain_string_greeting():
+    assert in_session(target("parrot_bot"), lambda session: session.greeting()) == Reply("Hi.")
+
+
+def test_sessions_do_not_share_state():
+    assert run(two_sessions(target("EchoBot"))) == ({"count": 2}, {"count": 1})
+
+
+def test_target_cannot_alter_the_case(monkeypatch):
+    class Meddler:
+        def start(self, case):
+            case["business_data"]["ticket"]["id"] = 8
+            return SyncSession()
+
+    run(adhoc_target(monkeypatch, Meddler).start(CASE))
+    assert CASE["business_data"]["ticket"]["id"] == 7
+
+
+def test_arguments_given_as_a_json_string_are_parsed():
+    call = {"functionName": "f", "arguments": '{"a": 1}', "result": [1]}
+    reply = send_json({"reply": "ok", "function_calls": [call]})
+    assert reply == Reply("ok", [{"functionName": "f", "arguments": {"a": 1}, "result": [1], "error": None}])
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    ([], "got a list"),
+    ({"function_calls": []}, "text is missing"),
+    ({"text": 3}, "text is a number"),
+    ({"text": "ok", "function_calls": None}, "function_calls is null"),
+    ({"text": "ok", "function_calls": [{"functionName": "f", "arguments": {}},
+                                       {"functionName": "g", "arguments": [1]}]},
+     "function_calls[1].arguments is a list"),
+    ({"text": "ok", "function_calls": ["f"]}, "function_calls[0] is a string"),
+    ({"text": "ok", "function_calls": [{"arguments": {}}]}, "function_calls[0].functionName is missing"),
+    ({"text": "ok", "function_calls": [{"functionName": "f"}]}, "function_calls[0].arguments is missing"),
+    ({"text": "ok", "function_calls": [{"functionName": "f", "arguments": "{a"}]},
+     "function_calls[0].arguments is a string that is not JSON"),
+    ({"text": "ok", "function_calls": [{"functionName": "f", "arguments": "[1]"}]},
+     "function_calls[0].arguments is a list"),
+    ({"text": "ok", "function_calls": [{"functionName": "f", "arguments": {}, "error": 500}]},
+     "function_calls[0].error is a number"),
+])
+def test_malformed_reply_names_what_is_wrong(reply, problem):
+    with pytest.raises(TargetError) as info:
+        send_json(reply)
+    assert str(info.value) == f"send failed: malformed reply: {problem}"
+
+
+def test_result_that_is_not_json_is_malformed(monkeypatch):
+    @started
+    class Clock:
+        async def send(self, message):
+            return Reply("ok", [{"functionName": "now", "arguments": {}, "result": datetime.date(2026, 1, 1)}])
+
+    with pytest.raises(TargetError) as info:
+        in_session(adhoc_target(monkeypatch, Clock), lambda session: session.send("hi"))
+    assert str(info.value) == "send failed: malformed reply: function_calls[0].result is not JSON"
+
+
+def test_exception_in_send_names_the_operation_and_the_cause():
+    with pytest.raises(TargetError) as info:
+        in_session(target("FaultyBot"), lambda session: session.send("hi"))
+    assert str(info.value) == "send failed: RuntimeError: backend down try later"
+
+
+def test_exception_in_start():
+    with pytest.raises(TargetError, match="^start failed: ValueError: no such ticket$"):
+        run(target("FaultyBot").start({"fail": True}))
+
+
+def test_timeout():
+    started_at = time.monotonic()
+    with pytest.raises(TargetError, match=r"^send failed: timed out after 0\.1 s$"):
+        in_session(target("FaultyBot", timeout=0.1), lambda session: session.send("slow"))
+    assert time.monotonic() - started_at < 2
+
+
+def test_state_that_is_not_an_object():
+    with pytest.raises(TargetError, match="^state failed: malformed state: a list, not an object$"):
+        in_session(target("FaultyBot"), lambda session: session.state())
+
+
+def test_close_never_raises_but_logs(caplog):
+    with caplog.at_level(logging.DEBUG, logger="lobeval.targets"):
+        assert in_session(target("FaultyBot"), lambda session: session.close()) is None
+    assert "close failed: OSError: socket gone" in caplog.text
+
+
+# --- HTTP adapter (a real server on 127.0.0.1) -------------------------------------------
+
+def test_http_full_exchange():
+    with serve(EchoBot()) as server:
+        greeting, first, second, state = in_session(load_target(server.url), exchange)
+        assert server.sessions == {}  # closed with DELETE
+    assert greeting == Reply("Hello, about ticket 7.")
+    assert first == ECHO_HI and second.text == "echo 2: again" and state == {"count": 2}
+
+
+def test_http_sessions_do_not_share_state():
+    with serve(EchoBot()) as server:
+        assert run(two_sessions(load_target(server.url))) == ({"count": 2}, {"count": 1})
+
+
+def test_http_without_state_or_greeting():
+    @started
+    class Shouter:
+        async def send(self, message):
+            return Reply(message.upper())
+
+    async def act(session):
+        results = await exchange(session)
+        await session.close()  # the second DELETE answers 404: ignored
+        return results
+
+    with serve(Shouter()) as server:
+        greeting, first, _, state = in_session(load_target(server.url), act)
+    assert (greeting, first, state) == (None, Reply("HI"), None)
+
+
+def test_http_error_status_names_the_status_and_body():
+    with serve(FaultyBot()) as server, pytest.raises(TargetError) as info:
+        in_session(load_target(server.url), lambda session: session.send("hi"))
+    assert str(info.value) == "send failed: HTTP 500: Internal Server Error RuntimeError: backend down try later"
+
+
+def test_http_body_that_is_not_json():
+    @started
+    class Gateway:
+        async def send(self, message):
+            return "<html><body>Bad Gateway</body></html>"
+
+    with serve(Gateway()) as server, pytest.raises(TargetError) as info:
+        in_session(load_target(server.url), lambda session: session.send("hi"))
+    assert str(info.value) == "send failed: response is not JSON: <html><body>Bad Gateway</body></html>"
+
+
+def test_http_long_error_body_is_clipped_to_one_line():
+    @started
+    class Verbose:
+        async def send(self, message):
+            raise RuntimeError("x" * 500)
+
+    with serve(Verbose()) as server, pytest.raises(TargetError) as info:
+        in_session(load_target(server.url), lambda session: session.send("hi"))
+    message = str(info.value)
+    assert "\n" not in message and message.endswith("x…") and len(message) < 260
+
+
+def test_http_unreachable_server():
+    with pytest.raises(TargetError, match="^start failed: ConnectError"):
+        in_session(load_target("http://127.0.0.1:9/v1", timeout=5), lambda session: session.close())

@@ -1,0 +1,372 @@
+"""The one way lobeval talks to a model: configuration, retries, cache, usage and budget.
+
+Configuration comes from the environment (SPEC §6). The API key is read only when the SDK
+client is built; it is never held in a config, a cache key, a log line or an exception.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import diskcache
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from lobeval.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+ROLES = ("user", "target", "judge", "embedding")
+RETRY_STATUSES = {408, 409, 429}
+MAX_RETRY_AFTER_S = 60.0
+
+# USD per 1M tokens, public list prices (2025); extend or override with the JSON file in LOBEVAL_PRICES.
+PRICES: dict[str, dict[str, float]] = {
+    "gpt-4o": {"input": 2.50, "output": 10.00},
+    "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+    "gpt-4.1": {"input": 2.00, "output": 8.00},
+    "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
+    "gpt-4.1-nano": {"input": 0.10, "output": 0.40},
+    "gpt-5": {"input": 1.25, "output": 10.00},
+    "gpt-5-mini": {"input": 0.25, "output": 2.00},
+    "o4-mini": {"input": 1.10, "output": 4.40},
+    "text-embedding-3-small": {"input": 0.02, "output": 0.0},
+    "text-embedding-3-large": {"input": 0.13, "output": 0.0},
+}
+
+
+class LLMError(Exception):
+    """The model endpoint gave up (after retries) or kept answering unusably: a machinery failure, not a score."""
+
+
+class BudgetExceeded(LLMError):
+    """The shared budget is spent, so no new model call is started."""
+
+
+class _Unusable(Exception):
+    """A 200 response that cannot be used (no choices, empty reply, missing embeddings)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Where a model lives. Holds no key: the key is read from the environment by `build_client`."""
+
+    provider: Literal["openai", "azure"]
+    model: str                       # model name, or the Azure deployment
+    base_url: str | None = None      # for azure: the endpoint
+    api_version: str | None = None   # azure only
+
+    def describe(self) -> dict[str, Any]:
+        """A dict safe to write into runs/."""
+        return asdict(self)
+
+
+def resolve_model(role: str, env: Mapping[str, str] = os.environ) -> ModelConfig | None:
+    """The model for a role from the environment (SPEC §6); None when no model is named (offline)."""
+    if role not in ROLES:
+        raise ConfigError(f"unknown model role {role!r}; choose one of {', '.join(ROLES)}")
+    model = env.get(f"LOBEVAL_{role.upper()}_MODEL") or (None if role == "embedding" else env.get("LOBEVAL_MODEL"))
+    if not model:
+        return None
+    if env.get("AZURE_OPENAI_ENDPOINT"):
+        missing = [v for v in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_API_VERSION") if not env.get(v)]
+        if missing:
+            raise ConfigError(f"AZURE_OPENAI_ENDPOINT is set but not {' and '.join(missing)}: set "
+                              f"{'them' if len(missing) > 1 else 'it'} too, or unset AZURE_OPENAI_ENDPOINT")
+        return ModelConfig("azure", model, env["AZURE_OPENAI_ENDPOINT"], env["AZURE_OPENAI_API_VERSION"])
+    if env.get("OPENAI_API_KEY"):
+        return ModelConfig("openai", model, env.get("OPENAI_BASE_URL") or None)
+    raise ConfigError(f"a model is named for role {role!r} ({model!r}) but no credentials are set: set "
+                      f"OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server), or AZURE_OPENAI_ENDPOINT, "
+                      f"AZURE_OPENAI_API_KEY and AZURE_OPENAI_API_VERSION")
+
+
+def _key_variable(config: ModelConfig) -> str:
+    return "AZURE_OPENAI_API_KEY" if config.provider == "azure" else "OPENAI_API_KEY"
+
+
+def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> openai.AsyncOpenAI:
+    """The SDK client, without its own retries (LLMClient retries). Reads the key from `env`."""
+    key = env.get(_key_variable(config))
+    if not key:
+        raise ConfigError(f"{_key_variable(config)} is not set")
+    # The SDK's default HTTP client closes itself on garbage collection by scheduling on whatever loop is
+    # running, which fails once LLMClient has moved to a new loop; the plain default client does not.
+    common = {"api_key": key, "max_retries": 0, "http_client": openai.DefaultAsyncHttpxClient()}
+    if config.provider == "azure":
+        return openai.AsyncAzureOpenAI(azure_endpoint=config.base_url, api_version=config.api_version, **common)
+    return openai.AsyncOpenAI(base_url=config.base_url, **common)
+
+
+def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, float]]:
+    """PRICES, updated from the JSON file named in LOBEVAL_PRICES ({"model": {"input": x, "output": y}})."""
+    path = env.get("LOBEVAL_PRICES")
+    if not path:
+        return dict(PRICES)
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+        extra = {model: {"input": float(p["input"]), "output": float(p["output"])} for model, p in table.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ConfigError(f"LOBEVAL_PRICES={path}: expected a JSON file like "
+                          f'{{"model": {{"input": 0.15, "output": 0.6}}}} ({type(exc).__name__}: {exc})') from None
+    return {**PRICES, **extra}
+
+
+def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    return Path(env.get("LOBEVAL_CACHE_DIR") or Path.home() / ".cache" / "lobeval" / "llm")
+
+
+@dataclass
+class Usage:
+    """What one role used. `calls` includes cached calls; tokens and cost count only calls actually sent."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True   # False once a call was made to a model missing from the price table
+
+    def add(self, *, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
+            cached: bool = False, cost_known: bool = True) -> None:
+        self.calls += 1
+        if cached:
+            self.cached_calls += 1
+            return
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.cost_usd += cost_usd
+        self.cost_known = self.cost_known and cost_known
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.calls + other.calls, self.cached_calls + other.cached_calls,
+                     self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cost_usd + other.cost_usd, self.cost_known and other.cost_known)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Budget:
+    """A spending limit shared by clients: once spent reaches it, no new call starts (calls in flight finish)."""
+
+    def __init__(self, limit_usd: float):
+        self.limit_usd = limit_usd
+        self.spent_usd = 0.0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Budget | None:
+        """The budget in LOBEVAL_BUDGET_USD, or None (unlimited)."""
+        value = env.get("LOBEVAL_BUDGET_USD")
+        if not value:
+            return None
+        try:
+            return cls(float(value))
+        except ValueError:
+            raise ConfigError(f"LOBEVAL_BUDGET_USD={value!r} is not an amount of US dollars") from None
+
+    def charge(self, cost_usd: float) -> None:
+        with self._lock:
+            self.spent_usd += cost_usd
+
+    def check(self) -> None:
+        if self.spent_usd >= self.limit_usd:
+            raise BudgetExceeded(f"budget of ${self.limit_usd:.2f} spent (${self.spent_usd:.4f}): "
+                                 f"no new model calls are started")
+
+
+@dataclass
+class ChatResult:
+    """One assistant message in OpenAI chat shape ("tool_calls" only when the model called tools)."""
+
+    message: dict[str, Any]
+    cached: bool
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+class LLMClient:
+    """Calls one model for one role: bounded concurrency, retries, persistent cache, usage and budget."""
+
+    def __init__(self, config: ModelConfig, *, role: str, cache: bool, budget: Budget | None = None,
+                 concurrency: int = 8, timeout: float = 60.0, max_attempts: int = 5, usage: Usage | None = None,
+                 backoff: tuple[float, float] = (1.0, 30.0)):
+        self.config, self.role, self.budget = config, role, budget
+        self.concurrency, self.timeout, self.max_attempts = concurrency, timeout, max_attempts
+        self.usage = usage if usage is not None else Usage()
+        self._wait_backoff = wait_exponential_jitter(multiplier=backoff[0], max=backoff[1], jitter=backoff[0])
+        self._cache = diskcache.Cache(str(cache_dir())) if cache else None
+        self._price = load_prices().get(config.model)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                   response_format: dict[str, Any] | None = None, temperature: float | None = 0.0,
+                   **params: Any) -> ChatResult:
+        """One assistant reply. `temperature=None` leaves it out (reasoning models accept only their default)."""
+        options = {"tools": tools, "response_format": response_format, "temperature": temperature}
+        request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **params}
+        stored, cached, cost = await self._call("chat", request)
+        return ChatResult(stored["message"], cached, stored["prompt_tokens"], stored["completion_tokens"], cost)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        if not texts:
+            return []
+        stored, _, _ = await self._call("embeddings", {"input": list(texts)})
+        return stored["vectors"]
+
+    async def _call(self, kind: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool, float]:
+        key = _cache_key({"kind": kind, **self.config.describe(), **request})
+        stored = self._cache.get(key) if self._cache is not None else None
+        if stored is not None:
+            self.usage.add(cached=True)
+            return stored, True, 0.0
+        if self.budget is not None:
+            self.budget.check()
+        send = self._send_chat if kind == "chat" else self._send_embeddings
+        stored = await self._with_retries(lambda sdk: send(sdk, request))
+        cost = self._cost(stored["prompt_tokens"], stored["completion_tokens"])
+        self.usage.add(prompt_tokens=stored["prompt_tokens"], completion_tokens=stored["completion_tokens"],
+                       cost_usd=cost, cost_known=self._price is not None)
+        if self.budget is not None:
+            self.budget.charge(cost)
+        if self._cache is not None:
+            self._cache.set(key, stored)
+        return stored, False, cost
+
+    async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
+        completion = await sdk.chat.completions.create(model=self.config.model, timeout=self.timeout, **request)
+        return {"message": _assistant_message(completion), **_tokens(completion)}
+
+    async def _send_embeddings(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
+        response = await sdk.embeddings.create(model=self.config.model, input=request["input"],
+                                               encoding_format="float", timeout=self.timeout)
+        data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
+        if len(data) != len(request["input"]):
+            raise _Unusable(f"{len(data)} embeddings for {len(request['input'])} texts")
+        return {"vectors": [list(item.embedding) for item in data], **_tokens(response)}
+
+    async def _with_retries(self, send: Callable[[openai.AsyncOpenAI], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        sdk, semaphore = self._bound()
+        attempts = 0
+
+        async def attempt() -> dict[str, Any]:
+            nonlocal attempts
+            attempts += 1
+            async with semaphore:
+                return await send(sdk)
+
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait,
+                                 retry=retry_if_exception(_retryable), before_sleep=self._log_retry, reraise=True)
+        try:
+            return await retrying(attempt)
+        except (openai.OpenAIError, _Unusable, ValueError) as exc:
+            cause = self._scrub(_describe(exc, self.timeout))
+            verdict = f"gave up after {attempts} attempts" if _retryable(exc) else f"not retried (attempt {attempts})"
+            raise LLMError(f"model {self.config.model!r} (role {self.role}): {verdict}; last error: {cause}") from None
+
+    def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """The SDK client and semaphore of the running loop: both are tied to one event loop."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._sdk, self._semaphore = loop, build_client(self.config), asyncio.Semaphore(self.concurrency)
+        return self._sdk, self._semaphore
+
+    def _wait(self, state: RetryCallState) -> float:
+        return max(self._wait_backoff(state), _retry_after(state.outcome.exception()))
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        log.info("model %s (role %s): retrying in %.1f s after %s", self.config.model, self.role,
+                 state.upcoming_sleep, self._scrub(_describe(state.outcome.exception(), self.timeout)))
+
+    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        if self._price is None:
+            return 0.0
+        return (prompt_tokens * self._price["input"] + completion_tokens * self._price["output"]) / 1e6
+
+    def _scrub(self, text: str) -> str:
+        """Server messages may quote the key (e.g. on a 401): remove it and anything key-shaped."""
+        key = os.environ.get(_key_variable(self.config))
+        if key:
+            text = text.replace(key, "***")
+        return re.sub(r"sk-[\w*-]{6,}", "sk-***", text)
+
+
+def _cache_key(request: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _assistant_message(completion: Any) -> dict[str, Any]:
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise _Unusable("the response has no choices")
+    message = choices[0].message
+    calls = [{"id": call.id, "type": "function",
+              "function": {"name": call.function.name, "arguments": call.function.arguments}}
+             for call in message.tool_calls or []]
+    if not message.content and not calls:
+        raise _Unusable("an empty reply (no content, no tool calls)")
+    return {"role": "assistant", "content": message.content, **({"tool_calls": calls} if calls else {})}
+
+
+def _tokens(response: Any) -> dict[str, int]:
+    usage = getattr(response, "usage", None)
+    return {"prompt_tokens": getattr(usage, "prompt_tokens", None) or 0,
+            "completion_tokens": getattr(usage, "completion_tokens", None) or 0}
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+    # ValueError: the SDK could not decode the body as JSON.
+    return isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError, _Unusable, ValueError))
+
+
+def _retry_after(exc: BaseException | None) -> float:
+    """Seconds the server asked us to wait (retry-after-ms or Retry-After), capped; 0 if it did not say."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return min(float(headers[name]) * scale, MAX_RETRY_AFTER_S)
+        except (KeyError, ValueError):
+            continue
+    return 0.0
+
+
+def _describe(exc: BaseException | None, timeout: float) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"
+    if isinstance(exc, openai.APITimeoutError):
+        return f"timed out after {timeout} s"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"connection error: {exc.__cause__ or exc}"
+    if isinstance(exc, _Unusable):
+        return f"unusable response: {exc}"
+    if isinstance(exc, ValueError):
+        return f"unusable response: the body is not valid JSON ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in `text`, which may be wrapped in ```json fences or prose."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError(f"no JSON object in the model's reply: {text[:200]!r}")

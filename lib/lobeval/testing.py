@@ -1,0 +1,216 @@
+"""A fake OpenAI-compatible server for tests and benchmarks: real HTTP on 127.0.0.1, no network.
+
+    with FakeOpenAI(lambda request: tool_calls([("lookup", {"id": "T-1"})])) as server:
+        ...  # point a client at server.base_url (OpenAI) or server.azure_endpoint (Azure)
+
+It never logs requests or headers: they may carry keys.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+Reply = str | dict[str, Any]
+Policy = Callable[[dict[str, Any]], Reply]
+# Besides these, a fault may be any HTTP error status as a string: "429", "500", "401", ...
+FAULTS = ("timeout", "malformed", "empty", "bad_tool_args")
+EMBEDDING_DIMS = 64
+_ROUTE = re.compile(r"/v1/(?P<v1>chat/completions|embeddings)|/openai/deployments/(?P<deployment>[^/]+)/"
+                    r"(?P<azure>chat/completions|embeddings)")
+
+
+def text(content: str) -> dict[str, Any]:
+    """A plain assistant message."""
+    return {"content": content}
+
+
+def tool_calls(calls: list[tuple[str, dict[str, Any]]], content: str | None = None) -> dict[str, Any]:
+    """An assistant message calling tools: [(name, arguments), ...]."""
+    return {"content": content, "tool_calls": [
+        {"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(args)}} for name, args in calls]}
+
+
+def json_reply(obj: Any) -> dict[str, Any]:
+    """A JSON-mode reply: the content is the object as JSON."""
+    return text(json.dumps(obj))
+
+
+def echo_last_user(request: dict[str, Any]) -> str:
+    """The default policy: answer with the last user message."""
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    content = users[-1].get("content") if users else ""
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def embed_text(text: str) -> list[float]:
+    """Hashed bag of words, L2-normalised: texts sharing words are close."""
+    vector = [0.0] * EMBEDDING_DIMS
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest()[:8], 16) % EMBEDDING_DIMS] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+class FakeOpenAI:
+    """Serves /v1/chat/completions, /v1/embeddings and their Azure deployment paths.
+
+    `policy(request_body)` gives each chat reply (a str, or a dict from `text`, `tool_calls`,
+    `json_reply`); `fail_next` queues faults; `requests` holds every JSON body received;
+    `count` is the number of chat completion requests; `latency` is slept before every answer.
+    """
+
+    def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0):
+        self.policy, self.latency = policy, latency
+        self.requests: list[dict[str, Any]] = []
+        self.count = 0
+        self._faults: deque[tuple[str, dict[str, Any]]] = deque()
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the server is not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def azure_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeOpenAI:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},  # quick stop()
+                         name="FakeOpenAI", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def fail_next(self, kind: str, times: int = 1, **kw: Any) -> None:
+        """Make the next `times` requests fail. kw: retry_after (for "429"), seconds (for "timeout"),
+        message (for an HTTP status)."""
+        if kind not in FAULTS and not (kind.isdigit() and 400 <= int(kind) < 600):
+            raise ValueError(f"unknown fault {kind!r}; choose one of {', '.join(FAULTS)} or an HTTP error status")
+        with self._lock:
+            self._faults.extend([(kind, kw)] * times)
+
+    def _respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+        """(status, JSON payload or raw bytes, extra headers) for one request."""
+        url = urlsplit(path)
+        route = _ROUTE.fullmatch(url.path)
+        if route is None:
+            return _error(404, f"no such endpoint: {url.path}")
+        if route["deployment"] and "api-version" not in parse_qs(url.query):
+            return _error(400, "the api-version query parameter is required")
+        chat = (route["v1"] or route["azure"]) == "chat/completions"
+        with self._lock:
+            self.requests.append(body)
+            self.count += chat
+            kind, kw = self._faults.popleft() if self._faults else ("", {})
+        time.sleep(self.latency)
+        if kind == "timeout":
+            time.sleep(kw.get("seconds", 5.0))
+        elif kind == "malformed":
+            return 200, b'{"id": "chatcmpl-broken", "choices": [', {}
+        elif kind.isdigit():
+            return _error(int(kind), kw.get("message", f"injected fault {kind}"), kw.get("retry_after", 1))
+        try:
+            payload = self._completion(body, kind, route["deployment"]) if chat else self._embeddings(body, kind)
+        except Exception as exc:  # a bug in a test's policy must be visible, not a hang
+            return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
+        return 200, payload, {}
+
+    def _completion(self, body: dict[str, Any], kind: str, deployment: str | None) -> dict[str, Any]:
+        if kind == "empty":
+            reply: Reply = text("")
+        elif kind == "bad_tool_args":
+            name = ((body.get("tools") or [{}])[0].get("function") or {}).get("name", "tool")
+            reply = {"content": None, "tool_calls": [
+                {"id": "call_bad", "type": "function", "function": {"name": name, "arguments": '{"id": "T-1",'}}]}
+        else:
+            reply = self.policy(body)
+        message = {"role": "assistant", "content": None, **(text(reply) if isinstance(reply, str) else reply)}
+        return {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
+                "model": deployment or body.get("model", "fake"),
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                "usage": _usage(len(json.dumps(body.get("messages"))) // 4, len(json.dumps(message)) // 4)}
+
+    def _embeddings(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        vectors = [] if kind in ("empty", "bad_tool_args") else [embed_text(t) for t in texts]
+        as_base64 = body.get("encoding_format") == "base64"
+        data = [{"object": "embedding", "index": i,
+                 "embedding": base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if as_base64 else v}
+                for i, v in enumerate(vectors)]
+        return {"object": "list", "data": data, "model": body.get("model", "fake"),
+                "usage": _usage(len(json.dumps(texts)) // 4, 0)}
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def _error(status: int, message: str, retry_after: float = 1) -> tuple[int, dict[str, Any], dict[str, str]]:
+    headers = {"Retry-After": str(retry_after)} if status == 429 else {}
+    return status, {"error": {"message": message, "type": "fake_error", "code": str(status)}}, headers
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+    fake: FakeOpenAI
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"   # keep-alive; every answer carries Content-Length
+    server: _Server
+
+    def do_POST(self) -> None:
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        except ValueError:
+            status, payload, headers = _error(400, "the request body is not JSON")
+        else:
+            status, payload, headers = self.server.fake._respond(self.path, body)
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except ConnectionError:   # the client gave up (its timeout): nothing to answer
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: requests and headers may carry keys."""

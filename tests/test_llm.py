@@ -1,0 +1,395 @@
+"""lobeval.llm against the fake OpenAI server: configuration, retries, usage, cache, budget, key hygiene."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import diskcache
+import pytest
+
+from lobeval.errors import ConfigError
+from lobeval.llm import (
+    Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, Usage, parse_json_object, resolve_model,
+)
+from lobeval.testing import FakeOpenAI, json_reply, tool_calls
+
+SECRET = "sk-test-SECRET123456789"
+HI = [{"role": "user", "content": "hi"}]
+TOOLS = [{"type": "function", "function": {"name": "get_ticket", "parameters": {"type": "object"}}}]
+MODEL_VARS = ["LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
+              "LOBEVAL_EMBEDDING_MODEL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY",
+              "AZURE_OPENAI_API_VERSION", "LOBEVAL_PRICES", "LOBEVAL_BUDGET_USD"]
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch, tmp_path):
+    for name in MODEL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def client(server: FakeOpenAI, model: str = "gpt-4o-mini", **kw) -> LLMClient:
+    options = {"role": "judge", "cache": False, "timeout": 5.0, "max_attempts": 4, "backoff": (0.01, 0.1), **kw}
+    return LLMClient(ModelConfig("openai", model, server.base_url), **options)
+
+
+def chat(llm: LLMClient, messages=HI, **kw):
+    return asyncio.run(llm.chat(messages, **kw))
+
+
+# --- resolve_model -----------------------------------------------------------------------------------
+
+def test_no_model_name_is_offline():
+    assert resolve_model("judge", {"OPENAI_API_KEY": SECRET}) is None
+
+
+def test_role_override_and_default():
+    env = {"OPENAI_API_KEY": SECRET, "LOBEVAL_MODEL": "gpt-4o-mini", "LOBEVAL_JUDGE_MODEL": "gpt-4.1",
+           "OPENAI_BASE_URL": "http://localhost:11434/v1"}
+    assert resolve_model("judge", env) == ModelConfig("openai", "gpt-4.1", "http://localhost:11434/v1")
+    assert resolve_model("user", env).model == "gpt-4o-mini"
+    assert resolve_model("target", env).model == "gpt-4o-mini"
+
+
+def test_embedding_needs_its_own_variable():
+    env = {"OPENAI_API_KEY": SECRET, "LOBEVAL_MODEL": "gpt-4o-mini"}
+    assert resolve_model("embedding", env) is None
+    assert resolve_model("embedding", {**env, "LOBEVAL_EMBEDDING_MODEL": "text-embedding-3-small"}).model == \
+        "text-embedding-3-small"
+
+
+def test_azure_wins_when_its_endpoint_is_set():
+    env = {"OPENAI_API_KEY": SECRET, "LOBEVAL_MODEL": "my-deployment", "AZURE_OPENAI_ENDPOINT": "https://x.azure.com",
+           "AZURE_OPENAI_API_KEY": SECRET, "AZURE_OPENAI_API_VERSION": "2024-10-21"}
+    assert resolve_model("user", env) == ModelConfig("azure", "my-deployment", "https://x.azure.com", "2024-10-21")
+
+
+@pytest.mark.parametrize("missing", ["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_API_VERSION"])
+def test_azure_missing_variable_is_named(missing):
+    env = {"LOBEVAL_MODEL": "dep", "AZURE_OPENAI_ENDPOINT": "https://x.azure.com",
+           "AZURE_OPENAI_API_KEY": SECRET, "AZURE_OPENAI_API_VERSION": "2024-10-21"}
+    del env[missing]
+    with pytest.raises(ConfigError, match=missing) as caught:
+        resolve_model("judge", env)
+    assert SECRET not in str(caught.value)
+
+
+def test_model_without_credentials_says_what_to_set():
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY.*AZURE_OPENAI_ENDPOINT"):
+        resolve_model("target", {"LOBEVAL_TARGET_MODEL": "gpt-4o"})
+
+
+def test_unknown_role_lists_the_roles():
+    with pytest.raises(ConfigError, match="user, target, judge, embedding"):
+        resolve_model("grader", {})
+
+
+# --- chat --------------------------------------------------------------------------------------------
+
+def test_text_reply_and_request_parameters(server):
+    result = chat(client(server), temperature=0.3, max_tokens=50)
+    assert result.message == {"role": "assistant", "content": "hi"}
+    assert not result.cached and result.prompt_tokens > 0 and result.completion_tokens > 0
+    body = server.requests[0]
+    assert (body["model"], body["temperature"], body["max_tokens"]) == ("gpt-4o-mini", 0.3, 50)
+    assert "tools" not in body and "response_format" not in body
+
+
+def test_temperature_none_is_left_out(server):
+    chat(client(server), temperature=None)
+    assert "temperature" not in server.requests[0]
+
+
+def test_tool_call_reply(server):
+    server.policy = lambda request: tool_calls([("get_ticket", {"id": "TKT-1"})])
+    message = chat(client(server), tools=TOOLS).message
+    assert message["content"] is None
+    [call] = message["tool_calls"]
+    assert call["type"] == "function" and call["id"].startswith("call_")
+    assert call["function"]["name"] == "get_ticket" and json.loads(call["function"]["arguments"]) == {"id": "TKT-1"}
+    assert server.requests[0]["tools"] == TOOLS
+
+
+def test_json_mode(server):
+    server.policy = lambda request: json_reply({"mode": request["response_format"]["type"], "score": 3})
+    result = chat(client(server), response_format={"type": "json_object"})
+    assert parse_json_object(result.message["content"]) == {"mode": "json_object", "score": 3}
+
+
+def test_azure_client_uses_the_deployment_path(server, monkeypatch):
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-secret")
+    llm = LLMClient(ModelConfig("azure", "my-deployment", server.azure_endpoint, "2024-10-21"), role="user",
+                    cache=False)
+    assert chat(llm).message["content"] == "hi"
+
+
+def test_bad_tool_arguments_are_passed_through_as_the_bot_wrote_them(server):
+    server.fail_next("bad_tool_args")
+    [call] = chat(client(server), tools=TOOLS).message["tool_calls"]
+    with pytest.raises(ValueError):
+        json.loads(call["function"]["arguments"])
+    assert server.count == 1
+
+
+def test_same_client_works_across_event_loops(server):
+    llm = client(server)
+    assert [chat(llm, [{"role": "user", "content": f"{i}"}]).message["content"] for i in range(3)] == ["0", "1", "2"]
+
+
+def test_concurrency_is_bounded(server):
+    in_flight, peak, lock = 0, 0, threading.Lock()
+
+    def policy(request):
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(0.05)
+        with lock:
+            in_flight -= 1
+        return "ok"
+
+    server.policy = policy
+    llm = client(server, concurrency=2)
+
+    async def many():
+        return await asyncio.gather(*(llm.chat([{"role": "user", "content": f"{i}"}]) for i in range(6)))
+
+    assert len(asyncio.run(many())) == 6
+    assert peak == 2
+
+
+# --- retries -----------------------------------------------------------------------------------------
+
+def test_429_waits_for_retry_after(server):
+    server.fail_next("429", retry_after=1)
+    started = time.perf_counter()
+    assert chat(client(server)).message["content"] == "hi"
+    assert time.perf_counter() - started >= 0.95
+    assert server.count == 2
+
+
+@pytest.mark.parametrize("kind, times", [("500", 2), ("503", 1), ("malformed", 1), ("empty", 2), ("408", 1)])
+def test_transient_faults_are_retried(server, kind, times):
+    server.fail_next(kind, times=times)
+    assert chat(client(server)).message["content"] == "hi"
+    assert server.count == times + 1
+
+
+def test_timeout_is_retried(server):
+    server.fail_next("timeout", seconds=1.0)
+    assert chat(client(server, timeout=0.3)).message["content"] == "hi"
+    assert server.count == 2
+
+
+def test_persistent_500_gives_up_after_max_attempts(server):
+    server.fail_next("500", times=10)
+    with pytest.raises(LLMError, match="gave up after 3 attempts.*HTTP 500"):
+        chat(client(server, max_attempts=3))
+    assert server.count == 3
+
+
+@pytest.mark.parametrize("status", ["400", "401", "403", "404"])
+def test_client_errors_are_not_retried(server, status):
+    server.fail_next(status, message="the server says no")
+    with pytest.raises(LLMError, match=f"not retried.*HTTP {status}: the server says no"):
+        chat(client(server))
+    assert server.count == 1
+
+
+def test_a_reply_that_stays_empty_is_an_llm_error(server):
+    server.fail_next("empty", times=4)
+    with pytest.raises(LLMError, match="empty reply"):
+        chat(client(server))
+
+
+# --- usage and cost ----------------------------------------------------------------------------------
+
+def test_usage_and_cost_accumulate_for_a_priced_model(server):
+    llm = client(server, model="gpt-4o-mini")
+    first, second = chat(llm), chat(llm, [{"role": "user", "content": "hello again"}])
+    usage = llm.usage.to_dict()
+    assert usage["calls"] == 2 and usage["cached_calls"] == 0
+    assert usage["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
+    assert usage["completion_tokens"] == first.completion_tokens + second.completion_tokens
+    expected = (usage["prompt_tokens"] * 0.15 + usage["completion_tokens"] * 0.60) / 1e6
+    assert usage["cost_usd"] == pytest.approx(expected) and usage["cost_usd"] > 0
+    assert usage["cost_known"] is True
+
+
+def test_unknown_model_counts_tokens_but_not_cost(server):
+    llm = client(server, model="my-local-llama")
+    chat(llm)
+    usage = llm.usage.to_dict()
+    assert usage["prompt_tokens"] > 0 and usage["cost_usd"] == 0.0 and usage["cost_known"] is False
+
+
+def test_price_file_overrides(server, monkeypatch, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"my-local-llama": {"input": 1000.0, "output": 2000.0}}))
+    monkeypatch.setenv("LOBEVAL_PRICES", str(prices))
+    llm = client(server, model="my-local-llama")
+    result = chat(llm)
+    assert result.cost_usd == pytest.approx((result.prompt_tokens * 1000 + result.completion_tokens * 2000) / 1e6)
+    assert llm.usage.cost_known is True
+
+
+def test_bad_price_file_is_a_config_error(server, monkeypatch, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m": {"in": 1}}))
+    monkeypatch.setenv("LOBEVAL_PRICES", str(prices))
+    with pytest.raises(ConfigError, match="LOBEVAL_PRICES"):
+        client(server)
+
+
+def test_usages_add_up():
+    a, b = Usage(), Usage()
+    a.add(prompt_tokens=10, completion_tokens=5, cost_usd=0.5)
+    b.add(prompt_tokens=100, completion_tokens=100, cost_usd=1.0, cached=True)   # cached calls cost nothing
+    b.add(prompt_tokens=1, completion_tokens=1, cost_known=False)
+    assert (a + b).to_dict() == {"calls": 3, "cached_calls": 1, "prompt_tokens": 11, "completion_tokens": 6,
+                                 "cost_usd": 0.5, "cost_known": False}
+
+
+# --- cache -------------------------------------------------------------------------------------------
+
+def test_identical_call_is_served_from_the_cache(server):
+    llm = client(server, cache=True)
+    first, second = chat(llm), chat(llm)
+    assert server.count == 1
+    assert second.cached and second.cost_usd == 0.0 and second.message == first.message
+    assert llm.usage.calls == 2 and llm.usage.cached_calls == 1
+    assert llm.usage.cost_usd == pytest.approx(first.cost_usd)
+
+
+def test_cache_persists_across_clients(server):
+    chat(client(server, cache=True))
+    assert chat(client(server, cache=True)).cached
+    assert server.count == 1
+
+
+@pytest.mark.parametrize("change", [{"temperature": 0.5}, {"tools": TOOLS}, {"max_tokens": 10}])
+def test_any_changed_parameter_misses_the_cache(server, change):
+    llm = client(server, cache=True)
+    chat(llm)
+    assert not chat(llm, **change).cached
+    assert server.count == 2
+
+
+def test_another_model_misses_the_cache(server):
+    chat(client(server, cache=True))
+    assert not chat(client(server, model="gpt-4.1", cache=True)).cached
+
+
+def test_failed_calls_are_not_cached(server):
+    llm = client(server, cache=True, max_attempts=2)
+    server.fail_next("empty", times=2)
+    with pytest.raises(LLMError):
+        chat(llm)
+    assert chat(llm).message["content"] == "hi" and server.count == 3
+
+
+def test_without_cache_every_call_is_sent(server):
+    llm = client(server, cache=False)
+    chat(llm), chat(llm)
+    assert server.count == 2
+
+
+# --- budget ------------------------------------------------------------------------------------------
+
+def test_budget_stops_new_calls_before_sending(server):
+    budget = Budget(1e-9)
+    judge, user = client(server, budget=budget), client(server, role="user", budget=budget)
+    chat(judge)
+    assert budget.spent_usd > budget.limit_usd
+    for llm in (judge, user):
+        with pytest.raises(BudgetExceeded, match="budget"):
+            chat(llm, [{"role": "user", "content": "more"}])
+    assert server.count == 1
+
+
+def test_budget_still_serves_cached_answers(server):
+    llm = client(server, cache=True, budget=Budget(1e-9))
+    chat(llm)
+    assert chat(llm).cached
+
+
+def test_budget_from_env():
+    assert Budget.from_env({}) is None
+    assert Budget.from_env({"LOBEVAL_BUDGET_USD": "2.5"}).limit_usd == 2.5
+    with pytest.raises(ConfigError, match="LOBEVAL_BUDGET_USD"):
+        Budget.from_env({"LOBEVAL_BUDGET_USD": "lots"})
+
+
+# --- embeddings --------------------------------------------------------------------------------------
+
+def test_embeddings_are_ordered_similar_and_cached(server):
+    llm = client(server, model="text-embedding-3-small", cache=True)
+    texts = ["reset my account password", "please reset the password of my account", "weather in Paris"]
+    a, b, c = asyncio.run(llm.embed(texts))
+    dot = lambda x, y: sum(p * q for p, q in zip(x, y))
+    assert dot(a, b) > dot(a, c)
+    assert asyncio.run(llm.embed(texts)) == [a, b, c]
+    assert len(server.requests) == 1 and llm.usage.cached_calls == 1 and llm.usage.cost_usd > 0
+
+
+def test_missing_embeddings_are_retried(server):
+    server.fail_next("empty")
+    assert len(asyncio.run(client(server).embed(["a", "b"]))) == 2
+    assert len(server.requests) == 2
+
+
+# --- key hygiene -------------------------------------------------------------------------------------
+
+def test_the_key_never_leaks(server, tmp_path):
+    llm = client(server, cache=True)
+    chat(llm)
+    server.fail_next("401", message=f"Incorrect API key provided: {SECRET}")
+    with pytest.raises(LLMError) as caught:
+        chat(llm, [{"role": "user", "content": "again"}])
+    texts = [str(caught.value), repr(caught.value), "".join(traceback.format_exception(caught.value))]
+    with pytest.raises(ConfigError) as config_error:
+        resolve_model("judge", {"LOBEVAL_MODEL": "m", "AZURE_OPENAI_ENDPOINT": "x", "AZURE_OPENAI_API_KEY": SECRET})
+    texts += [str(config_error.value), json.dumps(llm.config.describe()), json.dumps(llm.usage.to_dict())]
+    assert all(SECRET not in text and "SECRET123" not in text for text in texts)
+    with diskcache.Cache(str(tmp_path / "cache")) as cache:
+        assert all(SECRET not in str(key) for key in cache.iterkeys())
+    assert all(SECRET.encode() not in path.read_bytes() for path in Path(tmp_path / "cache").rglob("*") if path.is_file())
+
+
+def test_an_azure_key_is_scrubbed_from_server_messages(server, monkeypatch):
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-SECRET-key-42")
+    llm = LLMClient(ModelConfig("azure", "dep", server.azure_endpoint, "2024-10-21"), role="user", cache=False)
+    server.fail_next("401", message="key azure-SECRET-key-42 is not valid")
+    with pytest.raises(LLMError, match="HTTP 401") as caught:
+        chat(llm)
+    assert "azure-SECRET-key-42" not in str(caught.value)
+
+
+# --- parse_json_object -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reply", [
+    '{"score": 4, "reason": "ok"}',
+    '```json\n{"score": 4, "reason": "ok"}\n```',
+    'Here is my verdict: {"score": 4, "reason": "ok"} Hope that helps {not json}.',
+    'Using {braces} first, then {"score": 4, "reason": "ok"}',
+])
+def test_parse_json_object(reply):
+    assert parse_json_object(reply) == {"score": 4, "reason": "ok"}
+
+
+@pytest.mark.parametrize("reply", ["no json here", "[1, 2]", '{"unterminated": 1'])
+def test_parse_json_object_rejects(reply):
+    with pytest.raises(ValueError):
+        parse_json_object(reply)

@@ -1,0 +1,1 @@
+"""Sample chatbots under test, for lobeval's offline demo and tests."""

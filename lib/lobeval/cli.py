@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 
 from lobeval.errors import LobevalError
+from lobeval.roles import DEFAULT_TARGET, USER_KINDS
+from lobeval.users import STOP_PHRASE
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -12,6 +15,38 @@ def _generate(args: argparse.Namespace) -> int:
 
     result = generate(args.suite, args.out, cases_per_scenario=args.cases_per_scenario, seed=args.seed)
     print(f"wrote {result.total} cases ({len(result.cases_per_scenario)} scenarios) to {result.path}")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    return asyncio.run(_simulate_async(args))
+
+
+async def _simulate_async(args: argparse.Namespace) -> int:
+    from lobeval.roles import make_completion_judge, make_user
+    from lobeval.simulate import parse_shard, simulate_async
+    from lobeval.targets import load_target
+
+    user = make_user(args.user, stop_phrase=args.stop_phrase, concurrency=args.concurrency)
+    judge = make_completion_judge(args.concurrency)
+    target = load_target(args.target)
+    try:
+        result = await simulate_async(
+            args.dataset, args.out, target=target, user=user, judge=judge, trials=args.trials,
+            concurrency=args.concurrency, max_turns=args.max_turns, stop_phrase=args.stop_phrase,
+            scenarios=args.scenarios.split(",") if args.scenarios else None, limit=args.limit,
+            shard=parse_shard(args.shard) if args.shard else None)
+    finally:
+        await target.aclose()
+    for line in result.summary():
+        print(line)
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from lobeval.chat import chat_loop
+
+    asyncio.run(chat_loop(args.target, debug=args.debug))
     return 0
 
 
@@ -35,6 +70,26 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=42, metavar="S")
     gen.add_argument("--out", required=True, help="the dataset file to write (JSONL)")
     gen.set_defaults(handler=_generate)
+
+    sim = commands.add_parser("simulate", help="let a simulated user talk to the target, one conversation per "
+                                                "case and trial; resumes when --out exists")
+    sim.add_argument("--dataset", required=True)
+    sim.add_argument("--target", default=DEFAULT_TARGET, help=f"module:attr or http(s)://... (default {DEFAULT_TARGET})")
+    sim.add_argument("--user", default="scripted", choices=USER_KINDS)
+    sim.add_argument("--trials", type=int, default=1, metavar="K", help="conversations per case, for pass^k")
+    sim.add_argument("--concurrency", type=int, default=4, metavar="C")
+    sim.add_argument("--max-turns", type=int, default=20, metavar="T", help="user messages at most")
+    sim.add_argument("--stop-phrase", default=STOP_PHRASE, metavar="TEXT")
+    sim.add_argument("--scenarios", metavar="A,B", help="only these scenarios")
+    sim.add_argument("--limit", type=int, metavar="N", help="only the first N cases (a smoke run)")
+    sim.add_argument("--shard", metavar="I/N", help="only every N-th case, starting at the I-th")
+    sim.add_argument("--out", required=True, help="conversations file (JSONL), appended to")
+    sim.set_defaults(handler=_simulate)
+
+    chat = commands.add_parser("chat", help="talk to a target yourself")
+    chat.add_argument("--target", default=DEFAULT_TARGET)
+    chat.add_argument("--debug", action="store_true", help="show every function call with arguments and result")
+    chat.set_defaults(handler=_chat)
 
     run = commands.add_parser("run", help="run the notebook chain into runs/<run_id>/")
     run.add_argument("--suite", default="scenarios/support_tickets")

@@ -1,0 +1,210 @@
+"""Stage 2: turn each test case into a recorded conversation with a target.
+
+`simulate()` reads as its steps: select the cases, skip the (case, trial) pairs the output file
+already holds, run the rest concurrently, append each finished conversation whole. One
+conversation is `converse()`: start, then user and bot take turns until a termination rule fires.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lobeval.errors import ConfigError
+from lobeval.llm import LLMError, Usage
+from lobeval.records import Case, dumps, iter_jsonl, read_cases
+from lobeval.targets import Target, TargetError
+from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
+
+NORMAL_ENDINGS = ("user_finished", "judged_complete")
+MACHINERY_ERRORS = ("llm_error",)
+
+
+@dataclass
+class Transcript:
+    """What one conversation accumulates while it runs."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    function_calls: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
+    target_calls: int = 0
+
+    def user_said(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+
+    def bot_said(self, reply: Any) -> None:
+        self.messages.append({"role": "assistant", "content": reply.text, "function_calls": reply.function_calls})
+        self.function_calls += [{**call, "turn": self.turns} for call in reply.function_calls]
+
+
+async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, *, judge: Any = None,
+                   max_turns: int = 20, stop_phrase: str = STOP_PHRASE) -> dict[str, Any]:
+    """One conversation, always returned as a record: failures are data, never exceptions."""
+    started = time.perf_counter()
+    transcript, end_state, error, verdict = Transcript(), None, None, None
+    judge_usage = Usage()
+    user_session = user.start(case)
+    session = None
+    try:
+        session = await target.start(case.model_dump())
+        greeting = await session.greeting()
+        if greeting is not None:
+            transcript.bot_said(greeting)
+        bot_text = greeting.text if greeting is not None else None
+        while True:
+            if transcript.turns >= max_turns:
+                reason = "max_turns"
+                break
+            message = await user_session.reply(bot_text)
+            transcript.user_said(message)
+            transcript.turns += 1
+            if says_stop_phrase(message, stop_phrase):
+                reason = "user_finished"
+                break
+            reply = await session.send(message)
+            transcript.target_calls += 1
+            transcript.bot_said(reply)
+            bot_text = reply.text
+            if judge is not None:
+                complete, verdict = await judge.is_complete(case, transcript.messages, judge_usage)
+                if complete:
+                    reason = "judged_complete"
+                    break
+        end_state = await session.state()
+    except TargetError as exc:
+        reason, error = "target_error", str(exc)
+    except LLMError as exc:
+        reason, error = "llm_error", str(exc)
+    finally:
+        if session is not None:
+            await session.close()
+    return {
+        "case_id": case.case_id, "trial": trial, "scenario_name": case.scenario_name,
+        "messages": transcript.messages, "function_calls": transcript.function_calls,
+        "termination": {"reason": reason, "turns": transcript.turns,
+                        **({"judge_reason": verdict} if verdict is not None else {})},
+        "usage": {"user": _usage(getattr(user_session, "usage", None)),
+                  "target": {**_usage(None), "calls": transcript.target_calls},
+                  "judge": judge_usage.to_dict()},
+        "error": error, "duration_s": round(time.perf_counter() - started, 3),
+        "target": target.name, "user_simulator": user.name, "end_state": end_state,
+    }
+
+
+def _usage(usage: Usage | None) -> dict[str, Any]:
+    return (usage or Usage()).to_dict()
+
+
+# --- many conversations ----------------------------------------------------------------------
+
+@dataclass
+class SimulationResult:
+    path: Path
+    written: int
+    skipped: int
+    terminations: Counter
+    usage: dict[str, dict[str, float]]
+    wall_s: float
+
+    def summary(self) -> list[str]:
+        endings = ", ".join(f"{reason} {count}" for reason, count in self.terminations.most_common())
+        lines = [f"{self.written} conversations written to {self.path} ({self.skipped} already there)",
+                 f"endings: {endings or 'none'}"]
+        for role, usage in self.usage.items():
+            lines.append(f"usage {role}: {usage['calls']} calls ({usage['cached_calls']} cached), "
+                         f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens, ${usage['cost_usd']:.4f}")
+        lines.append(f"wall time {self.wall_s:.1f} s")
+        return lines
+
+
+def select_cases(cases: list[Case], *, scenarios: list[str] | None = None, limit: int | None = None,
+                 shard: tuple[int, int] | None = None) -> list[Case]:
+    """The cases to run: by scenario, then a deterministic shard (every n-th case), then the first N."""
+    if scenarios:
+        known = {case.scenario_name for case in cases}
+        unknown = sorted(set(scenarios) - known)
+        if unknown:
+            raise ConfigError(f"--scenarios: unknown scenario(s) {', '.join(unknown)}; "
+                              f"the dataset has: {', '.join(sorted(known))}")
+        cases = [case for case in cases if case.scenario_name in scenarios]
+    if shard is not None:
+        index, count = shard
+        cases = [case for position, case in enumerate(cases) if position % count == index - 1]
+    return cases[:limit] if limit is not None else cases
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard {text!r}: expected I/N, e.g. 1/4") from None
+    if not 1 <= index <= count:
+        raise ConfigError(f"--shard {text!r}: I must be between 1 and N")
+    return index, count
+
+
+def finished_pairs(path: Path) -> set[tuple[str, int]]:
+    """The (case, trial) pairs already in the output; a torn last line (killed mid-write) is cut off."""
+    if not path.exists():
+        return set()
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+    return {(record["case_id"], record.get("trial", 0)) for _, record in iter_jsonl(path)}
+
+
+async def simulate_async(dataset: str | Path, out: str | Path, *, target: Target, user: SimulatedUser,
+                         judge: Any = None, trials: int = 1, concurrency: int = 4, max_turns: int = 20,
+                         stop_phrase: str = STOP_PHRASE, scenarios: list[str] | None = None,
+                         limit: int | None = None, shard: tuple[int, int] | None = None,
+                         progress: bool = True) -> SimulationResult:
+    from tqdm.auto import tqdm
+
+    if trials < 1 or concurrency < 1 or max_turns < 1:
+        raise ConfigError("--trials, --concurrency and --max-turns must be at least 1")
+    started = time.perf_counter()
+    out = Path(out)
+    cases = select_cases(read_cases(dataset), scenarios=scenarios, limit=limit, shard=shard)
+    done = finished_pairs(out)
+    todo = [(case, trial) for case in cases for trial in range(trials) if (case.case_id, trial) not in done]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    terminations: Counter = Counter()
+    usage = {role: Usage() for role in ("user", "target", "judge")}
+    limiter = asyncio.Semaphore(concurrency)
+
+    async def one(case: Case, trial: int) -> dict[str, Any]:
+        async with limiter:
+            return await converse(case, trial, target, user, judge=judge, max_turns=max_turns,
+                                  stop_phrase=stop_phrase)
+
+    with out.open("a", encoding="utf-8") as handle, \
+            tqdm(total=len(todo), desc="simulate", unit="conv", disable=not progress) as bar:
+        for finished in asyncio.as_completed([one(case, trial) for case, trial in todo]):
+            record = await finished
+            handle.write(dumps(record) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+            terminations[record["termination"]["reason"]] += 1
+            for role, numbers in record["usage"].items():
+                usage[role] = usage[role] + Usage(**numbers)
+            bar.update()
+    return SimulationResult(out, len(todo), len(cases) * trials - len(todo), terminations,
+                            {role: totals.to_dict() for role, totals in usage.items()}, time.perf_counter() - started)
+
+
+def overview(conversations: str | Path) -> "pd.DataFrame":
+    """One row per scenario: conversations, how they ended, machinery errors, turns and calls."""
+    import pandas as pd
+
+    rows = [{"scenario": r["scenario_name"], "ending": r["termination"]["reason"], "turns": r["termination"]["turns"],
+             "calls": len(r["function_calls"]), "failed calls": sum(bool(c.get("error")) for c in r["function_calls"])}
+            for _, r in iter_jsonl(conversations)]
+    table = pd.DataFrame(rows)
+    endings = pd.crosstab(table["scenario"], table["ending"])
+    numbers = table.groupby("scenario")[["turns", "calls", "failed calls"]].mean().round(1).add_prefix("mean ")
+    return endings.join(numbers).rename_axis(columns=None).reset_index()

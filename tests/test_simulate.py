@@ -1,0 +1,187 @@
+"""Stage 2 machinery: termination, failures as data, resume (also after kill -9), selection."""
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lobeval.cli import main
+from lobeval.llm import LLMClient, resolve_model
+from lobeval.records import Case, write_jsonl
+from lobeval.simulate import converse, finished_pairs, select_cases, simulate_async
+from lobeval.targets import load_target
+from lobeval.testing import FakeOpenAI, json_reply
+from lobeval.users import LLMUser, ScriptedUser
+from helpers import read_jsonl
+from test_users import BOOKING, leave_case
+
+
+def leave_dataset(path, n=6):
+    cases = [leave_case().model_copy(update={"case_id": f"book_leave-{i:03d}",
+                                             "scenario_name": "book_leave" if i % 2 else "other"}).model_dump()
+             for i in range(n)]
+    return write_jsonl(path, cases)
+
+
+def run_sim(dataset, out, **kw):
+    kw.setdefault("target", load_target("toy_leave_bot:LeaveBot"))
+    kw.setdefault("user", ScriptedUser())
+    return asyncio.run(simulate_async(dataset, out, progress=False, **kw))
+
+
+def test_every_case_and_trial_is_written_once_with_the_spec_fields(tmp_path):
+    dataset = leave_dataset(tmp_path / "d.jsonl")
+    result = run_sim(dataset, tmp_path / "c.jsonl", trials=2, concurrency=3)
+    records = read_jsonl(tmp_path / "c.jsonl")
+    assert result.written == 12 and result.skipped == 0
+    assert sorted((r["case_id"], r["trial"]) for r in records) == \
+        sorted((f"book_leave-{i:03d}", t) for i in range(6) for t in range(2))
+    record = records[0]
+    assert {"case_id", "trial", "scenario_name", "messages", "function_calls", "termination", "usage", "error",
+            "duration_s", "target", "user_simulator"} <= record.keys()
+    assert record["function_calls"][0]["turn"] == record["termination"]["turns"] - 1   # the "yes" turn
+    assert record["usage"]["target"]["calls"] == record["termination"]["turns"] - 1
+    assert result.terminations == {"user_finished": 12}
+
+
+def test_rerun_resumes_skipping_finished_pairs_and_cuts_a_torn_last_line(tmp_path):
+    dataset = leave_dataset(tmp_path / "d.jsonl")
+    out = tmp_path / "c.jsonl"
+    run_sim(dataset, out, limit=3)
+    with out.open("a") as handle:
+        handle.write('{"case_id": "book_leave-005", "tri')           # killed in the middle of a write
+    assert finished_pairs(out) == {(f"book_leave-{i:03d}", 0) for i in range(3)}
+    result = run_sim(dataset, out)
+    assert (result.written, result.skipped) == (3, 3)
+    assert sorted(r["case_id"] for r in read_jsonl(out)) == [f"book_leave-{i:03d}" for i in range(6)]
+
+
+def test_resume_survives_kill_9(tmp_path):
+    dataset = leave_dataset(tmp_path / "d.jsonl", n=40)
+    out = tmp_path / "c.jsonl"
+    command = [sys.executable, "-m", "lobeval", "simulate", "--dataset", str(dataset), "--out", str(out),
+               "--target", "toy_leave_bot:SlowLeaveBot", "--concurrency", "2", "--trials", "2"]
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or out.read_text().count("\n") < 10):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    partial = out.read_text().count("\n")
+    assert 10 <= partial < 80
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    pairs = [(r["case_id"], r["trial"]) for r in read_jsonl(out)]
+    assert len(pairs) == len(set(pairs)) == 80
+
+
+def test_select_by_scenario_shard_and_limit():
+    cases = [Case(case_id=f"c{i}", scenario_name="a" if i < 4 else "b", user_instructions="x") for i in range(8)]
+    assert [c.case_id for c in select_cases(cases, scenarios=["b"])] == ["c4", "c5", "c6", "c7"]
+    shards = [[c.case_id for c in select_cases(cases, shard=(i, 3))] for i in (1, 2, 3)]
+    assert shards == [["c0", "c3", "c6"], ["c1", "c4", "c7"], ["c2", "c5"]]
+    assert [c.case_id for c in select_cases(cases, scenarios=["a"], limit=2)] == ["c0", "c1"]
+
+
+def test_unknown_scenario_and_bad_shard_are_bad_input(tmp_path, capsys):
+    dataset = leave_dataset(tmp_path / "d.jsonl")
+    base = ["simulate", "--dataset", str(dataset), "--out", str(tmp_path / "c.jsonl"),
+            "--target", "toy_leave_bot:LeaveBot"]
+    assert main(base + ["--scenarios", "nope"]) == 2
+    assert "unknown scenario(s) nope; the dataset has: book_leave, other" in capsys.readouterr().err
+    assert main(base + ["--shard", "4/3"]) == 2
+    assert "--shard '4/3': I must be between 1 and N" in capsys.readouterr().err
+    assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_a_malformed_dataset_line_is_bad_input_naming_the_line(tmp_path, capsys):
+    dataset = leave_dataset(tmp_path / "d.jsonl")
+    with dataset.open("a") as handle:
+        handle.write('{"case_id": "x"}\n')
+    assert main(["simulate", "--dataset", str(dataset), "--out", str(tmp_path / "c.jsonl"),
+                 "--target", "toy_leave_bot:LeaveBot"]) == 2
+    assert "d.jsonl: line 7: field 'scenario_name': Field required" in capsys.readouterr().err
+
+
+def test_a_broken_target_is_recorded_on_the_conversation_not_raised(tmp_path):
+    record = asyncio.run(converse(leave_case(), 0, load_target("toy_leave_bot:BrokenBot"), ScriptedUser()))
+    assert record["termination"]["reason"] == "target_error"
+    assert record["error"] == "send failed: RuntimeError: database connection lost"
+    assert [m["role"] for m in record["messages"]] == ["assistant", "user", "assistant", "user"]
+
+
+@pytest.fixture
+def model_env(monkeypatch, tmp_path):
+    def configure(server):
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("LOBEVAL_MODEL", "fake-model")
+        monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    return configure
+
+
+def user_model_policy(request):
+    """A fake user model: answers the leave bot from the business values in its system prompt."""
+    system, last = request["messages"][0]["content"], request["messages"][-1]["content"]
+    assert "ana@example.org" in system and "the session is finished" in system
+    if "What do you need?" in last:
+        return "I need to book some leave."
+    if "(y/n)" in last:
+        return "yes"
+    if "Booked" in last:
+        return "Great, the session is finished."
+    return "\n".join(f"{k.replace('_', ' ')}: {v}" for k, v in BOOKING.items())
+
+
+def test_llm_user_sees_only_text_with_roles_swapped_and_completes_the_task(model_env):
+    with FakeOpenAI(user_model_policy) as server:
+        model_env(server)
+        user = LLMUser(LLMClient(resolve_model("user"), role="user", cache=False))
+        case = leave_case(business_data={"employee": {"email": "ana@example.org"}})
+        record = asyncio.run(converse(case, 0, load_target("toy_leave_bot:LeaveBot"), user))
+        requests = list(server.requests)
+    assert record["termination"]["reason"] == "user_finished"
+    assert [c["arguments"] for c in record["function_calls"]] == [BOOKING]
+    assert record["user_simulator"] == "llm:fake-model" and record["usage"]["user"]["calls"] == len(requests) == 4
+    last = requests[-1]["messages"]
+    assert [m["role"] for m in last] == ["system"] + ["user", "assistant"] * 3 + ["user"]
+    assert "book_leave" not in json.dumps(last)    # tool traffic is never shown to the user
+
+
+def test_llm_errors_mark_the_conversation_as_a_machinery_error(model_env):
+    with FakeOpenAI(user_model_policy) as server:
+        model_env(server)
+        server.fail_next("500", times=10)
+        client = LLMClient(resolve_model("user"), role="user", cache=False, max_attempts=2, backoff=(0.01, 0.02))
+        record = asyncio.run(converse(leave_case(), 0, load_target("toy_leave_bot:LeaveBot"), LLMUser(client)))
+    assert record["termination"]["reason"] == "llm_error"
+    assert "after 2 attempts" in record["error"]
+
+
+@pytest.mark.parametrize("verdict, reason", [
+    ({"reason": "booked", "complete": True}, "judged_complete"),
+    ({"reason": "not yet", "complete": "no"}, "user_finished"),
+    ({"score": 3}, "user_finished"),                    # unusable verdicts never end a conversation
+])
+def test_completion_judge_ends_the_conversation_when_the_goal_is_met(model_env, verdict, reason):
+    from lobeval.judges import CompletionJudge
+
+    def policy(request):
+        assert request["response_format"] == {"type": "json_object"}
+        done = "Booked!" in request["messages"][-1]["content"]
+        return json_reply(verdict if done else {"reason": "nothing booked yet", "complete": False})
+
+    with FakeOpenAI(policy) as server:
+        model_env(server)
+        judge = CompletionJudge(LLMClient(resolve_model("judge"), role="judge", cache=True))
+        record = asyncio.run(converse(leave_case(task_completion="Leave is booked."), 0,
+                                      load_target("toy_leave_bot:LeaveBot"), ScriptedUser(), judge=judge))
+    assert record["termination"]["reason"] == reason
+    assert len(record["function_calls"]) == 1
+    if reason == "judged_complete":
+        assert record["termination"]["judge_reason"] == "booked"
+    assert record["usage"]["judge"]["calls"] >= 1

@@ -1,0 +1,94 @@
+"""The scripted user: its reading of bot text, and whole conversations with a bot it has never seen."""
+import asyncio
+
+import pytest
+
+from lobeval.records import Case
+from lobeval.simulate import converse
+from lobeval.targets import load_target
+from lobeval.users import (ScriptedUser, asked_field, asks_confirmation, label, numbered_options,
+                           reports_problem, says_stop_phrase)
+
+BOOKING = {"employee_email": "ana@example.org", "start_date": "2026-12-21", "end_date": "2026-12-24",
+           "leave_type": "Vacation"}
+
+
+def leave_case(style="conversational", calls=None, **extra):
+    return Case(case_id="leave-001", scenario_name="book_leave",
+                user_instructions="Book vacation from 21 to 24 December.", user_style=style,
+                expected_function_calls=calls if calls is not None else [{"functionName": "book_leave", "arguments": BOOKING}], **extra)
+
+
+def talk(case, max_turns=12):
+    target = load_target("toy_leave_bot:LeaveBot")
+    return asyncio.run(converse(case, 0, target, ScriptedUser(), max_turns=max_turns))
+
+
+@pytest.mark.parametrize("style", ["conversational", "terse", "one_fact", "all_in_one"])
+def test_scripted_user_books_leave_with_an_unseen_bot_in_every_style(style):
+    record = talk(leave_case(style))
+    assert record["termination"]["reason"] == "user_finished"
+    assert [(c["functionName"], c["arguments"]) for c in record["function_calls"]] == [("book_leave", BOOKING)]
+    assert says_stop_phrase(record["messages"][-1]["content"])
+
+
+def test_terse_user_picks_menu_options_by_number():
+    record = talk(leave_case("terse"))
+    user_lines = [m["content"] for m in record["messages"] if m["role"] == "user"]
+    assert user_lines[0] == "1"          # "1) Book leave"
+    assert "1" in user_lines[1:]         # "1) Vacation" for the leave type
+
+
+def test_all_in_one_user_gives_everything_in_its_first_message():
+    record = talk(leave_case("all_in_one"))
+    first = record["messages"][1]["content"]
+    assert all(value in first for value in BOOKING.values())
+    assert sum(m["role"] == "user" for m in record["messages"]) == 3   # everything, "yes", stop phrase
+
+
+def test_user_with_two_items_moves_on_after_the_first_succeeds():
+    calls = [{"functionName": "book_leave", "arguments": BOOKING},
+             {"functionName": "cancel_leave", "arguments": {"booking_id": "LV-7"}}]
+    record = talk(leave_case(calls=calls))
+    assert [c["functionName"] for c in record["function_calls"]] == ["book_leave", "cancel_leave"]
+    assert record["function_calls"][1]["error"] is None
+    assert record["end_state"]["bookings"].keys() == {"LV-101"}
+
+
+def test_planned_mistake_is_given_first_then_corrected_when_the_bot_objects():
+    record = talk(leave_case(user_mistakes={"employee_email": "ana at example"}))
+    user_lines = [m["content"] for m in record["messages"] if m["role"] == "user"]
+    wrong = next(i for i, line in enumerate(user_lines) if "ana at example" in line)
+    assert "ana@example.org" in user_lines[wrong + 1]
+    assert record["function_calls"][0]["arguments"]["employee_email"] == "ana@example.org"
+
+
+def test_user_with_nothing_to_do_states_its_instructions_then_ends():
+    record = talk(leave_case(calls=[]))
+    assert record["messages"][1]["content"] == "Book vacation from 21 to 24 December."
+    assert record["termination"] == {"reason": "user_finished", "turns": 2}
+    assert record["function_calls"] == []
+
+
+def test_max_turns_stops_a_conversation_that_goes_nowhere():
+    record = talk(leave_case(), max_turns=2)
+    assert record["termination"] == {"reason": "max_turns", "turns": 2}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("What is the **due date** (YYYY-MM-DD)?", "due_date"),
+    ("Which start date should the leave begin on?", "start_date"),
+    ("And the end date?", "end_date"),
+    ("What is the ticket number?", "ticket_id"),
+    ("Great, thanks. Anything else?", None),
+])
+def test_asked_field_finds_the_field_in_bold_or_in_the_question(text, expected):
+    assert asked_field(text, ["title", "due_date", "start_date", "end_date", "ticket_id"]) == expected
+
+
+def test_reading_helpers():
+    assert numbered_options("Pick:\n1. Low\n2) High\nthanks") == {1: "Low", 2: "High"}
+    assert asks_confirmation("Shall I go ahead (y/n)?") and not asks_confirmation("What is the title?")
+    assert reports_problem("'MKTG' is not a valid department code.") and not reports_problem("Done!")
+    assert label("departmentCode") == label("department_code") == "department code"
+    assert says_stop_phrase("Thanks, The Session Is Finished.") and not says_stop_phrase("the session is")

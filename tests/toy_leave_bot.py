@@ -1,0 +1,128 @@
+"""A second, unrelated domain: a leave-booking bot with its own wording, for testing simulated users.
+
+It asks its questions in plain sentences (no bold, no field names in code style), confirms with
+(y/n), and uses its own id scheme (LV-...).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lobeval.targets import Reply
+
+MENU = "Hi, I'm the HR helper. I can:\n1) Book leave\n2) Cancel a leave booking\n3) Check a leave balance\nWhat do you need?"
+QUESTIONS = {"employee_email": "Sure. What is your employee email?",
+             "start_date": "Which start date should the leave begin on?",
+             "end_date": "And the end date?",
+             "leave_type": "What kind of leave is it? Options:\n1) Vacation\n2) Sick\n3) Parental"}
+TYPES = ["Vacation", "Sick", "Parental"]
+
+
+@dataclass
+class LeaveSession:
+    bookings: dict = field(default_factory=lambda: {"LV-7": {"employee_email": "kim@example.org"}})
+    task: str | None = None
+    slots: dict = field(default_factory=dict)
+    confirming: bool = False
+    asked: str | None = None
+
+    async def greeting(self) -> Reply:
+        return Reply(MENU)
+
+    async def send(self, message: str) -> Reply:
+        text = message.strip()
+        if self.task is None:
+            if text == "1" or "book" in text.lower():
+                self.task = "book"
+            elif text == "2" or "cancel" in text.lower():
+                self.task = "cancel"
+            else:
+                return Reply("Sorry, I only handle leave. " + MENU)
+        if self.confirming:
+            if text.lower() in ("y", "yes") or text.lower().startswith("yes"):
+                return self._execute()
+            self.confirming = False
+            return Reply("OK, not booked. What do you need?")
+        if self.asked:
+            self._fill(self.asked, text)
+        self._extract(text)
+        return self._next()
+
+    def _extract(self, text: str) -> None:
+        for key, value in re.findall(r"(employee email|start date|end date|leave type|booking id)\s*[:=]\s*(.+)", text, re.I):
+            self._fill(key.lower().replace(" ", "_"), value.strip())
+        booking = re.search(r"\bLV-\d+\b", text)
+        if booking:
+            self.slots["booking_id"] = booking.group(0)
+
+    def _fill(self, name: str, text: str) -> None:
+        value = re.sub(r"^the [a-z ]+ is ", "", text.strip().rstrip("."), flags=re.I)
+        if name == "leave_type" and value.isdigit() and 1 <= int(value) <= 3:
+            value = TYPES[int(value) - 1]
+        if name == "employee_email" and "@" not in value:
+            self.asked = name
+            return
+        self.slots[name] = value
+
+    def _next(self) -> Reply:
+        needed = ["booking_id"] if self.task == "cancel" else ["employee_email", "start_date", "end_date", "leave_type"]
+        for name in needed:
+            if name not in self.slots:
+                self.asked = name
+                return Reply(QUESTIONS.get(name, "Which booking id?"))
+        self.asked, self.confirming = None, True
+        summary = ", ".join(f"{k}={v}" for k, v in self.slots.items())
+        return Reply(f"I'll {self.task} leave with {summary}. Shall I go ahead (y/n)?")
+
+    def _execute(self) -> Reply:
+        if self.task == "book":
+            booking = f"LV-{len(self.bookings) + 100}"
+            self.bookings[booking] = dict(self.slots)
+            call = {"functionName": "book_leave", "arguments": dict(self.slots),
+                    "result": {"booking_id": booking}, "error": None}
+            text = f"Booked! Your reference is {booking}. Anything else?"
+        else:
+            removed = self.bookings.pop(self.slots["booking_id"], None)
+            call = {"functionName": "cancel_leave", "arguments": dict(self.slots),
+                    "result": {"cancelled": removed is not None}, "error": None if removed else "no such booking"}
+            text = "Cancelled. Anything else?" if removed else "I could not find that booking. Anything else?"
+        self.task, self.slots, self.confirming = None, {}, False
+        return Reply(text, [call])
+
+    async def state(self) -> dict:
+        return {"bookings": self.bookings}
+
+
+class LeaveBot:
+    async def start(self, case: dict) -> LeaveSession:
+        return LeaveSession()
+
+
+class SlowLeaveBot(LeaveBot):
+    """The same bot, taking 50 ms per reply: slow enough to be killed in the middle of a run."""
+
+    async def start(self, case: dict) -> LeaveSession:
+        session = SlowSession()
+        return session
+
+
+class SlowSession(LeaveSession):
+    async def send(self, message: str) -> Reply:
+        import asyncio
+
+        await asyncio.sleep(0.05)
+        return await super().send(message)
+
+
+class BrokenBot:
+    """Fails on the second message: a target error mid-conversation."""
+
+    async def start(self, case: dict) -> "BrokenSession":
+        return BrokenSession()
+
+
+class BrokenSession(LeaveSession):
+    async def send(self, message: str) -> Reply:
+        if any(self.slots.values()) or self.task:
+            raise RuntimeError("database connection lost")
+        return await super().send(message)

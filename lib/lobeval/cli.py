@@ -50,11 +50,23 @@ def _chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from lobeval.bench import bench_simulate
+
+    figures = bench_simulate(args.conversations, args.concurrency, args.latency)
+    print(f"simulate: {figures['conversations']} conversations ({figures['endings']}), "
+          f"{figures['model calls']} model calls at {args.latency * 1000:.0f} ms each, concurrency {args.concurrency}")
+    print(f"wall time {figures['wall s']:.2f} s, ideal (calls x latency / concurrency) {figures['ideal s']:.2f} s, "
+          f"ratio {figures['ratio']:.3f}")
+    print(f"peak memory (RSS) {figures['peak RSS MB']:.0f} MB")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from lobeval.pipeline import run
 
     result = run(suite=args.suite, run_id=args.run_id, cases_per_scenario=args.cases_per_scenario,
-                 seed=args.seed)
+                 seed=args.seed, target=args.target)
     for line in result.summary():
         print(line)
     return 0
@@ -91,11 +103,19 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--debug", action="store_true", help="show every function call with arguments and result")
     chat.set_defaults(handler=_chat)
 
+    bench = commands.add_parser("bench", help="print speed figures (simulation against the fake endpoint)")
+    bench.add_argument("what", choices=["simulate"])
+    bench.add_argument("--conversations", type=int, default=200)
+    bench.add_argument("--concurrency", type=int, default=32)
+    bench.add_argument("--latency", type=float, default=0.1, help="seconds per model completion")
+    bench.set_defaults(handler=_bench)
+
     run = commands.add_parser("run", help="run the notebook chain into runs/<run_id>/")
     run.add_argument("--suite", default="scenarios/support_tickets")
     run.add_argument("--run-id", help="default: the time and the suite's name")
     run.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
     run.add_argument("--seed", type=int, default=42, metavar="S")
+    run.add_argument("--target", help="module:attr or http(s)://...; default: the suite's default_target")
     run.set_defaults(handler=_run)
     return parser
 

@@ -32,7 +32,8 @@ class SupportTicketBot:
         self.policy = "llm" if model else "rules"
         self.data_dir = Path(data_dir or DATA_DIR)
         self.tools_path = Path(tools_path or TOOLS_PATH)
-        self._client = LLMClient(model, role="target", cache=False) if model else None
+        # A deployed bot serves many users at once: its own limit must not throttle the simulation.
+        self._client = LLMClient(model, role="target", cache=False, concurrency=64) if model else None
 
     async def start(self, case: dict[str, Any]) -> SupportSession:
         backend = SupportBackend(self.data_dir, self.tools_path, case.get("business_data"))

@@ -35,8 +35,11 @@ def test_run_executes_the_built_stages_into_the_run_folder(tmp_path, monkeypatch
     assert result.run_dir == tmp_path / "runs" / "t1"
     assert (result.run_dir / "01_generate.ipynb").exists()
     assert result.dataset == result.run_dir / "dataset.jsonl"
-    assert len(read_jsonl(result.dataset)) == result.n_cases > 0
-    assert result.summary()[-1] == str(result.dataset)
+    assert (result.run_dir / "02_simulate.ipynb").exists()
+    n_cases = len(read_jsonl(result.dataset))
+    assert len(read_jsonl(result.conversations)) == n_cases == sum(result.terminations.values()) > 0
+    assert result.terminations == {"user_finished": n_cases}
+    assert result.summary()[-1] == str(result.conversations)
 
 
 def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
@@ -45,10 +48,10 @@ def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
 
     monkeypatch.chdir(REPO)
     monkeypatch.setattr(pipeline, "RUNS", tmp_path / "runs")
-    suite = tmp_path / "scenarios" / "empty"
-    suite.mkdir(parents=True)
-    (suite / "suite.json").write_text('{"name": "empty"}')
-    with pytest.raises(LobevalError, match=r"stage 01_generate failed \(RecordError: .*tools.json: file: not found\)"
+    from helpers import TEMPLATE, make_suite
+
+    suite = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])
+    with pytest.raises(LobevalError, match=r"stage 01_generate failed \(RecordError: .*unknown placeholder \{nope.x\}"
                                            r".*kept at .*01_generate.ipynb"):
         pipeline.run(suite=str(suite), run_id="broken")
     assert (tmp_path / "runs" / "broken" / "01_generate.ipynb").exists()

@@ -27,9 +27,14 @@ EFFECTS = ("read", "write")
 _PLUGIN_PREFIX = re.compile(r"^[A-Za-z0-9_]*Plugin-", re.IGNORECASE)
 
 
+def strip_plugin_prefix(name: str) -> str:
+    """`TicketPlugin-create_ticket` → `create_ticket` (the seeds' naming)."""
+    return _PLUGIN_PREFIX.sub("", name)
+
+
 def function_key(name: str) -> str:
     """The name functions are compared by: case-insensitive, without a `...Plugin-` prefix."""
-    return _PLUGIN_PREFIX.sub("", name).lower()
+    return strip_plugin_prefix(name).lower()
 
 
 def snake_case(header: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from rapidfuzz import fuzz
 
 from lobeval.records import Case
+from lobeval.suite import strip_plugin_prefix
 
 STOP_PHRASE = "the session is finished"
 
@@ -115,7 +116,7 @@ def _literal(value: Any) -> Any:
 def agenda(case: Case) -> list[AgendaItem]:
     items = []
     for call in case.expected_function_calls:
-        name = re.sub(r"^[A-Za-z0-9_]*Plugin-", "", call["functionName"], flags=re.IGNORECASE)
+        name = strip_plugin_prefix(call["functionName"])
         values, refs = {}, {}
         for arg, value in call.get("arguments", {}).items():
             if isinstance(value, dict) and "$ref" in value:

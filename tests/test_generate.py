@@ -1,8 +1,6 @@
-import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

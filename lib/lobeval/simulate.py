@@ -20,8 +20,6 @@ from lobeval.records import Case, dumps, iter_jsonl, read_cases
 from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
 
-NORMAL_ENDINGS = ("user_finished", "judged_complete")
-MACHINERY_ERRORS = ("llm_error",)
 
 
 @dataclass

@@ -21,7 +21,6 @@ from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
 
 
-
 @dataclass
 class Transcript:
     """What one conversation accumulates while it runs."""

@@ -43,6 +43,16 @@ async def _simulate_async(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from lobeval.evaluate import evaluate
+
+    result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite,
+                      judges=args.judges.split(",") if args.judges else None, labels=args.labels)
+    for line in result.summary():
+        print(line)
+    return 0
+
+
 def _chat(args: argparse.Namespace) -> int:
     from lobeval.chat import chat_loop
 
@@ -97,6 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--shard", metavar="I/N", help="only every N-th case, starting at the I-th")
     sim.add_argument("--out", required=True, help="conversations file (JSONL), appended to")
     sim.set_defaults(handler=_simulate)
+
+    ev = commands.add_parser("evaluate", help="score conversations against their cases; run the judges")
+    ev.add_argument("--dataset", help="the test cases (JSONL); may be left out when every conversation "
+                                      "carries its expected_function_calls")
+    ev.add_argument("--conversations", required=True, nargs="+", metavar="FILE",
+                    help="one or more conversation files (JSONL), joined; a (case, trial) pair twice is an error")
+    ev.add_argument("--suite", help="the suite folder: ignored functions, optional effects, tool effects and "
+                                    "schemas, labels.jsonl")
+    ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
+    ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
+                    help="run the model judges (all, or a comma-separated selection); needs a judge model")
+    ev.add_argument("--out", required=True, help="evaluation_results.json to write")
+    ev.set_defaults(handler=_evaluate)
 
     chat = commands.add_parser("chat", help="talk to a target yourself")
     chat.add_argument("--target", default=DEFAULT_TARGET)

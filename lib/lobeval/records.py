@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lobeval.errors import RecordError
 
@@ -37,6 +37,74 @@ class Case(BaseModel):
     seed: int | None = None
 
 
+class FunctionCall(BaseModel):
+    """One function call the bot made; `error` set means attempted but not done."""
+
+    model_config = ConfigDict(extra="allow")
+
+    functionName: str
+    arguments: dict[str, Any] = {}
+    result: Any = None
+    error: str | None = None
+    turn: int | None = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _json_arguments(cls, value: Any) -> Any:
+        """Logs often keep the arguments as the JSON string the model wrote."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError("a string that is not JSON") from None
+        return {} if value is None else value
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | None = ""
+    function_calls: list[FunctionCall] | None = None
+
+
+class Conversation(BaseModel):
+    """One line of `conversations.jsonl`; imported logs need only case_id, messages, function_calls."""
+
+    model_config = ConfigDict(extra="allow")
+
+    case_id: str
+    trial: int = Field(0, ge=0)
+    messages: list[Message]
+    function_calls: list[FunctionCall]
+
+
+def _validated(model: type[BaseModel], record: dict[str, Any], path: Path, where: str) -> BaseModel:
+    try:
+        return model.model_validate(record)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise RecordError(path, where, field, error["msg"]) from None
+
+
+def read_conversations(paths: str | Path | list[str | Path]) -> list[tuple[Path, int, dict[str, Any]]]:
+    """(file, line, record) of every conversation in one or more files; a (case, trial) pair twice is an error."""
+    paths = [paths] if isinstance(paths, str | Path) else paths
+    seen: dict[tuple[str, int], str] = {}
+    found = []
+    for path in map(Path, paths):
+        for number, record in iter_jsonl(path):
+            where = f"line {number}" + (f" (case {record['case_id']})" if isinstance(record.get("case_id"), str) else "")
+            conversation = _validated(Conversation, record, path, where).model_dump(exclude_unset=False)
+            key = (conversation["case_id"], conversation["trial"])
+            if key in seen:
+                raise RecordError(path, where, "trial", f"case {key[0]!r} trial {key[1]} is already in {seen[key]}")
+            seen[key] = f"{path} line {number}"
+            found.append((path, number, {**record, **conversation}))
+    return found
+
+
 def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
@@ -51,6 +119,22 @@ def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
         with handle:
             for record in records:
                 handle.write(dumps(record) + "\n")
+        os.replace(handle.name, path)
+    except BaseException:
+        os.unlink(handle.name)
+        raise
+    return path
+
+
+def write_json(path: str | Path, value: Any) -> Path:
+    """Write a JSON document whole or not at all (temporary file in the same folder, renamed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
+                                         prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            json.dump(value, handle, ensure_ascii=False, indent=1, default=str, allow_nan=False)
         os.replace(handle.name, path)
     except BaseException:
         os.unlink(handle.name)
@@ -81,14 +165,29 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def read_cases(path: str | Path) -> list[Case]:
     cases, seen = [], set()
     for number, record in iter_jsonl(path):
-        try:
-            case = Case.model_validate(record)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(part) for part in error["loc"])
-            raise RecordError(path, f"line {number}", field, error["msg"]) from None
+        case = _validated(Case, record, Path(path), f"line {number}")
         if case.case_id in seen:
             raise RecordError(path, f"line {number}", "case_id", f"duplicate case_id {case.case_id!r}")
         seen.add(case.case_id)
         cases.append(case)
     return cases
+
+
+LABEL_KINDS = ("allowed_extra_call", "allowed_extra_argument")
+
+
+def read_labels(path: str | Path) -> list[dict[str, Any]]:
+    """The analysts' labels (SPEC §3), each checked: a wrong label would silently change scores."""
+    labels = []
+    for number, label in iter_jsonl(path):
+        where = f"line {number}"
+        if label.get("kind") not in LABEL_KINDS:
+            raise RecordError(path, where, "kind", f"must be one of {', '.join(LABEL_KINDS)}, got {label.get('kind')!r}")
+        if not isinstance(label.get("functionName"), str) or not label["functionName"]:
+            raise RecordError(path, where, "functionName", "is required (a function name)")
+        if label["kind"] == "allowed_extra_argument" and not isinstance(label.get("argument"), str):
+            raise RecordError(path, where, "argument", "is required for an allowed_extra_argument label")
+        if label.get("scenario_name") is not None and not isinstance(label["scenario_name"], str):
+            raise RecordError(path, where, "scenario_name", "must be a scenario name, or absent for the whole suite")
+        labels.append(label)
+    return labels

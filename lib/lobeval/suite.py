@@ -124,6 +124,8 @@ class Suite:
     templates: list[dict[str, Any]]
     ignored_functions: list[str] = field(default_factory=list)
     optional_effects: list[str] = field(default_factory=list)
+    allowed_function_calls: list[str] = field(default_factory=list)
+    """Functions whose extra calls every scenario of the suite allows."""
     default_target: str | None = None
 
     @property
@@ -159,6 +161,7 @@ def load_suite(suite_dir: str | Path) -> Suite:
                  templates=_templates(suite_dir / "templates.json"),
                  ignored_functions=list(spec.get("ignored_functions", [])),
                  optional_effects=list(spec.get("optional_effects", [])),
+                 allowed_function_calls=list(spec.get("allowed_function_calls", [])),
                  default_target=spec.get("default_target"))
 
 

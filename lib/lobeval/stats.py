@@ -1,0 +1,82 @@
+"""Run-level numbers from scored rows: means, bootstrap intervals over cases, pass^k, per scenario.
+
+Rows whose status is "error" (the evaluation's own machinery failed) are left out of every mean
+and counted apart.
+"""
+from __future__ import annotations
+
+from math import comb
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import bootstrap
+
+from lobeval.scoring import METRICS
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 0
+
+
+def interval(values: np.ndarray) -> list[float] | None:
+    """95 % percentile-bootstrap interval of the mean; None for no values."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return None
+    if np.all(values == values[0]):
+        return [float(values[0])] * 2
+    result = bootstrap((values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
+                       method="percentile", random_state=SEED)
+    return [float(result.confidence_interval.low), float(result.confidence_interval.high)]
+
+
+def pass_hat_k(successes: int, trials: int, k: int) -> float:
+    """The chance that k trials drawn from this case's all succeed: C(successes, k) / C(trials, k)."""
+    return comb(successes, k) / comb(trials, k)
+
+
+def pass_k_table(scored: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """pass^k for k = 1 .. the most trials of any case; a case counts for k only with k trials or more."""
+    per_case = scored.groupby("case_id")["Success"].agg(["sum", "count"])
+    table = {}
+    for k in range(1, int(per_case["count"].max()) + 1 if len(per_case) else 1):
+        eligible = per_case[per_case["count"] >= k]
+        values = np.array([pass_hat_k(int(s), int(n), k) for s, n in zip(eligible["sum"], eligible["count"])])
+        table[str(k)] = {"value": float(values.mean()), "interval": interval(values), "cases": int(len(values))}
+    return table
+
+
+def _case_means(scored: pd.DataFrame, metric: str) -> np.ndarray:
+    """One value per case (the mean over its trials), so intervals resample cases, not trials."""
+    return scored.groupby("case_id")[metric].mean().to_numpy()
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """metrics, intervals, pass_k, scenarios, counts and errors of evaluation_results.json."""
+    frame = pd.DataFrame([{key: row.get(key) for key in ("case_id", "trial", "scenario_name", "status",
+                                                         "termination", *METRICS)} for row in rows])
+    if frame.empty:
+        frame = pd.DataFrame(columns=["case_id", "trial", "scenario_name", "status", "termination", *METRICS])
+    scored = frame[frame["status"] == "scored"].astype({metric: float for metric in METRICS})
+    metrics = {metric: float(scored[metric].mean()) if len(scored) else None for metric in METRICS}
+    intervals = {metric: interval(_case_means(scored, metric)) for metric in METRICS}
+    pass_k = pass_k_table(scored) if len(scored) else {}
+    if "1" in pass_k:
+        metrics["pass^1"], intervals["pass^1"] = pass_k["1"]["value"], pass_k["1"]["interval"]
+    scenarios = []
+    for name, group in frame.groupby("scenario_name", sort=True):
+        ok = scored[scored["scenario_name"] == name]
+        entry = {"scenario_name": name, "conversations": int(len(group)), "errors": int((group["status"] == "error").sum())}
+        entry.update({metric: float(ok[metric].mean()) if len(ok) else None for metric in METRICS})
+        entry["pass^1"] = pass_k_table(ok)["1"]["value"] if len(ok) else None
+        for metric in ("Reliability", "Success"):
+            entry[f"{metric}_interval"] = interval(_case_means(ok, metric))
+        scenarios.append(entry)
+    errors = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
+               "reason": row["termination"], "error": row.get("error")} for row in rows if row["status"] == "error"]
+    counts = {"conversations": len(rows), "scored": int(len(scored)), "errors": len(errors),
+              "target_errors": int((frame["termination"] == "target_error").sum()),
+              "trials": int(frame.groupby("case_id")["trial"].nunique().max()) if len(frame) else 0}
+    return {"metrics": metrics, "intervals": intervals, "pass_k": pass_k, "scenarios": scenarios,
+            "counts": counts, "errors": errors}

@@ -214,3 +214,27 @@ def total_usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     into[key] = into.get(key, 0) + value
     return totals
+
+
+def metric_table(results: dict[str, Any]) -> "pd.DataFrame":
+    """The headline metrics with their 95 % intervals, one row each."""
+    import pandas as pd
+
+    rows = [{"metric": name, "value": value, "low": (results["intervals"].get(name) or [None, None])[0],
+             "high": (results["intervals"].get(name) or [None, None])[1]}
+            for name, value in results["metrics"].items() if not name.startswith("judge.")]
+    return pd.DataFrame(rows).set_index("metric").round(3)
+
+
+def judge_table(results: dict[str, Any]) -> "pd.DataFrame":
+    """The judges' means (errors and "not applicable" left out), or why they did not run."""
+    import pandas as pd
+
+    judges = results["judges"]
+    if judges["status"] != "run":
+        return pd.DataFrame([{"judges": judges["status"]}])
+    means = {name.removeprefix("judge."): value for name, value in results["metrics"].items()
+             if name.startswith("judge.")}
+    table = pd.DataFrame({"mean": means}).rename_axis("judge").round(3)
+    table.attrs["errors"] = judges.get("errors", 0)
+    return table

@@ -1,7 +1,8 @@
 """A real HTTP server that exposes an in-process toy bot through the SPEC §5 HTTP protocol.
 
 Test-only rules: an exception in the bot answers 500 with its message; a bot reply that is a
-plain str is sent as-is (not JSON); a session without `state` answers 404 to GET .../state.
+plain str is sent as-is (not JSON); a session without `state` answers 404 to GET .../state, one without `apply` 404 to
+POST .../apply.
 """
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(self._start, body["case"])
         elif len(parts) == 3 and parts[2] == "messages" and parts[1] in self.server.sessions:
             self._answer(self._send, self.server.sessions[parts[1]], body["message"])
+        elif len(parts) == 3 and parts[2] == "apply" and hasattr(self.server.sessions.get(parts[1]), "apply"):
+            session = self.server.sessions[parts[1]]
+            self._answer(lambda: {"function_calls": asyncio.run(session.apply(body["function_calls"]))})
         else:
             self._write(404, "no such route")
 

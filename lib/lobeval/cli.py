@@ -47,10 +47,21 @@ def _evaluate(args: argparse.Namespace) -> int:
     from lobeval.evaluate import evaluate
 
     result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite,
-                      judges=args.judges.split(",") if args.judges else None, labels=args.labels)
+                      judges=args.judges.split(",") if args.judges else None, labels=args.labels,
+                      target=args.target)
     for line in result.summary():
         print(line)
     return 0
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from lobeval.lint import lint
+
+    problems = lint(args.dataset, suite=args.suite, target=args.target)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"lint: {len(problems)} problem(s) in {args.dataset}")
+    return 2 if problems else 0
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -118,8 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
                     help="run the model judges (all, or a comma-separated selection); needs a judge model")
+    ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
+                                     "(default: the target each conversation names)")
     ev.add_argument("--out", required=True, help="evaluation_results.json to write")
     ev.set_defaults(handler=_evaluate)
+
+    lint = commands.add_parser("lint", help="find impossible or trivially passed test cases (exit 2 if any)")
+    lint.add_argument("--dataset", required=True)
+    lint.add_argument("--suite", help="check the expected calls against the suite's tools.json too")
+    lint.add_argument("--target", help="replay the expected calls on this target (needs its optional apply())")
+    lint.set_defaults(handler=_lint)
 
     chat = commands.add_parser("chat", help="talk to a target yourself")
     chat.add_argument("--target", default=DEFAULT_TARGET)

@@ -22,7 +22,7 @@ import numpy as np
 
 from lobeval.errors import RecordError
 from lobeval.records import read_cases, read_conversations, read_labels, write_json
-from lobeval.scoring import METRICS, Rules, fuzzy_similar, score_conversation
+from lobeval.scoring import METRICS, Rules, concrete, fuzzy_similar, resolver, score_conversation, state_differences
 from lobeval.stats import summarise
 from lobeval.suite import Suite, function_key, load_suite
 
@@ -65,7 +65,8 @@ class FunctionCallEvaluator:
 
 def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | Path], out: str | Path, *,
              suite: str | Path | None = None, judges: list[str] | None = None, labels: str | Path | None = None,
-             progress: bool = True) -> EvaluationResult:
+             target: str | None = None, progress: bool = True) -> EvaluationResult:
+    """`target` replays the expected calls for the end-state check; default: the target each conversation names."""
     cases = {case.case_id: case.model_dump() for case in read_cases(dataset)} if dataset else {}
     records = read_conversations(conversations)
     loaded = load_suite(suite) if suite else None
@@ -75,6 +76,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
     rules = with_embeddings(rules, work)
     rows, studio_url = score_with_azure(work, rules)
     rows = add_claims(rows, work, rules)
+    rows = add_end_states(rows, work, target)
     rows, judge_summary = add_judges(rows, work, loaded, judges, progress)
     results = {"schema_version": SCHEMA_VERSION, **summarise(rows)}
     results["metrics"].update(judge_summary.pop("metrics", {}))
@@ -196,6 +198,61 @@ def score_with_azure(work: list[tuple[dict, dict]], rules: Rules) -> tuple[list[
 def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules) -> list[dict[str, Any]]:
     # WIRE: lobeval.claims.find_claims once the judges branch lands.
     return [{**row, "claims": {"claimed_not_done": [], "done_not_told": []}} for row in rows]
+
+
+def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
+                   target: str | None) -> list[dict[str, Any]]:
+    """Compare each recorded end state with the state the expected calls leave on a fresh session."""
+    recorded = [(conversation, case) for conversation, case in work if conversation.get("end_state") is not None]
+    specs = {target or conversation.get("target") for conversation, _ in recorded} - {None}
+    if not specs:
+        return [{**row, "state": None} for row in rows]
+    expected = asyncio.run(_replay_all(recorded, target))
+    states = {}
+    for conversation, case in recorded:
+        replay = expected.get((target or conversation["target"], case["case_id"]))
+        if replay is not None and "error" in replay:
+            states[conversation["case_id"], conversation.get("trial", 0)] = replay
+        elif replay is not None:
+            states[conversation["case_id"], conversation.get("trial", 0)] = {
+                "differences": state_differences(replay["initial"], replay["expected"], conversation["end_state"]),
+                "replay_errors": replay["replay_errors"]}
+    return [{**row, "state": states.get((row["case_id"], row["trial"]))} for row in rows]
+
+
+async def replay_expected(session: Any, case: dict[str, Any]) -> dict[str, Any] | None:
+    """Run the case's expected calls on a fresh session as a perfect agent; None without apply()."""
+    initial = await session.state()
+    made: list[dict[str, Any]] = []
+    for call in case.get("expected_function_calls") or []:
+        done = await session.apply([{"functionName": call["functionName"],
+                                     "arguments": concrete(call.get("arguments") or {}, resolver(made))}])
+        if done is None or initial is None:
+            return None
+        made += done
+    return {"initial": initial, "expected": await session.state(), "calls": made,
+            "replay_errors": [{"functionName": c["functionName"], "error": c["error"]} for c in made if c.get("error")]}
+
+
+async def _replay_all(recorded: list[tuple[dict, dict]], target: str | None) -> dict[tuple[str, str], Any]:
+    from lobeval.targets import TargetError, load_target
+
+    wanted = {(target or conversation["target"], case["case_id"]): case for conversation, case in recorded}
+    loaded = {spec: load_target(spec) for spec in {spec for spec, _ in wanted}}
+    found: dict[tuple[str, str], Any] = {}
+    for (spec, case_id), case in wanted.items():
+        session = None
+        try:
+            session = await loaded[spec].start(case)
+            found[spec, case_id] = await replay_expected(session, case)
+        except TargetError as exc:
+            found[spec, case_id] = {"error": f"replaying the expected calls failed: {exc}"}
+        finally:
+            if session is not None:
+                await session.close()
+    for bot in loaded.values():
+        await bot.aclose()
+    return found
 
 
 def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], suite: Suite | None,

@@ -389,3 +389,72 @@ def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules
                             for p in pair_rows for name, e in p["extra_arguments"].items()],
         "missing_outputs": outputs_missing, "forbidden_calls": forbidden_calls,
     }
+
+
+# --- the perfect agent and the end state -----------------------------------------------------
+
+def concrete(value: Any, resolve: Callable[[str], Any]) -> Any:
+    """An expected value as a perfect agent would send it: a `$ref` resolved, the first `$oneOf`."""
+    if isinstance(value, dict) and "$ref" in value:
+        target = resolve(value["$ref"])
+        return f"<{value['$ref']}>" if target is _MISSING else target
+    if isinstance(value, dict) and "$oneOf" in value:
+        return concrete(value["$oneOf"][0], resolve) if value["$oneOf"] else None
+    if isinstance(value, dict) and "$match" in value:
+        return concrete(value.get("value"), resolve)
+    if isinstance(value, dict):
+        return {key: concrete(item, resolve) for key, item in value.items()}
+    if isinstance(value, list):
+        return [concrete(item, resolve) for item in value]
+    return value
+
+
+def resolver(calls: list[dict[str, Any]]) -> Callable[[str], Any]:
+    """Resolve references against all of `calls` (the ones made so far)."""
+    return _resolver(calls, len(calls))
+
+
+_TIMESTAMP = re.compile(r"(^|_)(at|time|timestamp|created|updated|modified)$")
+
+
+def state_differences(initial: dict[str, Any], expected: dict[str, Any], actual: dict[str, Any]) -> list[dict[str, Any]]:
+    """Field-by-field differences between two end states of tables `{table: {id: record}}`, as τ-bench
+    checks them. Records new since `initial` carry generated IDs: they are paired by content, every
+    generated ID is read as the same placeholder, and timestamp fields are ignored everywhere."""
+    differences: list[dict[str, Any]] = []
+    generated = {key for table in set(expected) | set(actual) for side in (expected, actual)
+                 if isinstance(side.get(table), dict) for key in side[table]
+                 if key not in (initial.get(table) or {})}
+    for table in sorted(set(expected) | set(actual)):
+        before, want, got = initial.get(table) or {}, expected.get(table) or {}, actual.get(table) or {}
+        if not all(isinstance(t, dict) for t in (before, want, got)):
+            if want != got:
+                differences.append({"path": table, "expected": want, "actual": got})
+            continue
+        for key in sorted(set(before) & (set(want) | set(got))):
+            differences += _record_differences(f"{table}.{key}", want.get(key), got.get(key), generated)
+        new_want, new_got = sorted(set(want) - set(before)), sorted(set(got) - set(before))
+        cost = np.array([[len(_record_differences("", want[a], got[b], generated)) for b in new_got] for a in new_want])
+        pairs = list(zip(*linear_sum_assignment(cost))) if cost.size else []
+        for i, j in pairs:
+            differences += _record_differences(f"{table}.<new {new_want[i]}>", want[new_want[i]], got[new_got[j]],
+                                               generated)
+        differences += [{"path": f"{table}.<new {new_want[i]}>", "expected": want[new_want[i]], "actual": None}
+                        for i in range(len(new_want)) if i not in {p[0] for p in pairs}]
+        differences += [{"path": f"{table}.<new {new_got[j]}>", "expected": None, "actual": got[new_got[j]]}
+                        for j in range(len(new_got)) if j not in {p[1] for p in pairs}]
+    return differences
+
+
+def _record_differences(path: str, want: Any, got: Any, generated: set[str]) -> list[dict[str, Any]]:
+    if not isinstance(want, dict) or not isinstance(got, dict):
+        return [] if _same(want, got, generated) else [{"path": path, "expected": want, "actual": got}]
+    return [{"path": f"{path}.{field}", "expected": want.get(field), "actual": got.get(field)}
+            for field in sorted(set(want) | set(got))
+            if not _TIMESTAMP.search(field) and not _same(want.get(field), got.get(field), generated)]
+
+
+def _same(want: Any, got: Any, generated: set[str]) -> bool:
+    def plain(value: Any) -> Any:
+        return "<generated id>" if isinstance(value, str) and value in generated else value
+    return plain(want) == plain(got)

@@ -109,6 +109,17 @@ class Session:
                 raise _malformed(f"state: {_describe(raw)}, not an object")
             return None if raw is None else _json_copy(raw, "state: the object")
 
+    async def apply(self, function_calls: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Run function calls directly on the session's backend, as a perfect agent would (optional in
+        the protocol: None when the target does not offer it). Each call comes back with result and error."""
+        async with _guard("apply", self._target.timeout):
+            raw = await self._target._backend.apply(self._handle, function_calls)
+            if raw is None:
+                return None
+            if not isinstance(raw, list):
+                raise _malformed(f"apply: {_describe(raw)}, not a list of function calls")
+            return [_function_call(f"apply: [{i}]", call) for i, call in enumerate(raw)]
+
     async def close(self) -> None:
         """End the conversation at the target; never raises, a failure is only logged."""
         try:
@@ -187,6 +198,9 @@ class _PythonBackend:
     async def state(self, session: Any) -> Any:
         return await _invoke(session.state) if hasattr(session, "state") else None
 
+    async def apply(self, session: Any, function_calls: list[dict[str, Any]]) -> Any:
+        return await _invoke(session.apply, function_calls) if hasattr(session, "apply") else None
+
     async def close(self, session: Any) -> None:
         if hasattr(session, "close"):
             await _invoke(session.close)
@@ -225,6 +239,13 @@ class _HttpBackend:
     async def state(self, remote: _Remote) -> Any:
         response = await self._request("GET", f"{_path(remote)}/state")
         return None if response.status_code == 404 else _json(response)
+
+    async def apply(self, remote: _Remote, function_calls: list[dict[str, Any]]) -> Any:
+        response = await self._request("POST", f"{_path(remote)}/apply", {"function_calls": function_calls})
+        if response.status_code in (404, 405):
+            return None
+        body = _json(response)
+        return body.get("function_calls") if isinstance(body, dict) else body
 
     async def close(self, remote: _Remote) -> None:
         response = await self._request("DELETE", _path(remote))

@@ -57,5 +57,9 @@ class SupportSession:
     async def state(self) -> dict[str, Any]:
         return self._backend.state()
 
+    async def apply(self, function_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run calls straight on this session's backend (the end-state check replays expected calls)."""
+        return [self._backend.call(call["functionName"], call.get("arguments") or {}) for call in function_calls]
+
     async def close(self) -> None:
         """Nothing to release: the state lives only in this session."""

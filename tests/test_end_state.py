@@ -1,0 +1,137 @@
+"""The end-state check (τ-bench style) and `lobeval lint`: expected calls replayed as a perfect agent."""
+import asyncio
+import copy
+import json
+
+import pytest
+
+from lobeval.cli import main
+from lobeval.evaluate import evaluate
+from lobeval.generate import generate
+from lobeval.lint import case_problems, perfect_conversation
+from lobeval.records import write_jsonl
+from lobeval.scoring import Rules, state_differences
+from lobeval.simulate import simulate_async
+from lobeval.targets import load_target
+from lobeval.users import ScriptedUser
+from helpers import SAMPLE_SUITE, read_jsonl
+from http_target import serve
+
+BOT = "lobeval.samples.support_tickets:SupportTicketBot"
+
+
+def test_state_differences_ignore_generated_ids_and_timestamps():
+    initial = {"tickets": {"T1": {"id": "T1", "priority": "Low", "updated_at": "t0"}}, "actions": {}}
+    expected = {"tickets": {"T1": {"id": "T1", "priority": "High", "updated_at": "t1"},
+                            "T2": {"id": "T2", "title": "A", "created_at": "t1"}},
+                "actions": {"A1": {"id": "A1", "parent": "T2", "title": "x"}}}
+    # The bot created an extra ticket first, so its IDs are shifted; it forgot the priority.
+    actual = {"tickets": {"T1": {"id": "T1", "priority": "Low", "updated_at": "t9"},
+                          "T2": {"id": "T2", "title": "Stray", "created_at": "t9"},
+                          "T3": {"id": "T3", "title": "A", "created_at": "t9"}},
+              "actions": {"A1": {"id": "A1", "parent": "T3", "title": "x"}}}
+    assert state_differences(initial, expected, actual) == [
+        {"path": "tickets.T1.priority", "expected": "High", "actual": "Low"},
+        {"path": "tickets.<new T2>", "expected": None, "actual": {"id": "T2", "title": "Stray", "created_at": "t9"}}]
+    assert state_differences(initial, expected, copy.deepcopy(expected)) == []
+
+
+def test_sample_bot_applies_calls_in_process_and_over_http():
+    calls = [{"functionName": "get_support_ticket", "arguments": {"ticket_id": "TKT-1001"}},
+             {"functionName": "get_support_ticket", "arguments": {"ticket_id": "TKT-0"}}]
+
+    async def apply(target):
+        session = await target.start({"case_id": "x"})
+        done = await session.apply(calls)
+        await session.close()
+        await target.aclose()
+        return done
+
+    for done in (asyncio.run(apply(load_target(BOT))),):
+        assert done[0]["result"]["id"] == "TKT-1001" and done[0]["error"] is None
+        assert done[1]["result"] is None and "there is no ticket 'TKT-0'" in done[1]["error"]
+    from lobeval.samples.support_tickets import SupportTicketBot
+
+    with serve(SupportTicketBot()) as server:
+        done = asyncio.run(apply(load_target(server.url)))
+    assert [c["error"] is None for c in done] == [True, False]
+
+
+def test_a_target_without_apply_gives_none():
+    import toy_leave_bot  # noqa: F401  (a bot without apply)
+    from toy_leave_bot import LeaveBot
+
+    async def apply(target):
+        session = await target.start({"case_id": "x"})
+        return await session.apply([{"functionName": "f", "arguments": {}}])
+
+    assert asyncio.run(apply(load_target("toy_leave_bot:LeaveBot"))) is None
+    with serve(LeaveBot()) as server:
+        assert asyncio.run(apply(load_target(server.url))) is None
+
+
+@pytest.mark.slow
+def test_evaluate_reports_end_state_differences(tmp_path):
+    dataset = generate(SAMPLE_SUITE, tmp_path / "d.jsonl", cases_per_scenario=1, seed=5).path
+    asyncio.run(simulate_async(dataset, tmp_path / "c.jsonl", target=load_target(BOT), user=ScriptedUser(),
+                               scenarios=["escalate_ticket", "create_ticket"], progress=False))
+    records = read_jsonl(tmp_path / "c.jsonl")
+    escalated = next(r for r in records if r["scenario_name"] == "escalate_ticket")
+    ticket_id = escalated["function_calls"][-1]["arguments"]["ticket_id"]
+    escalated["end_state"]["tickets"][ticket_id]["priority"] = "Low"   # as if the update had not happened
+    write_jsonl(tmp_path / "c.jsonl", records)
+    rows = {r["scenario_name"]: r for r in evaluate(dataset, tmp_path / "c.jsonl", tmp_path / "r.json",
+                                                      suite=SAMPLE_SUITE, progress=False).results["rows"]}
+    assert rows["create_ticket"]["state"] == {"differences": [], "replay_errors": []}
+    differences = rows["escalate_ticket"]["state"]["differences"]
+    assert [d["path"] for d in differences] == [f"tickets.{ticket_id}.priority"]
+    assert differences[0]["actual"] == "Low" and differences[0]["expected"] != "Low"
+
+
+def lint_case(**changes):
+    case = {"case_id": "c-1", "scenario_name": "s", "user_instructions": "x",
+            "expected_function_calls": [
+                {"functionName": "create_ticket", "arguments": {"title": "A"}},
+                {"functionName": "create_action", "arguments": {"ticket_id": {"$ref": "create_ticket.result.ticket_id"},
+                                                                "title": {"$oneOf": ["x", "y"]}}}],
+            "expected_outputs": ["TKT"]}
+    return {**case, **changes}
+
+
+def test_perfect_conversation_answers_its_own_references():
+    conversation = perfect_conversation(lint_case())
+    assert conversation["function_calls"][0]["result"] == {"ticket_id": "<create_ticket.result.ticket_id>"}
+    assert conversation["function_calls"][1]["arguments"] == {"ticket_id": "<create_ticket.result.ticket_id>",
+                                                              "title": "x"}
+    assert case_problems(lint_case(), Rules()) == []
+
+
+def test_lint_flags_broken_cases():
+    tools = {"create_ticket": {"effect": "write", "function": {"parameters": {"properties": {"title": {}}}}}}
+    broken = lint_case(expected_function_calls=[
+        {"functionName": "create_action", "arguments": {"ticket_id": {"$ref": "create_ticket.result.ticket_id"}}},
+        {"functionName": "create_ticket", "arguments": {"title": "A", "colour": "red"}}],
+        forbidden_function_calls=["create_ticket"])
+    assert case_problems(broken, Rules(tools=tools)) == [
+        ("expected_function_calls[0].arguments",
+         "$ref 'create_ticket.result.ticket_id' points at a function no earlier expected call makes"),
+        ("expected_function_calls[0].functionName", "'create_action' is not in tools.json"),
+        ("expected_function_calls[1].arguments.colour", "create_ticket has no parameter 'colour'"),
+        ("expected_function_calls[1].functionName", "'create_ticket' is both expected and forbidden"),
+        ("expected_function_calls", "a perfect agent scores Success 0 (failed: calls_correct, no_forbidden_calls)")]
+    # Expecting nothing at all: an empty conversation may succeed; expecting only optional look-ups too.
+    assert case_problems(lint_case(expected_function_calls=[], expected_outputs=[]), Rules()) == []
+
+
+@pytest.mark.slow
+def test_lint_command_on_the_sample_suite_and_a_broken_dataset(tmp_path, capsys):
+    dataset = generate(SAMPLE_SUITE, tmp_path / "d.jsonl", cases_per_scenario=1, seed=5).path
+    assert main(["lint", "--dataset", str(dataset), "--suite", str(SAMPLE_SUITE), "--target", BOT]) == 0
+    assert "lint: 0 problem(s)" in capsys.readouterr().out
+    cases = read_jsonl(dataset)
+    cases[0]["expected_function_calls"][0]["arguments"]["department_code"] = "NOPE"
+    write_jsonl(dataset, cases)
+    assert main(["lint", "--dataset", str(dataset), "--suite", str(SAMPLE_SUITE), "--target", BOT]) == 2
+    err = capsys.readouterr().err
+    assert (f"{dataset}: case {cases[0]['case_id']}: field 'expected_function_calls[0]': create_support_ticket fails "
+            f"on the target: 'NOPE' is not a valid department code") in err

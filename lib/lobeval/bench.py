@@ -64,3 +64,57 @@ async def _simulate_bench(conversations: int, concurrency: int, latency: float) 
 
 def bench_simulate(conversations: int = 200, concurrency: int = 32, latency: float = 0.1) -> dict[str, Any]:
     return asyncio.run(_simulate_bench(conversations, concurrency, latency))
+
+
+def synthetic_scoring_work(conversations: int, seed: int = 0) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(conversation, case) pairs: 5 expected calls and 6 actual ones (one extra), 5 arguments each,
+    of every kind the scorer compares (text, ID, number, date, boolean); some values wrong."""
+    import random
+
+    rng = random.Random(seed)
+    work = []
+    for n in range(conversations):
+        expected, actual = [], []
+        for f in range(5):
+            arguments = {"title": f"Printer {n} on floor {f} prints blank pages", "ticket_id": f"TKT-{n}-{f}",
+                         "hours": f + 1, "due_date": f"2026-0{f + 1}-1{f}", "visible": bool(f % 2)}
+            expected.append({"functionName": f"function_{f}", "arguments": arguments})
+            made = dict(arguments)
+            if rng.random() < 0.3:
+                made["title"] = made["title"].replace("blank", "empty")
+            if rng.random() < 0.2:
+                made["hours"] = f + 2
+            made["due_date"] = f"1{f} {['Jan', 'Feb', 'Mar', 'Apr', 'May'][f]} 2026"
+            actual.append({"functionName": f"function_{f}", "arguments": made, "result": {"ok": True},
+                           "error": None, "turn": f + 1})
+        actual.insert(rng.randrange(6), {"functionName": "function_0", "arguments": {"title": "again"},
+                                         "result": {}, "error": None, "turn": 3})
+        case = {"case_id": f"case-{n}", "scenario_name": f"scenario_{n % 10}", "expected_function_calls": expected,
+                "expected_outputs": [f"TKT-{n}-0"]}
+        conversation = {"case_id": case["case_id"], "trial": 0, "scenario_name": case["scenario_name"],
+                        "function_calls": actual, "messages": [{"role": "assistant", "content": f"Done: TKT-{n}-0."}],
+                        "termination": {"reason": "user_finished", "turns": 6}}
+        work.append((conversation, case))
+    return work
+
+
+def bench_evaluate(conversations: int = 10_000, through_azure: bool = True) -> dict[str, Any]:
+    """Wall time and peak memory of scoring and summarising, directly and through azure's evaluate()."""
+    from lobeval.evaluate import score_with_azure
+    from lobeval.scoring import Rules, score_conversation
+    from lobeval.stats import summarise
+
+    work = synthetic_scoring_work(conversations)
+    rules = Rules()
+    started = time.perf_counter()
+    rows = [score_conversation(conversation, case, rules) for conversation, case in work]
+    scored = time.perf_counter()
+    summary = summarise(rows)
+    figures = {"conversations": conversations, "score s": scored - started, "summarise s": time.perf_counter() - scored,
+               "Reliability": summary["metrics"]["Reliability"], "peak RSS MB": _peak_rss_mb()}
+    if through_azure:
+        started = time.perf_counter()
+        score_with_azure(work, rules)
+        figures["azure evaluate() s"] = time.perf_counter() - started
+        figures["peak RSS MB with azure"] = _peak_rss_mb()
+    return figures

@@ -72,9 +72,19 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from lobeval.bench import bench_simulate
+    from lobeval.bench import bench_evaluate, bench_simulate
 
-    figures = bench_simulate(args.conversations, args.concurrency, args.latency)
+    if args.what == "evaluate":
+        figures = bench_evaluate(args.conversations or 10_000)
+        print(f"evaluate: {figures['conversations']} synthetic conversations (5 expected calls, 6 actual, "
+              f"5 arguments each); Reliability {figures['Reliability']:.3f}")
+        print(f"scoring {figures['score s']:.2f} s + summary with bootstrap intervals {figures['summarise s']:.2f} s "
+              f"= {figures['score s'] + figures['summarise s']:.2f} s; peak memory (RSS) {figures['peak RSS MB']:.0f} MB")
+        print(f"the same scoring through azure-ai-evaluation's evaluate(): {figures['azure evaluate() s']:.2f} s; "
+              f"peak memory (RSS) {figures['peak RSS MB with azure']:.0f} MB")
+        return 0
+
+    figures = bench_simulate(args.conversations or 200, args.concurrency, args.latency)
     print(f"simulate: {figures['conversations']} conversations ({figures['endings']}), "
           f"{figures['model calls']} model calls at {args.latency * 1000:.0f} ms each, concurrency {args.concurrency}")
     print(f"wall time {figures['wall s']:.2f} s, ideal (calls x latency / concurrency) {figures['ideal s']:.2f} s, "
@@ -145,9 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--debug", action="store_true", help="show every function call with arguments and result")
     chat.set_defaults(handler=_chat)
 
-    bench = commands.add_parser("bench", help="print speed figures (simulation against the fake endpoint)")
-    bench.add_argument("what", choices=["simulate"])
-    bench.add_argument("--conversations", type=int, default=200)
+    bench = commands.add_parser("bench", help="print speed figures: simulation against the fake endpoint, "
+                                              "or scoring synthetic conversations")
+    bench.add_argument("what", choices=["simulate", "evaluate"])
+    bench.add_argument("--conversations", type=int, help="default: 200 to simulate, 10000 to evaluate")
     bench.add_argument("--concurrency", type=int, default=32)
     bench.add_argument("--latency", type=float, default=0.1, help="seconds per model completion")
     bench.set_defaults(handler=_bench)

@@ -6,11 +6,13 @@ wrong, missing and extra arguments), so the analysis can say *why*.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -61,10 +63,10 @@ class Rules:
         tool = self.tools.get(function_key(name))
         return tool.get("effect") if tool else None
 
-    def schema(self, name: str, argument: str) -> dict[str, Any]:
+    def properties(self, name: str) -> dict[str, Any]:
+        """The JSON Schema of each parameter of a function, by name ({} when unknown)."""
         tool = self.tools.get(function_key(name)) or {}
-        properties = tool.get("function", {}).get("parameters", {}).get("properties", {})
-        return properties.get(argument) or {}
+        return tool.get("function", {}).get("parameters", {}).get("properties", {})
 
     def call_allowed(self, scenario: str, name: str, template_allowed: list[str]) -> bool:
         key = function_key(name)
@@ -111,26 +113,35 @@ def number(value: Any) -> float | None:
     return None
 
 
-def calendar_dates(value: Any) -> set[date]:
+def calendar_dates(value: Any) -> frozenset[date]:
     """Every calendar date a value can mean: "05/01/2024" is 1 May or 5 January."""
     if isinstance(value, datetime):
-        return {value.date()}
+        return frozenset({value.date()})
     if isinstance(value, date):
-        return {value}
-    if not isinstance(value, str) or not value.strip():
-        return set()
+        return frozenset({value})
+    return _text_dates(value) if isinstance(value, str) else frozenset()
+
+
+@lru_cache(maxsize=65536)
+def _text_dates(text: str) -> frozenset[date]:
+    text = text.strip()
+    if len(text) == 10 or text[10:11] in ("T", " "):
+        with contextlib.suppress(ValueError):
+            return frozenset({date.fromisoformat(text[:10])})
     found = set()
     for dayfirst in (False, True):
-        try:
-            found.add(dateparser.parse(value, dayfirst=dayfirst).date())
-        except (ValueError, OverflowError):
-            pass
-    return found
+        with contextlib.suppress(ValueError, OverflowError):
+            found.add(dateparser.parse(text, dayfirst=dayfirst).date())
+    return frozenset(found)
 
 
 def _is_date(expected: Any, schema: dict[str, Any]) -> bool:
-    return schema.get("format") in ("date", "date-time") or (
-        isinstance(expected, str) and bool(_DATE_LIKE.match(expected.strip())))
+    return schema.get("format") in ("date", "date-time") or (isinstance(expected, str) and _date_like(expected))
+
+
+@lru_cache(maxsize=65536)
+def _date_like(text: str) -> bool:
+    return bool(_DATE_LIKE.match(text.strip()))
 
 
 def _texts_agree(expected: Any, actual: Any, rules: Rules, mode: str | None = None,
@@ -242,13 +253,14 @@ def check_arguments(expected: dict[str, Any], actual: dict[str, Any], conversati
                     rules: Rules, scenario: str) -> dict[str, Any]:
     """The argument-by-argument verdict of one (expected, actual) pair."""
     resolve = _resolver(conversation_calls, actual["index"])
+    properties = rules.properties(expected["name"])
     arguments = {}
     for name, want in expected["arguments"].items():
         if name not in actual["arguments"]:
             arguments[name] = {"expected": _shown(want, resolve), "actual": None, "status": "missing"}
             continue
         got = actual["arguments"][name]
-        ok = agrees(want, got, rules, rules.schema(expected["name"], name), resolve)
+        ok = agrees(want, got, rules, properties.get(name), resolve)
         arguments[name] = {"expected": _shown(want, resolve), "actual": got, "status": "correct" if ok else "wrong"}
     extra = {name: {"actual": value, "allowed": rules.argument_allowed(scenario, actual["name"], name)}
              for name, value in actual["arguments"].items() if name not in expected["arguments"]}

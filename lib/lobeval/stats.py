@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import bootstrap
 
 from lobeval.scoring import METRICS
 
@@ -20,15 +19,23 @@ SEED = 0
 
 
 def interval(values: np.ndarray) -> list[float] | None:
-    """95 % percentile-bootstrap interval of the mean; None for no values."""
+    """95 % percentile-bootstrap interval of the mean; None for no values.
+
+    A resample of n values is n draws from the distinct values with their observed frequencies,
+    so the resampled means come from one multinomial draw per resample: the same distribution as
+    resampling the values one by one, at a cost that grows with the distinct values, not with n.
+    """
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return None
-    if np.all(values == values[0]):
-        return [float(values[0])] * 2
-    result = bootstrap((values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
-                       method="percentile", random_state=SEED)
-    return [float(result.confidence_interval.low), float(result.confidence_interval.high)]
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size == 1:
+        return [float(distinct[0])] * 2
+    rng = np.random.default_rng(SEED)
+    means = rng.multinomial(values.size, counts / values.size, size=RESAMPLES) @ distinct / values.size
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return [float(low), float(high)]
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float:

@@ -9,7 +9,7 @@ import csv
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ def strip_plugin_prefix(name: str) -> str:
     return _PLUGIN_PREFIX.sub("", name)
 
 
+@lru_cache(maxsize=4096)
 def function_key(name: str) -> str:
     """The name functions are compared by: case-insensitive, without a `...Plugin-` prefix."""
     return strip_plugin_prefix(name).lower()

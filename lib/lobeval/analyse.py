@@ -1,0 +1,228 @@
+"""Error analysis over `evaluation_results.json`: breakdown tables and failure signatures.
+
+Every function takes the results dict (as written by `lobeval evaluate`) and returns a DataFrame;
+nothing here calls a model. Function names are grouped by `suite.function_key` (case and the
+`Plugin-` prefix do not split a function in two).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lobeval.errors import RecordError
+from lobeval.records import read_conversations
+from lobeval.scoring import METRICS
+from lobeval.suite import function_key
+
+ROW_IDS = ["case_id", "trial", "scenario_name"]
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(path, "file", None, "not found") from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, "file", None, f"invalid JSON: {exc.msg}") from None
+    if not isinstance(results, dict) or not isinstance(results.get("rows"), list):
+        raise RecordError(path, "file", "rows", "is required (a list of conversation rows)")
+    return results
+
+
+def load_conversations(paths: str | Path | list[str | Path]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(record["case_id"], record["trial"]): record for _, _, record in read_conversations(paths)}
+
+
+def _scored(results: dict[str, Any]) -> list[dict[str, Any]]:
+    return [row for row in results["rows"] if row.get("status") == "scored"]
+
+
+def conversations_df(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per conversation: ids, scenario, status, termination, metrics, cost."""
+    columns = [*ROW_IDS, "status", "termination", "turns", "error", *METRICS, "cost_usd"]
+    return pd.DataFrame([{column: row.get(column) for column in columns} for row in results["rows"]], columns=columns)
+
+
+def scenario_table(results: dict[str, Any]) -> pd.DataFrame:
+    """The run's per-scenario summary (means with the intervals `evaluate` computed)."""
+    table = pd.DataFrame(results.get("scenarios", []))
+    return table.set_index("scenario_name") if not table.empty else table
+
+
+def _calls(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per expected or actual call of every scored conversation, tagged paired/missed/extra."""
+    found = []
+    for row in _scored(results):
+        ids = {key: row[key] for key in ROW_IDS}
+        for pair in row.get("pairs", []):
+            found.append({**ids, "function": function_key(pair["functionName"]), "kind": "paired"})
+        for call in row.get("unpaired_expected", []):
+            found.append({**ids, "function": function_key(call["functionName"]),
+                          "kind": "optional_missed" if call.get("optional") else "missed"})
+        for call in row.get("unpaired_actual", []):
+            found.append({**ids, "function": function_key(call["functionName"]),
+                          "kind": "extra_allowed" if call.get("allowed") else "extra",
+                          "effect": call.get("effect")})
+    return pd.DataFrame(found, columns=[*ROW_IDS, "function", "kind", "effect"])
+
+
+def function_table(results: dict[str, Any]) -> pd.DataFrame:
+    """Per function: expected (required), paired, missed, extra (not allowed; read/write) and the rates.
+
+    recall = paired / (paired + missed); precision = paired / (paired + extra). A rate with no
+    denominator is left empty (NaN), not 1.0: a function nobody expected has no recall.
+    """
+    calls = _calls(results)
+    counts = calls.pivot_table(index="function", columns="kind", values="case_id", aggfunc="size", fill_value=0)
+    counts = counts.reindex(columns=["paired", "missed", "optional_missed", "extra", "extra_allowed"], fill_value=0)
+    extra = calls[calls["kind"] == "extra"]
+    table = pd.DataFrame({
+        "expected": counts["paired"] + counts["missed"],
+        "paired": counts["paired"],
+        "missed": counts["missed"],
+        "extra": counts["extra"],
+        "extra_read": extra[extra["effect"] == "read"].groupby("function").size(),
+        "extra_write": extra[extra["effect"] == "write"].groupby("function").size(),
+        "extra_allowed": counts["extra_allowed"],
+    }, index=counts.index).fillna(0).astype(int)
+    table["recall"] = (table["paired"] / (table["paired"] + table["missed"])).where(table["expected"] > 0)
+    checked = table["paired"] + table["extra"]
+    table["precision"] = (table["paired"] / checked).where(checked > 0)
+    return table.sort_values(["missed", "extra"], ascending=False)
+
+
+def _arguments(results: dict[str, Any]) -> pd.DataFrame:
+    found = []
+    for row in _scored(results):
+        ids = {key: row[key] for key in ROW_IDS}
+        for pair in row.get("pairs", []):
+            name = function_key(pair["functionName"])
+            for argument, check in pair.get("arguments", {}).items():
+                found.append({**ids, "function": name, "argument": argument, "status": check["status"],
+                              "expected": check.get("expected"), "actual": check.get("actual")})
+            for argument, extra in pair.get("extra_arguments", {}).items():
+                found.append({**ids, "function": name, "argument": argument,
+                              "status": "extra_allowed" if extra.get("allowed") else "extra",
+                              "expected": None, "actual": extra.get("actual")})
+    return pd.DataFrame(found, columns=[*ROW_IDS, "function", "argument", "status", "expected", "actual"])
+
+
+def argument_table(results: dict[str, Any]) -> pd.DataFrame:
+    """Per (function, argument) in paired calls: checked, correct, wrong, missing, extra, and the error rate."""
+    arguments = _arguments(results)
+    table = arguments.pivot_table(index=["function", "argument"], columns="status", values="case_id",
+                                  aggfunc="size", fill_value=0)
+    table = table.reindex(columns=["correct", "wrong", "missing", "extra", "extra_allowed"], fill_value=0)
+    expected = table["correct"] + table["wrong"] + table["missing"]
+    table.insert(0, "expected", expected)
+    table["error_rate"] = ((table["wrong"] + table["missing"]) / expected).where(expected > 0)
+    return table.sort_values(["wrong", "missing", "extra"], ascending=False)
+
+
+def wrong_value_pairs(results: dict[str, Any], top: int = 10) -> pd.DataFrame:
+    """The most frequent (function, argument, expected → actual) among wrong arguments."""
+    arguments = _arguments(results)
+    wrong = arguments[arguments["status"] == "wrong"].copy()
+    for column in ("expected", "actual"):
+        wrong[column] = wrong[column].map(lambda value: json.dumps(value, ensure_ascii=False))
+    counts = wrong.groupby(["function", "argument", "expected", "actual"]).size().rename("count").reset_index()
+    return counts.sort_values(["count", "function", "argument"], ascending=[False, True, True]).head(top) \
+        .reset_index(drop=True)
+
+
+def worst_conversations(results: dict[str, Any], n: int = 10) -> pd.DataFrame:
+    """The n scored conversations with the lowest Reliability (then Success), ties by case id."""
+    table = conversations_df(results)
+    table = table[table["status"] == "scored"]
+    return table.sort_values(["Reliability", "Success", "case_id", "trial"]).head(n).reset_index(drop=True)
+
+
+def termination_table(results: dict[str, Any]) -> pd.DataFrame:
+    """Conversations per scenario and termination reason; machinery errors show as "machinery error"."""
+    table = conversations_df(results)
+    table["termination"] = table["termination"].where(table["status"] == "scored", "machinery error")
+    return table.pivot_table(index="scenario_name", columns="termination", values="case_id",
+                             aggfunc="size", fill_value=0)
+
+
+def cost_table(results: dict[str, Any]) -> pd.DataFrame:
+    """Cost in USD per scenario and role (user, target, judge), from each row's usage."""
+    found = []
+    for row in results["rows"]:
+        for role, usage in (row.get("usage") or {}).items():
+            found.append({"scenario_name": row["scenario_name"], "role": role,
+                          "cost_usd": float((usage or {}).get("cost_usd") or 0.0)})
+    table = pd.DataFrame(found, columns=["scenario_name", "role", "cost_usd"])
+    table = table.pivot_table(index="scenario_name", columns="role", values="cost_usd", aggfunc="sum", fill_value=0.0)
+    table["total"] = table.sum(axis=1)
+    return table
+
+
+SIGNATURE = ["kind", "function", "argument", "category"]
+
+
+def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per failed item with a deterministic signature (kind, function, argument, category).
+
+    Kinds: missed_call, extra_call (not allowed), failed_call (paired but the call errored),
+    wrong_argument, missing_argument, extra_argument (not allowed), forbidden_call,
+    missing_output, behaviour (a judge's per-turn failure; category = its category),
+    claimed_not_done. `turn` is the user-turn of the call when known; `message_index` for
+    judge and claim failures.
+    """
+    found = []
+    for row in _scored(results):
+        ids = {key: row[key] for key in ROW_IDS}
+
+        def add(kind: str, function: str | None = None, argument: str | None = None, category: str | None = None,
+                **where: Any) -> None:
+            found.append({**ids, "kind": kind, "function": function_key(function) if function else "",
+                          "argument": argument or "", "category": category or "", **where})
+
+        for call in row.get("unpaired_expected", []):
+            if not call.get("optional"):
+                add("missed_call", call["functionName"], expected_index=call.get("expected_index"))
+        for call in row.get("unpaired_actual", []):
+            if not call.get("allowed"):
+                add("extra_call", call["functionName"], category=call.get("effect"),
+                    actual_index=call.get("actual_index"), turn=call.get("turn"))
+        for pair in row.get("pairs", []):
+            if pair.get("failed"):
+                add("failed_call", pair["functionName"], actual_index=pair.get("actual_index"))
+        for kind, items in (("wrong_argument", row.get("wrong_arguments", [])),
+                            ("missing_argument", row.get("missing_arguments", [])),
+                            ("extra_argument", [item for item in row.get("extra_arguments", [])
+                                                if not item.get("allowed")])):
+            for item in items:
+                add(kind, item["functionName"], item["argument"])
+        for call in row.get("forbidden_calls", []):
+            add("forbidden_call", call["functionName"], actual_index=call.get("actual_index"))
+        for output in row.get("missing_outputs", []):
+            add("missing_output", detail=output)
+        for claim in (row.get("claims") or {}).get("claimed_not_done", []):
+            add("claimed_not_done", category=claim.get("claim"), message_index=claim.get("message_index"),
+                detail=claim.get("text"))
+        for turn in (row.get("judges") or {}).get("turns", []) or []:
+            failure = turn.get("failure")
+            if turn.get("failed") and failure:
+                add("behaviour", category=failure.get("category"), message_index=turn.get("message_index"),
+                    severity=failure.get("severity"), detail=failure.get("reason"))
+    columns = [*ROW_IDS, *SIGNATURE, "actual_index", "expected_index", "turn", "message_index", "severity", "detail"]
+    return pd.DataFrame(found, columns=columns)
+
+
+def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame:
+    """Failures grouped by signature: count, conversations affected, and the first example conversations."""
+    failures = failure_signatures(results)
+    failures["conversation"] = failures["case_id"] + "#" + failures["trial"].astype(str)
+    grouped = failures.groupby(SIGNATURE, sort=False)
+    table = pd.DataFrame({
+        "count": grouped.size(),
+        "conversations": grouped["conversation"].nunique(),
+        "examples": grouped["conversation"].agg(lambda values: sorted(set(values))[:examples]),
+    }).reset_index()
+    return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)

@@ -1,0 +1,191 @@
+"""Error analysis on a small hand-made results file: breakdowns, signatures, clusters, labels."""
+import json
+import math
+
+import pytest
+
+from lobeval.analyse import (argument_table, conversations_df, cost_table, failure_clusters, failure_signatures,
+                             function_table, load_results, termination_table, wrong_value_pairs, worst_conversations)
+from lobeval.errors import ConfigError, RecordError
+from lobeval.evaluate import evaluate
+from lobeval.labels import add_label, compare_labels, list_labels, revoke_label
+from lobeval.records import write_jsonl
+
+
+def row(case_id, scenario, reliability, success, **found):
+    return {"case_id": case_id, "trial": 0, "scenario_name": scenario, "status": "scored",
+            "termination": "user_finished", "turns": 3, "error": None, "Reliability": reliability,
+            "Success": success, "pairs": [], "unpaired_expected": [], "unpaired_actual": [], "wrong_arguments": [],
+            "missing_arguments": [], "extra_arguments": [], "missing_outputs": [], "forbidden_calls": [],
+            "claims": {"claimed_not_done": [], "done_not_told": []}, "judges": {"status": "not run"},
+            "usage": {}, **found}
+
+
+def pair(name, arguments, extra=None):
+    return {"expected_index": 0, "actual_index": 0, "functionName": name, "optional": False, "failed": False,
+            "arguments": arguments, "extra_arguments": extra or {}}
+
+
+CORRECT = {"status": "correct", "expected": "x", "actual": "x"}
+WRONG_PRIORITY = {"status": "wrong", "expected": "High", "actual": "Low"}
+
+RESULTS = {"rows": [
+    # a-001: one wrong, one missing and one extra argument; a required call missed; two extra calls.
+    row("a-001", "s1", 0.4, 0, termination="max_turns",
+        pairs=[pair("create_ticket", {"title": CORRECT, "priority": WRONG_PRIORITY,
+                                      "due_date": {"status": "missing", "expected": "2024-05-01", "actual": None}},
+                    extra={"notes": {"actual": "x", "allowed": False}})],
+        unpaired_expected=[{"expected_index": 1, "functionName": "create_action", "optional": False}],
+        unpaired_actual=[{"actual_index": 1, "functionName": "get_departments", "effect": "read", "allowed": False,
+                          "failed": False, "turn": 1},
+                         {"actual_index": 2, "functionName": "Plugin-Delete_Ticket", "effect": "write",
+                          "allowed": False, "failed": False, "turn": 2}],
+        wrong_arguments=[{"functionName": "create_ticket", "argument": "priority", "expected": "High", "actual": "Low"}],
+        missing_arguments=[{"functionName": "create_ticket", "argument": "due_date", "expected": "2024-05-01"}],
+        extra_arguments=[{"functionName": "create_ticket", "argument": "notes", "actual": "x", "allowed": False}],
+        usage={"user": {"cost_usd": 0.01}, "target": {"cost_usd": 0.02}}),
+    row("b-001", "s1", 1.0, 1, pairs=[pair("create_ticket", {"title": CORRECT, "priority": CORRECT})],
+        usage={"user": {"cost_usd": 0.01}}),
+    # c-001: the same wrong priority under another spelling of the name; an allowed extra call;
+    # a claim of work not done and a judge's behaviour failure.
+    row("c-001", "s2", 0.75, 0, pairs=[pair("Plugin-create_ticket", {"priority": WRONG_PRIORITY})],
+        unpaired_actual=[{"actual_index": 0, "functionName": "get_departments", "effect": "read", "allowed": True,
+                          "failed": False, "turn": 1}],
+        wrong_arguments=[{"functionName": "Plugin-create_ticket", "argument": "priority", "expected": "High",
+                          "actual": "Low"}],
+        claims={"claimed_not_done": [{"message_index": 5, "claim": "created", "text": "I created it"}],
+                "done_not_told": []},
+        judges={"status": "run", "turns": [
+            {"message_index": 3, "failed": True,
+             "failure": {"category": "false_information", "severity": "critical", "reason": "made up"}},
+            {"message_index": 5, "failed": False, "failure": None}]},
+        usage={"judge": {"cost_usd": 0.5}}),
+    {"case_id": "d-001", "trial": 0, "scenario_name": "s2", "status": "error", "termination": None,
+     "error": "llm_error: gave up", "Reliability": None, "Success": None},
+]}
+
+
+def test_load_results_rejects_a_file_without_rows(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"metrics": {}}))
+    with pytest.raises(RecordError, match="field 'rows': is required"):
+        load_results(path)
+
+
+def test_conversations_df_has_one_row_per_conversation():
+    table = conversations_df(RESULTS)
+    assert table["case_id"].tolist() == ["a-001", "b-001", "c-001", "d-001"]
+    assert table["status"].tolist() == ["scored", "scored", "scored", "error"]
+
+
+def test_function_table_counts_and_rates_only_where_defined():
+    table = function_table(RESULTS)
+    as_dict = table.drop(columns=["recall", "precision"]).to_dict("index")
+    assert as_dict["create_ticket"] == {"expected": 3, "paired": 3, "missed": 0, "extra": 0, "extra_read": 0,
+                                        "extra_write": 0, "extra_allowed": 0}
+    assert as_dict["create_action"] == {"expected": 1, "paired": 0, "missed": 1, "extra": 0, "extra_read": 0,
+                                        "extra_write": 0, "extra_allowed": 0}
+    assert as_dict["get_departments"] == {"expected": 0, "paired": 0, "missed": 0, "extra": 1, "extra_read": 1,
+                                          "extra_write": 0, "extra_allowed": 1}
+    assert as_dict["delete_ticket"]["extra_write"] == 1
+    assert (table.loc["create_ticket", "recall"], table.loc["create_ticket", "precision"]) == (1.0, 1.0)
+    assert table.loc["create_action", "recall"] == 0.0 and math.isnan(table.loc["create_action", "precision"])
+    assert math.isnan(table.loc["get_departments", "recall"]) and table.loc["get_departments", "precision"] == 0.0
+
+
+def test_argument_table_and_wrong_value_pairs():
+    table = argument_table(RESULTS)
+    priority = table.loc[("create_ticket", "priority")]
+    assert (priority["expected"], priority["correct"], priority["wrong"]) == (3, 1, 2)
+    assert priority["error_rate"] == pytest.approx(2 / 3)
+    assert table.loc[("create_ticket", "due_date"), "missing"] == 1
+    assert table.loc[("create_ticket", "notes"), "extra"] == 1
+    assert math.isnan(table.loc[("create_ticket", "notes"), "error_rate"])
+    assert wrong_value_pairs(RESULTS).to_dict("records") == [
+        {"function": "create_ticket", "argument": "priority", "expected": '"High"', "actual": '"Low"', "count": 2}]
+
+
+def test_worst_termination_and_cost_tables():
+    assert worst_conversations(RESULTS, n=2)["case_id"].tolist() == ["a-001", "c-001"]
+    assert termination_table(RESULTS).to_dict("index") == {
+        "s1": {"machinery error": 0, "max_turns": 1, "user_finished": 1},
+        "s2": {"machinery error": 1, "max_turns": 0, "user_finished": 1}}
+    cost = cost_table(RESULTS)
+    assert cost.loc["s1", "total"] == pytest.approx(0.04)
+    assert cost.loc["s2", "judge"] == pytest.approx(0.5)
+
+
+def test_every_failed_item_gets_a_signature():
+    failures = failure_signatures(RESULTS)
+    signatures = sorted(failures[["case_id", "kind", "function", "argument", "category"]].itertuples(index=False,
+                                                                                                        name=None))
+    assert signatures == [
+        ("a-001", "extra_argument", "create_ticket", "notes", ""),
+        ("a-001", "extra_call", "delete_ticket", "", "write"),
+        ("a-001", "extra_call", "get_departments", "", "read"),
+        ("a-001", "missed_call", "create_action", "", ""),
+        ("a-001", "missing_argument", "create_ticket", "due_date", ""),
+        ("a-001", "wrong_argument", "create_ticket", "priority", ""),
+        ("c-001", "behaviour", "", "", "false_information"),
+        ("c-001", "claimed_not_done", "", "", "created"),
+        ("c-001", "wrong_argument", "create_ticket", "priority", ""),
+    ]
+    behaviour = failures[failures["kind"] == "behaviour"].iloc[0]
+    assert (behaviour["message_index"], behaviour["severity"]) == (3, "critical")
+
+
+def test_failures_are_grouped_by_signature_with_examples():
+    clusters = failure_clusters(RESULTS, examples=1)
+    assert len(clusters) == 8
+    top = clusters.iloc[0]
+    assert (top["kind"], top["function"], top["argument"], top["count"], top["conversations"]) == \
+        ("wrong_argument", "create_ticket", "priority", 2, 2)
+    assert top["examples"] == ["a-001#0"]
+
+
+def test_labels_are_added_listed_and_revoked(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    first = add_label(path, kind="allowed_extra_call", function_name="get_ticket", note="lookup is fine",
+                      author="ana")
+    second = add_label(path, kind="allowed_extra_argument", function_name="create_ticket", scenario_name="ticket",
+                       argument="notes", note="harmless", author="ana")
+    listed = list_labels(path)
+    assert listed["id"].tolist() == [first["id"], second["id"]]
+    assert listed.loc[0, "scenario_name"] is None and listed.loc[1, "argument"] == "notes"
+    revoke_label(path, first["id"])
+    assert list_labels(path)["id"].tolist() == [second["id"]]
+    with pytest.raises(ConfigError, match=f"no label with id '{first['id']}'"):
+        revoke_label(path, first["id"])
+
+
+def test_an_argument_label_needs_its_argument(tmp_path):
+    with pytest.raises(ConfigError, match="an argument is required for allowed_extra_argument labels"):
+        add_label(tmp_path / "l.jsonl", kind="allowed_extra_argument", function_name="f", note="", author="a")
+    assert not (tmp_path / "l.jsonl").exists()
+
+
+def test_labels_change_precision_when_re_scored(tmp_path):
+    case = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
+            "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"}}]}
+    conversation = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket",
+                    "messages": [{"role": "user", "content": "Create it"}, {"role": "assistant", "content": "Done."}],
+                    "function_calls": [
+                        {"functionName": "get_ticket", "arguments": {"ticket_id": "TKT-1"}, "result": {},
+                         "error": None, "turn": 1},
+                        {"functionName": "create_ticket", "arguments": {"title": "Printer jams", "notes": "x"},
+                         "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
+                    "termination": {"reason": "user_finished", "turns": 2}}
+    dataset = write_jsonl(tmp_path / "d.jsonl", [case])
+    conversations = write_jsonl(tmp_path / "c.jsonl", [conversation])
+    labels = tmp_path / "labels.jsonl"
+    before = evaluate(dataset, conversations, tmp_path / "before.json", labels=labels, progress=False).results
+    # One extra call of two: Precision_fn 1/2; one extra argument of two: Precision_args 1/2.
+    assert (before["metrics"]["Precision_fn"], before["metrics"]["Precision_args"]) == (0.5, 0.5)
+    add_label(labels, kind="allowed_extra_call", function_name="Plugin-Get_Ticket", note="lookup", author="ana")
+    add_label(labels, kind="allowed_extra_argument", function_name="create_ticket", scenario_name="ticket",
+              argument="notes", note="harmless", author="ana")
+    after = evaluate(dataset, conversations, tmp_path / "after.json", labels=labels, progress=False).results
+    change = compare_labels(before, after)
+    assert change.loc["Precision_fn"].tolist() == [0.5, 1.0, 0.5]
+    assert change.loc["Precision_args"].tolist() == [0.5, 1.0, 0.5]
+    assert change.loc["Recall_fn", "change"] == 0.0

@@ -7,7 +7,6 @@ Foundry project), add the claims check and the judges, summarise, write.
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import json
@@ -20,7 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from lobeval.errors import RecordError
+from lobeval.claims import find_claims
+from lobeval.errors import ConfigError, RecordError
+from lobeval.judges import judge_all, selected_judges, summarise_judges
+from lobeval.llm import Usage, run_sync
 from lobeval.records import read_cases, read_conversations, read_labels, write_json
 from lobeval.scoring import METRICS, Rules, concrete, fuzzy_similar, resolver, score_conversation, state_differences
 from lobeval.stats import summarise
@@ -80,6 +82,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
     rows, judge_summary = add_judges(rows, work, loaded, judges, progress)
     results = {"schema_version": SCHEMA_VERSION, **summarise(rows)}
     results["metrics"].update(judge_summary.pop("metrics", {}))
+    results["intervals"].update(judge_summary.pop("intervals", {}))
     results.update({
         "judges": judge_summary,
         "claims": {kind: sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
@@ -92,6 +95,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
                    "labels_path": str(labels_path) if labels_path else None,
                    "text_comparison": rules.text_mode, "judges": judge_summary.get("selected", [])},
         "studio_url": studio_url, "rows": rows})
+    add_scenario_findings(results)
     return EvaluationResult(write_json(out, results), results)
 
 
@@ -133,7 +137,7 @@ def with_embeddings(rules: Rules, work: list[tuple[dict, dict]]) -> Rules:
             for text, vector in zip(batch, await client.embed(batch)):
                 vectors[text] = np.asarray(vector) / (np.linalg.norm(vector) or 1.0)
 
-    asyncio.run(embed_all())
+    run_sync(embed_all())
 
     def similar(expected: str, actual: str, mode: str, threshold: float) -> bool:
         if mode == "semantic" and expected in vectors and actual in vectors:
@@ -196,8 +200,8 @@ def score_with_azure(work: list[tuple[dict, dict]], rules: Rules) -> tuple[list[
 
 
 def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules) -> list[dict[str, Any]]:
-    # WIRE: lobeval.claims.find_claims once the judges branch lands.
-    return [{**row, "claims": {"claimed_not_done": [], "done_not_told": []}} for row in rows]
+    """Claimed but not done, and done but not told, for each conversation (rows are in work's order)."""
+    return [{**row, "claims": find_claims(conversation, rules.tools)} for row, (conversation, _) in zip(rows, work)]
 
 
 def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
@@ -207,7 +211,7 @@ def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
     specs = {target or conversation.get("target") for conversation, _ in recorded} - {None}
     if not specs:
         return [{**row, "state": None} for row in rows]
-    expected = asyncio.run(_replay_all(recorded, target))
+    expected = run_sync(_replay_all(recorded, target))
     states = {}
     for conversation, case in recorded:
         replay = expected.get((target or conversation["target"], case["case_id"]))
@@ -257,9 +261,36 @@ async def _replay_all(recorded: list[tuple[dict, dict]], target: str | None) -> 
 
 def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], suite: Suite | None,
                selection: list[str] | None, progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    # WIRE: lobeval.judges.run_judges / summarise_judges once the judges branch lands.
-    status = "not run: no judge model configured"
-    return [{**row, "judges": {"status": status}} for row in rows], {"status": status, "selected": [], "errors": 0}
+    """The model judges on every scored conversation; "not run" (never a number) without a judge model.
+    `selection` None runs every judge when a judge model is configured."""
+    from lobeval.roles import model_client
+
+    names = selected_judges(selection)
+    client = model_client("judge", cache=True) if names else None
+    if client is None:
+        if names and selection:
+            raise ConfigError(f"--judges {','.join(selection)} needs a judge model: set LOBEVAL_JUDGE_MODEL or "
+                              f"LOBEVAL_MODEL, and OPENAI_API_KEY (or the AZURE_OPENAI_* variables)")
+        status = "not run: no judge model configured" if names else "not run: switched off (--judges none)"
+        return ([{**row, "judges": {"status": status}} for row in rows],
+                {"status": status, "selected": [], "errors": 0, "usage": Usage().to_dict()})
+    scored = [(conversation, case) for row, (conversation, case) in zip(rows, work) if row["status"] == "scored"]
+    tools = list(suite.tools.values()) if suite else []
+    verdicts, usage = judge_all(client, names, tools, scored, progress=progress)
+    rows = [{**row, "judges": verdicts.get((row["case_id"], row["trial"]),
+                                           {"status": "not run: the conversation ended in a machinery error"})}
+            for row in rows]
+    return rows, summarise_judges(rows, names, usage)
+
+
+def add_scenario_findings(results: dict[str, Any]) -> None:
+    """Claims and the judges' final score per scenario, next to the function-call metrics."""
+    for entry in results["scenarios"]:
+        rows = [row for row in results["rows"] if row["scenario_name"] == entry["scenario_name"]]
+        for kind in ("claimed_not_done", "done_not_told"):
+            entry[kind] = sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
+        finals = [row["judges"].get("final_score") for row in rows if row["judges"].get("final_score") is not None]
+        entry["judge.final_score"] = sum(finals) / len(finals) if finals else None
 
 
 def total_usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -284,14 +315,24 @@ def metric_table(results: dict[str, Any]) -> "pd.DataFrame":
 
 
 def judge_table(results: dict[str, Any]) -> "pd.DataFrame":
-    """The judges' means (errors and "not applicable" left out), or why they did not run."""
+    """The judges' means with intervals (errors and "not applicable" left out), or why they did not run."""
     import pandas as pd
 
     judges = results["judges"]
     if judges["status"] != "run":
         return pd.DataFrame([{"judges": judges["status"]}])
-    means = {name.removeprefix("judge."): value for name, value in results["metrics"].items()
-             if name.startswith("judge.")}
-    table = pd.DataFrame({"mean": means}).rename_axis("judge").round(3)
-    table.attrs["errors"] = judges.get("errors", 0)
-    return table
+    rows = [{"judge": name.removeprefix("judge."), "mean": value, "low": (results["intervals"].get(name) or [None] * 2)[0],
+             "high": (results["intervals"].get(name) or [None] * 2)[1]}
+            for name, value in results["metrics"].items() if name.startswith("judge.")]
+    return pd.DataFrame(rows, columns=["judge", "mean", "low", "high"]).set_index("judge").round(3)
+
+
+def claims_table(results: dict[str, Any]) -> "pd.DataFrame":
+    """One row per claim the bot made without doing it, and per write it never told the user about."""
+    import pandas as pd
+
+    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"], "kind": kind,
+              "what": item.get("claim") or item.get("functionName"), "text": item.get("text", "")}
+             for row in results["rows"] for kind in ("claimed_not_done", "done_not_told")
+             for item in (row.get("claims") or {}).get(kind, [])]
+    return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])

@@ -1,11 +1,23 @@
 """Judges: language models that read a conversation. A reply that cannot be parsed is never a score."""
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from collections.abc import Callable
 from typing import Any
 
-from lobeval.llm import LLMClient, Usage, parse_json_object
+import diskcache
+import numpy as np
+from tqdm.auto import tqdm
+
+from lobeval.errors import ConfigError
+from lobeval.llm import (
+    LLMClient, LLMError, ModelConfig, Usage, api_key, cache_dir, load_prices, parse_json_object, request_key,
+    run_sync, scrub_key,
+)
 from lobeval.records import Case
+from lobeval.stats import interval
 
 COMPLETION_PROMPT = """You decide whether a conversation between a user and a business chatbot has
 reached its goal, so that the simulation can stop.
@@ -66,3 +78,426 @@ class CompletionJudge:
             except ValueError as exc:
                 problem = str(exc)
         return False, f"judge reply unusable: {problem}"
+
+
+# ---- Judges of a finished conversation (lobeval evaluate --judges) ----
+
+AZURE_JUDGES = ("tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness")
+JUDGE_NAMES = ("per_turn", "goal", *AZURE_JUDGES)
+TURN_CRITERIA = {
+    "helpfulness": "Does the reply move the user towards their goal (asks for what is needed, does what was asked)?",
+    "coherence": "Does the reply follow from the conversation so far and make sense on its own?",
+    "verbosity": "Is the length right: everything needed, nothing padded or repeated? (5 = just right)",
+    "relevance": "Does the reply address the user's last message and stay on their task?",
+    "faithfulness": "Is every fact in the reply supported by the function results, the business data or what "
+                    "the user said, with nothing invented and no result misreported?",
+}
+PASSING_TURN_SCORE = 3
+FAILURE_CATEGORIES = {
+    "unsafe_action": ("critical", "made a change the user did not ask for or confirm, or one that breaks a business rule"),
+    "unsafe_state": ("critical", "left data wrong or inconsistent (a wrong value written, a half-finished change)"),
+    "false_information": ("critical", "told the user something untrue: a result it did not get, an action it did not take"),
+    "disobeyed_user": ("high", "ignored or overrode what the user explicitly asked for"),
+    "missing_information": ("medium", "left out specific information the user needed (an id, a status, a value)"),
+    "no_clarification": ("medium", "guessed instead of asking when the request was ambiguous or incomplete"),
+    "repetition": ("low", "repeated a question or statement without need"),
+}
+
+TURN_PROMPT = """You judge one reply of a business chatbot that acts through function calls.
+
+Business data the conversation is about (the truth the bot can look up):
+{business_data}
+
+Below is the conversation up to and including the reply to judge, which is marked >>>. Function
+calls the bot made are shown with their results; a call with an ERROR did not take effect.
+
+Score the marked reply from 1 (poor) to 5 (excellent) on each criterion:
+{criteria}
+
+1 = fails the criterion, 2 = major gaps, 3 = acceptable with minor issues, 4 = good, 5 = excellent.
+Answer with a JSON object and nothing else, with one entry per criterion:
+{{"helpfulness": {{"score": <1-5>, "reason": "<one sentence>"}}, "coherence": {{...}}, "verbosity": {{...}},
+ "relevance": {{...}}, "faithfulness": {{...}}}}"""
+
+FAILURE_PROMPT = """A reply of a business chatbot scored below 3 on: {low}. Decide which behaviour failure it
+shows. Choose exactly one category:
+{categories}
+
+Business data: {business_data}
+
+The conversation (the reply in question is marked >>>):
+{transcript}
+
+Answer with a JSON object and nothing else: {{"category": "<one of the names above>", "reason": "<one or two sentences>"}}"""
+
+GOAL_PROMPT = """You decide whether a business chatbot achieved the user's goal in a finished conversation.
+
+The goal: {task_completion}
+
+The goal counts as achieved (1) only if what it describes actually happened: a successful function
+call or the information given to the user. Saying it will be done, or a call that returned an ERROR,
+is not achievement (0).
+
+Answer with a JSON object and nothing else: {{"score": 0 or 1, "reason": "<one or two sentences>"}}"""
+
+
+class JudgeReplyError(ValueError):
+    """A judge's reply that stayed unusable; carries the raw text for the record."""
+
+    def __init__(self, problem: str, raw: str | None):
+        super().__init__(problem)
+        self.raw = raw
+
+
+def parse_turn_scores(text: str) -> dict[str, dict[str, Any]]:
+    """{criterion: {score, reason}} for all five criteria; ValueError on anything missing or out of range."""
+    data = parse_json_object(text)
+    return {criterion: _score(data.get(criterion), criterion, 1, 5) for criterion in TURN_CRITERIA}
+
+
+def parse_goal(text: str) -> dict[str, Any]:
+    data = parse_json_object(text)
+    if isinstance(data.get("score"), bool):
+        data["score"] = int(data["score"])
+    return _score(data, "goal", 0, 1)
+
+
+def parse_failure(text: str) -> dict[str, Any]:
+    data = parse_json_object(text)
+    category = str(data.get("category", "")).strip().lower().replace(" ", "_")
+    if category not in FAILURE_CATEGORIES:
+        raise ValueError(f"category {data.get('category')!r} is not one of {', '.join(FAILURE_CATEGORIES)}")
+    return {"category": category, "severity": FAILURE_CATEGORIES[category][0], "reason": _reason(data, "failure")}
+
+
+def _score(entry: Any, name: str, low: int, high: int) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{name}: expected an object with score and reason, got {entry!r}")
+    score = entry.get("score")
+    if isinstance(score, str) and score.strip().isdigit():
+        score = int(score)
+    if isinstance(score, bool) or not isinstance(score, int | float) or score != int(score) or not low <= score <= high:
+        raise ValueError(f"{name}: score must be a whole number from {low} to {high}, got {score!r}")
+    return {"score": int(score), "reason": _reason(entry, name)}
+
+
+def _reason(entry: dict[str, Any], name: str) -> str:
+    reason = entry.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError(f"{name}: a reason is required")
+    return reason.strip()
+
+
+def final_score(turns: list[dict[str, Any]], goal: dict[str, Any] | None) -> dict[str, Any]:
+    """turn_success_ratio = (turns − failed turns) / turns; final = 0.75 × ratio + 0.25 × goal; status
+    Done (1.0), Partial Failure (≥ 0.6), Failed. None when a turn or the goal could not be judged."""
+    if not turns or any(turn.get("scores") is None for turn in turns) or goal is None:
+        return {"turn_success_ratio": None, "final_score": None, "final_status": None}
+    ratio = (len(turns) - sum(turn["failed"] for turn in turns)) / len(turns)
+    score = 0.75 * ratio + 0.25 * goal["score"]
+    status = "Done" if score == 1.0 else "Partial Failure" if score >= 0.6 else "Failed"
+    return {"turn_success_ratio": ratio, "final_score": score, "final_status": status}
+
+
+def selected_judges(selection: list[str] | None) -> list[str]:
+    """The judges to run: all, or the names given; "none" switches them off."""
+    if not selection or selection == ["all"]:
+        return list(JUDGE_NAMES)
+    if selection == ["none"]:
+        return []
+    unknown = sorted(set(selection) - set(JUDGE_NAMES))
+    if unknown:
+        raise ConfigError(f"unknown judge(s) {', '.join(unknown)}; choose from all, none, {', '.join(JUDGE_NAMES)}")
+    return [name for name in JUDGE_NAMES if name in selection]
+
+
+class ConversationJudges:
+    """The selected judges on one judge model: per-turn quality with behaviour failures, goal
+    completion, and azure-ai-evaluation's conversation evaluators. Usage is counted per judge."""
+
+    attempts = 2
+
+    def __init__(self, client: LLMClient, selection: list[str], tools: list[dict[str, Any]]):
+        self.client, self.selection, self.tools = client, selection, tools
+        self.usage = {name: Usage() for name in selection}
+        self._azure = AzureJudges(client.config, tools, client.concurrency) if set(selection) & set(AZURE_JUDGES) else None
+
+    async def judge(self, conversation: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+        """The row's `judges` value (the "run" shape)."""
+        errors: list[dict[str, Any]] = []
+        usage = Usage()
+        result: dict[str, Any] = {"status": "run"}
+        tasks = {}
+        if "per_turn" in self.selection:
+            tasks["turns"] = self._turns(conversation, case, errors, usage)
+        if "goal" in self.selection:
+            tasks["goal"] = self._goal(conversation, case, errors, usage)
+        if self._azure is not None:
+            tasks["azure"] = self._azure.judge([n for n in self.selection if n in AZURE_JUDGES], conversation, case,
+                                               errors, usage, self.usage)
+        for key, value in zip(tasks, await asyncio.gather(*tasks.values())):
+            result[key] = value
+        if "per_turn" in self.selection and "goal" in self.selection:
+            result.update(final_score(result["turns"], result["goal"]))
+        # The judges finish in any order; the record should not depend on it.
+        result["errors"] = sorted(errors, key=lambda e: (e["message_index"] is None, e["message_index"] or 0, e["judge"]))
+        result["usage"] = usage.to_dict()
+        return result
+
+    async def _ask(self, judge: str, prompt: list[dict[str, Any]], parse: Callable[[str], Any], usage: Usage) -> Any:
+        """A parsed reply; a reply that stays unusable after a retry raises JudgeReplyError with the raw text."""
+        raw = None
+        for attempt in range(self.attempts):
+            # Another seed makes the retry a different request, so the cache does not replay the bad reply.
+            result = await self.client.chat(prompt, response_format={"type": "json_object"}, temperature=0.0,
+                                            seed=attempt)
+            for into in (usage, self.usage[judge]):
+                into.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                         cost_usd=result.cost_usd, cached=result.cached)
+            raw = result.message.get("content") or ""
+            try:
+                return parse(raw)
+            except ValueError as exc:
+                problem = str(exc)
+        raise JudgeReplyError(f"judge reply unusable after {self.attempts} attempts: {problem}", raw)
+
+    async def _turns(self, conversation: dict[str, Any], case: dict[str, Any], errors: list, usage: Usage) -> list:
+        messages = conversation.get("messages") or []
+        indices = [i for i, message in enumerate(messages) if message.get("role") == "assistant"]
+        return list(await asyncio.gather(*(self._turn(messages, i, case, errors, usage) for i in indices)))
+
+    async def _turn(self, messages: list[dict[str, Any]], index: int, case: dict[str, Any], errors: list,
+                    usage: Usage) -> dict[str, Any]:
+        transcript = _marked_transcript(messages[:index + 1])
+        business_data = json.dumps(case.get("business_data") or {}, ensure_ascii=False, default=str)
+        criteria = "\n".join(f"- {name}: {question}" for name, question in TURN_CRITERIA.items())
+        prompt = [{"role": "system", "content": TURN_PROMPT.format(business_data=business_data, criteria=criteria)},
+                  {"role": "user", "content": transcript}]
+        turn: dict[str, Any] = {"message_index": index, "scores": None, "failed": None, "failure": None}
+        try:
+            turn["scores"] = await self._ask("per_turn", prompt, parse_turn_scores, usage)
+        except (JudgeReplyError, LLMError) as exc:
+            errors.append(_error("per_turn", index, exc))
+            return turn
+        low = [name for name, entry in turn["scores"].items() if entry["score"] < PASSING_TURN_SCORE]
+        turn["failed"] = bool(low)
+        if low:
+            categories = "\n".join(f"- {name} ({severity}): {meaning}"
+                                   for name, (severity, meaning) in FAILURE_CATEGORIES.items())
+            prompt = [{"role": "user", "content": FAILURE_PROMPT.format(
+                low=", ".join(low), categories=categories, business_data=business_data, transcript=transcript)}]
+            try:
+                turn["failure"] = await self._ask("per_turn", prompt, parse_failure, usage)
+            except (JudgeReplyError, LLMError) as exc:
+                errors.append(_error("behaviour_failure", index, exc))
+        return turn
+
+    async def _goal(self, conversation: dict[str, Any], case: dict[str, Any], errors: list,
+                    usage: Usage) -> dict[str, Any] | None:
+        goal = case.get("task_completion") or "; ".join(case.get("expected_outputs") or []) or case.get("user_instructions")
+        prompt = [{"role": "system", "content": GOAL_PROMPT.format(task_completion=goal)},
+                  {"role": "user", "content": render_transcript(conversation.get("messages") or [])}]
+        try:
+            return await self._ask("goal", prompt, parse_goal, usage)
+        except (JudgeReplyError, LLMError) as exc:
+            errors.append(_error("goal", None, exc))
+            return None
+
+
+def _marked_transcript(messages: list[dict[str, Any]]) -> str:
+    lines = render_transcript(messages).split("\n")
+    last = max(i for i, line in enumerate(lines) if line.startswith("ASSISTANT:"))
+    lines[last] = ">>> " + lines[last]
+    return "\n".join(lines)
+
+
+def _error(judge: str, message_index: int | None, exc: Exception) -> dict[str, Any]:
+    return {"judge": judge, "message_index": message_index, "error": str(exc), "raw": getattr(exc, "raw", None)}
+
+
+class AzureJudges:
+    """azure-ai-evaluation's conversation evaluators on the judge model. They are synchronous, so
+    each runs on a worker thread; a finished verdict is cached like any model call."""
+
+    attempts = 2
+
+    def __init__(self, config: ModelConfig, tools: list[dict[str, Any]], concurrency: int):
+        self.config = config
+        self.tool_definitions = [{"name": tool["function"]["name"], "description": tool["function"].get("description", ""),
+                                  "parameters": tool["function"].get("parameters", {})} for tool in tools]
+        self._cache = diskcache.Cache(str(cache_dir()))
+        self._price = load_prices().get(config.model)
+        self._threads = threading.BoundedSemaphore(concurrency)
+
+    async def judge(self, names: list[str], conversation: dict[str, Any], case: dict[str, Any], errors: list,
+                    usage: Usage, per_judge: dict[str, Usage]) -> dict[str, Any]:
+        inputs = azure_inputs(conversation, case, self.tool_definitions)
+        verdicts = await asyncio.gather(*(asyncio.to_thread(self._verdict, name, inputs[name]) for name in names))
+        found = {}
+        for name, (verdict, tokens) in zip(names, verdicts):
+            for into in (usage, per_judge[name]):
+                if tokens is not None:
+                    into.add(**tokens, cost_usd=self._cost(tokens), cost_known=self._price is not None)
+            if "error" in verdict:
+                errors.append({"judge": name, "message_index": None, **verdict})
+            found[name] = verdict
+        return found
+
+    def _verdict(self, name: str, inputs: dict[str, Any] | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(verdict, tokens used or None when nothing was sent). `inputs` as a str: not applicable, why."""
+        if isinstance(inputs, str):
+            return {"result": "not applicable", "reason": inputs}, None
+        key = "azure:" + request_key({"judge": name, **self.config.describe(), **inputs})
+        stored = self._cache.get(key)
+        if stored is not None:
+            return stored, {"cached": True}
+        problem = ""
+        with self._threads:
+            for _ in range(self.attempts):
+                try:
+                    output = self._evaluator(name)(**inputs)
+                except Exception as exc:  # the SDK raises its own and the model client's errors alike
+                    problem = f"{type(exc).__name__}: {exc}"
+                    continue
+                verdict, tokens = azure_verdict(name, output)
+                self._cache.set(key, verdict)
+                return verdict, tokens
+        return {"error": scrub_key(self.config, f"gave up after {self.attempts} attempts: {problem}")[:500],
+                "raw": None}, None
+
+    def _evaluator(self, name: str) -> Any:
+        from azure.ai.evaluation import (
+            IntentResolutionEvaluator, ResponseCompletenessEvaluator, TaskAdherenceEvaluator, ToolCallAccuracyEvaluator,
+        )
+
+        kinds = {"tool_call_accuracy": ToolCallAccuracyEvaluator, "intent_resolution": IntentResolutionEvaluator,
+                 "task_adherence": TaskAdherenceEvaluator, "response_completeness": ResponseCompletenessEvaluator}
+        return kinds[name](azure_model_config(self.config))
+
+    def _cost(self, tokens: dict[str, Any]) -> float:
+        if self._price is None or tokens.get("cached"):
+            return 0.0
+        return (tokens["prompt_tokens"] * self._price["input"] + tokens["completion_tokens"] * self._price["output"]) / 1e6
+
+
+def azure_model_config(config: ModelConfig) -> dict[str, Any]:
+    """The evaluators' model configuration. "type" is given explicitly: the SDK's inference of it
+    mistakes a non-Azure endpoint for Azure."""
+    if config.provider == "azure":
+        return {"type": "azure_openai", "azure_endpoint": config.base_url, "azure_deployment": config.model,
+                "api_version": config.api_version, "api_key": api_key(config)}
+    return {"type": "openai", "model": config.model, "api_key": api_key(config),
+            **({"base_url": config.base_url} if config.base_url else {})}
+
+
+def azure_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conversation in the evaluators' agent-message format: text items, tool_call and tool_result."""
+    converted = []
+    for message in messages:
+        for number, call in enumerate(message.get("function_calls") or []):
+            call_id = f"call_{len(converted)}_{number}"
+            converted.append({"role": "assistant", "content": [{"type": "tool_call", "tool_call_id": call_id,
+                                                                 "name": call["functionName"],
+                                                                 "arguments": call.get("arguments") or {}}]})
+            outcome = {"error": call["error"]} if call.get("error") else call.get("result")
+            converted.append({"role": "tool", "tool_call_id": call_id,
+                              "content": [{"type": "tool_result", "tool_result": outcome}]})
+        if message.get("content"):
+            converted.append({"role": message["role"], "content": [{"type": "text", "text": message["content"]}]})
+    return converted
+
+
+def azure_inputs(conversation: dict[str, Any], case: dict[str, Any],
+                 tool_definitions: list[dict[str, Any]]) -> dict[str, dict[str, Any] | str]:
+    """Each evaluator's keyword arguments: the history up to the user's last message that got a
+    reply is the query, the bot's last turn the response. A str says why the judge does not apply."""
+    messages = list(conversation.get("messages") or [])
+    while messages and messages[-1].get("role") == "user":
+        messages.pop()   # the closing stop phrase has no reply to judge
+    converted = azure_messages(messages)
+    users = [i for i, message in enumerate(converted) if message["role"] == "user"]
+    if not users or users[-1] == len(converted) - 1:
+        reason = "the user never got a reply"
+        return dict.fromkeys(AZURE_JUDGES, reason)
+    query, response = converted[:users[-1] + 1], converted[users[-1] + 1:]
+    calls = [item for message in converted for item in message["content"] if item["type"] == "tool_call"]
+    said = "\n".join(m["content"] for m in messages if m.get("role") == "assistant" and m.get("content"))
+    ground_truth = " ".join([case.get("task_completion") or "", *(case.get("expected_outputs") or [])]).strip()
+    common = {"query": query, "response": response, **({"tool_definitions": tool_definitions} if tool_definitions else {})}
+    accuracy = ({**common, "tool_calls": calls} if calls and tool_definitions else
+                "no function calls to judge" if not calls else "no tool definitions (evaluate with --suite)")
+    answered = any(item["type"] == "text" for message in response for item in message["content"])
+    final = common if answered else "intermediate response: the bot's last turn has no text for the user"
+    return {"tool_call_accuracy": accuracy, "intent_resolution": final, "task_adherence": final,
+            "response_completeness": ({"response": said, "ground_truth": ground_truth} if ground_truth
+                                      else "the case states no expected outcome")}
+
+
+def azure_verdict(name: str, output: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(verdict, tokens) from an evaluator's output; "not applicable" (e.g. an intermediate response)
+    is neither a pass nor a fail."""
+    properties = output.get(f"{name}_properties") or {}
+    tokens = ({"prompt_tokens": int(properties.get("prompt_tokens") or 0),
+               "completion_tokens": int(properties.get("completion_tokens") or 0)} if properties else None)
+    reason = output.get(f"{name}_reason") or ""
+    if output.get(f"{name}_result") == "not_applicable" or output.get(f"{name}_status") == "skipped":
+        return {"result": "not applicable", "reason": reason}, tokens
+    score = output.get(f"{name}_score", output.get(name))
+    if not isinstance(score, int | float) or score != score:
+        return {"error": f"no score in the evaluator's output (keys: {', '.join(sorted(output))})",
+                "raw": json.dumps(output, default=str)[:1000]}, tokens
+    return {"score": float(score), "result": output.get(f"{name}_result"),
+            "threshold": output.get(f"{name}_threshold"), "reason": reason}, tokens
+
+
+def judge_all(client: LLMClient, names: list[str], tools: list[dict[str, Any]],
+              work: list[tuple[dict[str, Any], dict[str, Any]]], *,
+              progress: bool = True) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every conversation judged: ({(case_id, trial): the row's `judges`}, usage by judge)."""
+    judges = ConversationJudges(client, names, tools)
+
+    async def everything() -> dict[tuple[str, int], dict[str, Any]]:
+        with tqdm(total=len(work), desc="judges", unit="conv", disable=not progress) as bar:
+            async def one(conversation: dict[str, Any], case: dict[str, Any]) -> tuple[tuple[str, int], dict]:
+                verdict = await judges.judge(conversation, case)
+                bar.update()
+                return (conversation["case_id"], conversation.get("trial", 0)), verdict
+
+            return dict(await asyncio.gather(*(one(conversation, case) for conversation, case in work)))
+
+    verdicts = run_sync(everything())
+    return verdicts, {name: usage.to_dict() for name, usage in judges.usage.items()}
+
+
+def summarise_judges(rows: list[dict[str, Any]], names: list[str],
+                     usage_by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The results' `judges` entry, with `metrics` (judge.* means over conversations; judge errors and
+    "not applicable" left out) and their `intervals`."""
+    judged = [row["judges"] for row in rows if row.get("judges", {}).get("status") == "run"]
+    values: dict[str, list[float]] = {}
+    for verdict in judged:
+        scored_turns = [turn for turn in verdict.get("turns") or [] if turn["scores"] is not None]
+        for criterion in TURN_CRITERIA if scored_turns else ():
+            values.setdefault(criterion, []).append(
+                sum(turn["scores"][criterion]["score"] for turn in scored_turns) / len(scored_turns))
+        if verdict.get("goal") is not None:
+            values.setdefault("goal", []).append(verdict["goal"]["score"])
+        for key in ("turn_success_ratio", "final_score"):
+            if verdict.get(key) is not None:
+                values.setdefault(key, []).append(verdict[key])
+        for name, entry in (verdict.get("azure") or {}).items():
+            if "score" in entry:
+                values.setdefault(name, []).append(entry["score"])
+    failures = [turn["failure"]["category"] for verdict in judged for turn in verdict.get("turns") or []
+                if turn.get("failure")]
+    totals = Usage()
+    for usage in usage_by_judge.values():
+        totals = totals + Usage(**usage)
+    return {"status": "run", "selected": names,
+            "errors": sum(len(verdict["errors"]) for verdict in judged),
+            "final_status": {status: sum(v.get("final_status") == status for v in judged)
+                             for status in ("Done", "Partial Failure", "Failed")},
+            "failures": {category: failures.count(category) for category in FAILURE_CATEGORIES if category in failures},
+            "usage": totals.to_dict(), "usage_by_judge": usage_by_judge,
+            "metrics": {f"judge.{name}": sum(found) / len(found) for name, found in values.items()},
+            "intervals": {f"judge.{name}": interval(np.array(found)) for name, found in values.items()}}

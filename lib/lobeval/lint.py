@@ -6,10 +6,10 @@ expected calls must fit the suite's tools; with a target, the replayed calls mus
 """
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
+from lobeval.llm import run_sync
 from lobeval.records import read_cases
 from lobeval.scoring import Rules, concrete, resolver, score_conversation
 from lobeval.suite import function_key, load_suite
@@ -124,7 +124,7 @@ def lint(dataset: str | Path, *, suite: str | Path | None = None, target: str | 
 
     rules = make_rules(load_suite(suite) if suite else None, [])
     cases = [case.model_dump() for case in read_cases(dataset)]
-    replayed = asyncio.run(_replay_problems(cases, target)) if target else {}
+    replayed = run_sync(_replay_problems(cases, target)) if target else {}
     messages = []
     for case in cases:
         for field, problem in case_problems(case, rules) + replayed.get(case["case_id"], []):

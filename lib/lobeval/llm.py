@@ -6,6 +6,7 @@ client is built; it is never held in a config, a cache key, a log line or an exc
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -94,11 +95,25 @@ def _key_variable(config: ModelConfig) -> str:
     return "AZURE_OPENAI_API_KEY" if config.provider == "azure" else "OPENAI_API_KEY"
 
 
-def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> openai.AsyncOpenAI:
-    """The SDK client, without its own retries (LLMClient retries). Reads the key from `env`."""
+def api_key(config: ModelConfig, env: Mapping[str, str] = os.environ) -> str:
+    """The key, read from the environment only when a client is built."""
     key = env.get(_key_variable(config))
     if not key:
         raise ConfigError(f"{_key_variable(config)} is not set")
+    return key
+
+
+def scrub_key(config: ModelConfig, text: str) -> str:
+    """Server and SDK messages may quote the key (e.g. on a 401): remove it and anything key-shaped."""
+    key = os.environ.get(_key_variable(config))
+    if key:
+        text = text.replace(key, "***")
+    return re.sub(r"sk-[\w*-]{6,}", "sk-***", text)
+
+
+def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> openai.AsyncOpenAI:
+    """The SDK client, without its own retries (LLMClient retries). Reads the key from `env`."""
+    key = api_key(config, env)
     # The SDK's default HTTP client closes itself on garbage collection by scheduling on whatever loop is
     # running, which fails once LLMClient has moved to a new loop; the plain default client does not.
     common = {"api_key": key, "max_retries": 0, "http_client": openai.DefaultAsyncHttpxClient()}
@@ -227,7 +242,7 @@ class LLMClient:
         return stored["vectors"]
 
     async def _call(self, kind: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool, float]:
-        key = _cache_key({"kind": kind, **self.config.describe(), **request})
+        key = request_key({"kind": kind, **self.config.describe(), **request})
         stored = self._cache.get(key) if self._cache is not None else None
         if stored is not None:
             self.usage.add(cached=True)
@@ -272,7 +287,7 @@ class LLMClient:
         try:
             return await retrying(attempt)
         except (openai.OpenAIError, _Unusable, ValueError) as exc:
-            cause = self._scrub(_describe(exc, self.timeout))
+            cause = scrub_key(self.config, _describe(exc, self.timeout))
             verdict = f"gave up after {attempts} attempts" if _retryable(exc) else f"not retried (attempt {attempts})"
             raise LLMError(f"model {self.config.model!r} (role {self.role}): {verdict}; last error: {cause}") from None
 
@@ -288,22 +303,15 @@ class LLMClient:
 
     def _log_retry(self, state: RetryCallState) -> None:
         log.info("model %s (role %s): retrying in %.1f s after %s", self.config.model, self.role,
-                 state.upcoming_sleep, self._scrub(_describe(state.outcome.exception(), self.timeout)))
+                 state.upcoming_sleep, scrub_key(self.config, _describe(state.outcome.exception(), self.timeout)))
 
     def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         if self._price is None:
             return 0.0
         return (prompt_tokens * self._price["input"] + completion_tokens * self._price["output"]) / 1e6
 
-    def _scrub(self, text: str) -> str:
-        """Server messages may quote the key (e.g. on a 401): remove it and anything key-shaped."""
-        key = os.environ.get(_key_variable(self.config))
-        if key:
-            text = text.replace(key, "***")
-        return re.sub(r"sk-[\w*-]{6,}", "sk-***", text)
 
-
-def _cache_key(request: dict[str, Any]) -> str:
+def request_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -370,3 +378,14 @@ def parse_json_object(text: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
     raise ValueError(f"no JSON object in the model's reply: {text[:200]!r}")
+
+
+def run_sync(coroutine: Awaitable[Any]) -> Any:
+    """Run a coroutine to completion from synchronous code, also inside a notebook cell, where an
+    event loop is already running (asyncio.run refuses that): there it runs on a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -1,0 +1,271 @@
+"""The model judges against the fake OpenAI server, their arithmetic and validation, and the offline path."""
+import json
+
+import pytest
+
+from lobeval.cli import main
+from lobeval.errors import ConfigError
+from lobeval.evaluate import evaluate
+from lobeval.judges import (
+    azure_inputs, azure_verdict, final_score, parse_failure, parse_goal, parse_turn_scores, selected_judges,
+)
+from lobeval.records import write_jsonl
+from lobeval.testing import FakeOpenAI, json_reply, text
+from helpers import make_suite
+
+CASE = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
+        "task_completion": "A ticket titled Printer jams exists.",
+        "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"}}],
+        "expected_outputs": ["TKT-9"]}
+CONVERSATION = {
+    "case_id": "t-001", "trial": 0, "scenario_name": "ticket",
+    "messages": [
+        {"role": "user", "content": "Create a ticket: Printer jams"},
+        {"role": "assistant", "content": "Done: created ticket TKT-9.",
+         "function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"},
+                             "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}]},
+        {"role": "user", "content": "Thanks, what's its priority?"},
+        {"role": "assistant", "content": "WRONG TURN: it is Critical."},
+        {"role": "user", "content": "the session is finished"}],
+    "function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"},
+                        "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
+    "termination": {"reason": "user_finished", "turns": 3}}
+GOOD = {name: {"score": 4, "reason": "fine"} for name in
+        ("helpfulness", "coherence", "verbosity", "relevance", "faithfulness")}
+LOW = {**GOOD, "faithfulness": {"score": 1, "reason": "the priority was never looked up"}}
+
+
+def judge_policy(turn=lambda marked: LOW if "WRONG TURN" in marked else GOOD, goal=None, failure=None):
+    """Answers each judge prompt by what its system prompt asks."""
+    def policy(request):
+        system = request["messages"][0]["content"]
+        last = request["messages"][-1]["content"]
+        if "judge one reply" in system:
+            marked = next(line for line in last.splitlines() if line.startswith(">>>"))
+            return json_reply(turn(marked))
+        if "behaviour failure" in system:
+            return failure or json_reply({"category": "false_information", "reason": "invented a priority"})
+        if "achieved the user's goal" in system:
+            return goal or json_reply({"score": 1, "reason": "the ticket was created"})
+        return json_reply({"score": 4, "reason": "azure judge fine", "status": "completed"})   # azure's prompts
+    return policy
+
+
+@pytest.fixture
+def judge_env(monkeypatch, tmp_path):
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_EMBEDDING_MODEL",
+                 "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD", "LOBEVAL_PRICES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-JUDGE1234567")
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    return monkeypatch
+
+
+def run(tmp_path, server, judge_env, judges=None, conversation=CONVERSATION):
+    judge_env.setenv("OPENAI_BASE_URL", server.base_url)
+    dataset = write_jsonl(tmp_path / "d.jsonl", [CASE])
+    convs = write_jsonl(tmp_path / "c.jsonl", [conversation])
+    suite = tmp_path / "scenarios" / "toy"
+    if not suite.exists():
+        make_suite(tmp_path)
+    return evaluate(dataset, convs, tmp_path / "r.json", suite=suite, judges=judges, progress=False).results
+
+
+# ---- arithmetic and validation (no model) ----
+
+def turns(*failed):
+    return [{"scores": GOOD, "failed": f} for f in failed]
+
+
+@pytest.mark.parametrize("failed, goal, ratio, score, status", [
+    ((False, False, False, False), 1, 1.0, 1.0, "Done"),
+    ((False, False, False, True), 1, 0.75, 0.8125, "Partial Failure"),    # 0.75 × 0.75 + 0.25
+    ((False, False, False, False, True), 0, 0.8, 0.6, "Partial Failure"),  # 0.75 × 0.8 = 0.6 exactly
+    ((False, True, True, False), 0, 0.5, 0.375, "Failed"),
+    ((False, False), 0, 1.0, 0.75, "Partial Failure"),                      # every turn fine, goal missed
+])
+def test_final_score(failed, goal, ratio, score, status):
+    assert final_score(turns(*failed), {"score": goal}) == pytest.approx(
+        {"turn_success_ratio": ratio, "final_score": score, "final_status": status})
+
+
+def test_no_final_score_when_a_turn_or_the_goal_was_not_judged():
+    unjudged = [*turns(False), {"scores": None, "failed": None}]
+    assert final_score(unjudged, {"score": 1})["final_score"] is None
+    assert final_score(turns(False), None) == {"turn_success_ratio": None, "final_score": None, "final_status": None}
+
+
+def test_turn_scores_are_validated():
+    assert parse_turn_scores(json.dumps({**GOOD, "coherence": {"score": "5", "reason": "clear"}}))["coherence"] == \
+        {"score": 5, "reason": "clear"}
+    with pytest.raises(ValueError, match=r"verbosity: score must be a whole number from 1 to 5, got 6"):
+        parse_turn_scores(json.dumps({**GOOD, "verbosity": {"score": 6, "reason": "x"}}))
+    with pytest.raises(ValueError, match=r"relevance: score must be a whole number from 1 to 5, got 3.5"):
+        parse_turn_scores(json.dumps({**GOOD, "relevance": {"score": 3.5, "reason": "x"}}))
+    with pytest.raises(ValueError, match="helpfulness: a reason is required"):
+        parse_turn_scores(json.dumps({**GOOD, "helpfulness": {"score": 4, "reason": " "}}))
+    with pytest.raises(ValueError, match="faithfulness: expected an object"):
+        parse_turn_scores(json.dumps({k: v for k, v in GOOD.items() if k != "faithfulness"}))
+
+
+def test_goal_and_failure_are_validated():
+    assert parse_goal('{"score": true, "reason": "done"}') == {"score": 1, "reason": "done"}
+    with pytest.raises(ValueError, match="goal: score must be a whole number from 0 to 1, got 2"):
+        parse_goal('{"score": 2, "reason": "x"}')
+    assert parse_failure('{"category": "False Information", "reason": "made up"}') == \
+        {"category": "false_information", "severity": "critical", "reason": "made up"}
+    with pytest.raises(ValueError, match="category 'rudeness' is not one of unsafe_action"):
+        parse_failure('{"category": "rudeness", "reason": "x"}')
+
+
+def test_judge_selection():
+    assert selected_judges(None) == selected_judges(["all"]) == [
+        "per_turn", "goal", "tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness"]
+    assert selected_judges(["goal", "per_turn"]) == ["per_turn", "goal"]
+    assert selected_judges(["none"]) == []
+    with pytest.raises(ConfigError, match="unknown judge\\(s\\) vibes; choose from all, none, per_turn"):
+        selected_judges(["goal", "vibes"])
+
+
+def test_azure_inputs_split_history_and_last_turn():
+    tools = [{"name": "create_ticket", "description": "", "parameters": {}}]
+    inputs = azure_inputs(CONVERSATION, CASE, tools)
+    accuracy = inputs["tool_call_accuracy"]
+    assert [m["role"] for m in accuracy["query"]] == ["user", "assistant", "tool", "assistant", "user"]
+    assert accuracy["response"] == [{"role": "assistant", "content": [{"type": "text", "text": "WRONG TURN: it is Critical."}]}]
+    assert accuracy["tool_calls"][0]["name"] == "create_ticket"
+    assert inputs["response_completeness"]["ground_truth"] == "A ticket titled Printer jams exists. TKT-9"
+    assert "tool_definitions" not in azure_inputs(CONVERSATION, CASE, [])["intent_resolution"]
+    assert azure_inputs(CONVERSATION, CASE, [])["tool_call_accuracy"] == "no tool definitions (evaluate with --suite)"
+    no_calls = {**CONVERSATION, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    assert azure_inputs(no_calls, CASE, tools)["tool_call_accuracy"] == "no function calls to judge"
+
+
+# ---- against the fake server ----
+
+def test_judges_score_turns_goal_and_azure_evaluators(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy()) as server:
+        results = run(tmp_path, server, judge_env)
+    verdict = results["rows"][0]["judges"]
+    assert verdict["status"] == "run"
+    assert [turn["failed"] for turn in verdict["turns"]] == [False, True]
+    assert verdict["turns"][1]["failure"] == {"category": "false_information", "severity": "critical",
+                                              "reason": "invented a priority"}
+    assert verdict["goal"] == {"score": 1, "reason": "the ticket was created"}
+    # 1 of 2 turns failed: 0.75 × 0.5 + 0.25 × 1
+    assert verdict["final_score"] == pytest.approx(0.625) and verdict["final_status"] == "Partial Failure"
+    assert verdict["azure"]["intent_resolution"] == {"score": 4.0, "result": "pass", "threshold": 3,
+                                                     "reason": "azure judge fine"}
+    assert set(verdict["azure"]) == {"tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness"}
+    metrics = results["metrics"]
+    assert metrics["judge.final_score"] == pytest.approx(0.625)
+    assert metrics["judge.faithfulness"] == pytest.approx(2.5)     # (4 + 1) / 2 turns
+    assert metrics["judge.tool_call_accuracy"] == 4.0
+    summary = results["judges"]
+    assert summary["errors"] == 0 and summary["failures"] == {"false_information": 1}
+    assert summary["final_status"] == {"Done": 0, "Partial Failure": 1, "Failed": 0}
+    # 2 turn calls + 1 failure call; 1 goal call; one call per azure evaluator
+    assert summary["usage_by_judge"]["per_turn"]["calls"] == 3 and summary["usage_by_judge"]["goal"]["calls"] == 1
+    assert summary["usage_by_judge"]["task_adherence"]["prompt_tokens"] > 0
+    assert results["scenarios"][0]["judge.final_score"] == pytest.approx(0.625)
+
+
+def test_rerunning_unchanged_conversations_makes_no_model_calls(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy()) as server:
+        first = run(tmp_path, server, judge_env)
+        sent = server.count
+        second = run(tmp_path, server, judge_env)
+        assert server.count == sent
+    assert second["metrics"]["judge.final_score"] == first["metrics"]["judge.final_score"]
+    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 8
+
+
+def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy(goal=text("I think it went well, maybe 1?"))) as server:
+        results = run(tmp_path, server, judge_env, judges=["per_turn", "goal"])
+    verdict = results["rows"][0]["judges"]
+    assert verdict["goal"] is None and verdict["final_score"] is None
+    [error] = verdict["errors"]
+    assert error["judge"] == "goal" and error["raw"] == "I think it went well, maybe 1?"
+    assert error["error"].startswith("judge reply unusable after 2 attempts: no JSON object")
+    assert "judge.final_score" not in results["metrics"] and "judge.goal" not in results["metrics"]
+    assert results["judges"]["errors"] == 1
+
+
+def test_an_out_of_range_score_is_retried_and_the_valid_retry_used(tmp_path, judge_env):
+    def turn_policy(request):
+        if "judge one reply" in request["messages"][0]["content"]:
+            bad = {**GOOD, "coherence": {"score": 9, "reason": "x"}}
+            return json_reply(bad if request.get("seed") == 0 else GOOD)
+        return judge_policy()(request)
+
+    with FakeOpenAI(turn_policy) as server:
+        results = run(tmp_path, server, judge_env, judges=["per_turn", "goal"])
+    verdict = results["rows"][0]["judges"]
+    assert verdict["errors"] == [] and [turn["failed"] for turn in verdict["turns"]] == [False, False]
+    assert verdict["final_status"] == "Done"
+
+
+def test_a_refusal_is_an_error_not_a_score(tmp_path, judge_env):
+    refusal = "I'm sorry, but I can't help with that."
+    with FakeOpenAI(judge_policy(turn=lambda marked: None)) as server:
+        server.policy = lambda request: (text(refusal) if "judge one reply" in request["messages"][0]["content"]
+                                         else judge_policy()(request))
+        results = run(tmp_path, server, judge_env, judges=["per_turn"])
+    verdict = results["rows"][0]["judges"]
+    assert [turn["scores"] for turn in verdict["turns"]] == [None, None]
+    assert [(e["judge"], e["message_index"], e["raw"]) for e in verdict["errors"]] == [
+        ("per_turn", 1, refusal), ("per_turn", 3, refusal)]
+    assert not [name for name in results["metrics"] if name.startswith("judge.")]
+
+
+def test_an_endpoint_that_gives_up_is_a_judge_error(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy()) as server:
+        server.fail_next("400", times=1, message="bad request")
+        results = run(tmp_path, server, judge_env, judges=["goal"])
+    [error] = results["rows"][0]["judges"]["errors"]
+    assert error["judge"] == "goal" and "HTTP 400" in error["error"] and error["raw"] is None
+
+
+def test_an_intermediate_response_is_not_applicable(tmp_path, judge_env):
+    last_turn_is_a_call = {**CONVERSATION, "messages": [
+        CONVERSATION["messages"][0],
+        {"role": "assistant", "content": "", "function_calls": CONVERSATION["function_calls"]}]}
+    with FakeOpenAI(judge_policy()) as server:
+        results = run(tmp_path, server, judge_env, judges=["intent_resolution"], conversation=last_turn_is_a_call)
+    verdict = results["rows"][0]["judges"]["azure"]["intent_resolution"]
+    assert verdict == {"result": "not applicable",
+                       "reason": "intermediate response: the bot's last turn has no text for the user"}
+    assert "judge.intent_resolution" not in results["metrics"]
+
+
+def test_the_sdks_own_not_applicable_is_kept():
+    output = {"task_adherence": None, "task_adherence_result": "not_applicable", "task_adherence_status": "skipped",
+              "task_adherence_reason": "Not applicable: Intermediate response.", "task_adherence_properties": None}
+    assert azure_verdict("task_adherence", output) == (
+        {"result": "not applicable", "reason": "Not applicable: Intermediate response."}, None)
+    broken = {"task_adherence": float("nan"), "task_adherence_reason": ""}
+    assert azure_verdict("task_adherence", broken)[0]["error"].startswith("no score in the evaluator's output")
+
+
+def test_offline_the_judges_are_not_run(tmp_path, monkeypatch):
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    dataset = write_jsonl(tmp_path / "d.jsonl", [CASE])
+    convs = write_jsonl(tmp_path / "c.jsonl", [CONVERSATION])
+    results = evaluate(dataset, convs, tmp_path / "r.json", progress=False).results
+    assert results["rows"][0]["judges"] == {"status": "not run: no judge model configured"}
+    assert results["judges"]["status"] == "not run: no judge model configured"
+    assert not [name for name in results["metrics"] if name.startswith("judge.")]
+
+
+def test_asking_for_judges_without_a_model_is_bad_input(tmp_path, monkeypatch, capsys):
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    dataset = write_jsonl(tmp_path / "d.jsonl", [CASE])
+    convs = write_jsonl(tmp_path / "c.jsonl", [CONVERSATION])
+    assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(convs), "--judges", "goal",
+                 "--out", str(tmp_path / "r.json")]) == 2
+    assert "--judges goal needs a judge model: set LOBEVAL_JUDGE_MODEL" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()

@@ -103,6 +103,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from lobeval.compare import compare_runs, format_comparison
+
+    print(format_comparison(compare_runs(args.baseline, args.candidate)))
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from lobeval.compare import format_gate, gate, parse_minimum
+
+    minimums = dict(parse_minimum(text) for text in args.min or [])
+    checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate)
+    print(format_gate(checks))
+    return 0 if all(check["passed"] for check in checks) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lobeval", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -170,6 +186,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=42, metavar="S")
     run.add_argument("--target", help="module:attr or http(s)://...; default: the suite's default_target")
     run.set_defaults(handler=_run)
+
+    compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "
+                                                  "intervals, p-values, regressions, Success flips")
+    compare.add_argument("baseline", metavar="RUN_DIR", help="the baseline run folder (runs/<run_id>)")
+    compare.add_argument("candidate", metavar="RUN_DIR", help="the candidate run folder")
+    compare.set_defaults(handler=_compare)
+
+    gate = commands.add_parser("gate", help="exit 1 when a run misses a threshold or regresses against a baseline")
+    gate.add_argument("--run", required=True, metavar="RUN_DIR", help="the run folder to check")
+    gate.add_argument("--baseline", metavar="RUN_DIR", help="fail on a significant regression against this run")
+    gate.add_argument("--min", action="append", metavar="METRIC=VALUE",
+                      help="fail when the run's metric is below VALUE or not measured; repeatable")
+    gate.add_argument("--max-error-rate", type=float, metavar="R",
+                      help="fail when more than this share of conversations failed in the machinery")
+    gate.set_defaults(handler=_gate)
     return parser
 
 

@@ -1,0 +1,247 @@
+"""Compare two runs on the conversations they share, and gate a run on thresholds (SPEC §7).
+
+Pairs are (case_id, trial) scored in both runs; the rest are counted, not compared. For each
+metric (all of them 0..1, higher is better):
+
+- the difference is the candidate's mean minus the baseline's over the shared pairs;
+- its 95 % interval is a paired bootstrap that resamples cases (with all their trials), so
+  trials of one case are never treated as independent;
+- the p-value of Success is the exact McNemar test on the discordant pairs (1→0 against 0→1,
+  `scipy.stats.binomtest`); of the other metrics a sign-flip permutation test over cases
+  (`scipy.stats.permutation_test`, exact up to 10 cases), which, unlike a bootstrap p-value,
+  does not call a difference seen in one or two cases significant.
+
+A regression is a candidate worse by more than 0.05 absolute (REGRESSION_MARGIN; 5 points on
+these 0..1 metrics) with p < 0.05. Error rates (counts.errors / counts.conversations) are
+compared as plain numbers; `gate --max-error-rate` is the check on them.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest, permutation_test
+
+from lobeval.analyse import load_results
+from lobeval.errors import ConfigError, RecordError
+from lobeval.scoring import METRICS
+from lobeval.stats import CONFIDENCE, RESAMPLES, SEED
+
+RESULTS_FILE = "evaluation_results.json"
+REGRESSION_MARGIN = 0.05
+SIGNIFICANCE = 0.05
+JUDGE_SCORE = "judge.final_score"
+GATE_METRICS = (*METRICS, "pass^1", JUDGE_SCORE)
+
+
+def load_run(run_dir: str | Path) -> dict[str, Any]:
+    """The run's evaluation_results.json, checked for what comparing and gating read."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such run folder")
+    path = run_dir / RESULTS_FILE
+    if not path.is_file():
+        raise RecordError(path, "file", None, "not found (run `lobeval evaluate` or `lobeval run` first)")
+    results = load_results(path)
+    if not results["rows"]:
+        raise RecordError(path, "file", "rows", "no rows: nothing was evaluated")
+    for index, row in enumerate(results["rows"]):
+        for field in ("case_id", "trial", "status"):
+            if not isinstance(row, dict) or row.get(field) is None:
+                raise RecordError(path, f"row {index}", field, "is required")
+    counts = results.get("counts")
+    if not isinstance(counts, dict) or not all(isinstance(counts.get(key), int) for key in ("errors", "conversations")):
+        raise RecordError(path, "file", "counts", "needs whole numbers 'errors' and 'conversations'")
+    if not isinstance(results.get("metrics"), dict):
+        raise RecordError(path, "file", "metrics", "is required (an object of metric values)")
+    results["path"] = str(path)
+    return results
+
+
+def error_rate(results: dict[str, Any]) -> float:
+    counts = results["counts"]
+    return counts["errors"] / counts["conversations"] if counts["conversations"] else 0.0
+
+
+def _values(results: dict[str, Any]) -> pd.DataFrame:
+    """One line per scored conversation: ids, scenario and every metric (judge score when run)."""
+    lines = []
+    for row in results["rows"]:
+        if row["status"] != "scored":
+            continue
+        judges = row.get("judges") if isinstance(row.get("judges"), dict) else {}
+        lines.append({"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row.get("scenario_name"),
+                      **{metric: row.get(metric) for metric in METRICS}, JUDGE_SCORE: judges.get("final_score")})
+    return pd.DataFrame(lines, columns=["case_id", "trial", "scenario_name", *METRICS, JUDGE_SCORE])
+
+
+def _bootstrap_interval(case_sums: np.ndarray, case_sizes: np.ndarray) -> list[float]:
+    """Percentile interval of the pair-weighted mean difference, resampling cases."""
+    rng = np.random.default_rng(SEED)
+    weights = rng.multinomial(case_sums.size, np.full(case_sums.size, 1 / case_sums.size), size=RESAMPLES)
+    means = (weights @ case_sums) / (weights @ case_sizes)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return [float(low), float(high)]
+
+
+def _sign_flip_p(case_sums: np.ndarray, pairs: int) -> float:
+    if case_sums.size < 2 or not case_sums.any():
+        return 1.0  # one case's two signs are equally extreme; scipy wants two or more
+    result = permutation_test((case_sums,), lambda sums, axis: sums.sum(axis=axis) / pairs,
+                              permutation_type="samples", vectorized=True, n_resamples=RESAMPLES,
+                              rng=np.random.default_rng(SEED))
+    return float(result.pvalue)
+
+
+def compare_metric(pairs: pd.DataFrame, metric: str) -> dict[str, Any] | None:
+    """Means, difference, interval, p-value and verdict of one metric over the paired rows.
+
+    `pairs` has case_id and `<metric>_baseline`, `<metric>_candidate`; pairs where either value is
+    missing are left out, and a metric with no such pair gives None.
+    """
+    both = pairs.dropna(subset=[f"{metric}_baseline", f"{metric}_candidate"])
+    if both.empty:
+        return None
+    baseline = both[f"{metric}_baseline"].astype(float)
+    candidate = both[f"{metric}_candidate"].astype(float)
+    per_case = (candidate - baseline).groupby(both["case_id"]).agg(["sum", "count"])
+    case_sums, case_sizes = per_case["sum"].to_numpy(), per_case["count"].to_numpy(dtype=float)
+    entry = {"metric": metric, "pairs": int(len(both)), "cases": int(len(per_case)),
+             "baseline": float(baseline.mean()), "candidate": float(candidate.mean()),
+             "difference": float(candidate.mean() - baseline.mean()),
+             "interval": _bootstrap_interval(case_sums, case_sizes)}
+    if metric == "Success":
+        worse, better = int(((baseline == 1) & (candidate == 0)).sum()), int(((baseline == 0) & (candidate == 1)).sum())
+        entry.update(test="exact McNemar", worse=worse, better=better,
+                     p_value=float(binomtest(worse, worse + better, 0.5).pvalue) if worse + better else 1.0)
+    else:
+        entry.update(test="sign-flip permutation", p_value=_sign_flip_p(case_sums, len(both)))
+    entry["regression"] = bool(entry["difference"] < -REGRESSION_MARGIN and entry["p_value"] < SIGNIFICANCE)
+    return entry
+
+
+def _flips(pairs: pd.DataFrame, before: int, after: int) -> list[dict[str, Any]]:
+    flipped = pairs[(pairs["Success_baseline"] == before) & (pairs["Success_candidate"] == after)]
+    return [{"case_id": line.case_id, "trial": int(line.trial), "scenario_name": line.scenario_name}
+            for line in flipped.sort_values(["case_id", "trial"]).itertuples()]
+
+
+def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path) -> dict[str, Any]:
+    """Compare a candidate run with a baseline run on the conversations scored in both.
+
+    Returns {"baseline", "candidate" (file paths), "pairs": {"shared", "only_baseline",
+    "only_candidate"}, "metrics": [one dict per metric, see compare_metric], "regressions":
+    [metric names], "flips": {"worse": [...], "better": [...]} (Success 1→0 and 0→1, with case_id,
+    trial, scenario_name), "error_rate": {"baseline", "candidate", "difference"}}.
+    """
+    baseline, candidate = load_run(baseline_dir), load_run(candidate_dir)
+    old, new = _values(baseline), _values(candidate)
+    pairs = old.merge(new.drop(columns="scenario_name"), on=["case_id", "trial"], suffixes=("_baseline", "_candidate"))
+    if pairs.empty:
+        raise ConfigError(f"{baseline['path']} and {candidate['path']} share no scored (case_id, trial): "
+                          "are they runs of the same dataset?")
+    metrics = [entry for entry in (compare_metric(pairs, metric) for metric in (*METRICS, JUDGE_SCORE)) if entry]
+    old_rate, new_rate = error_rate(baseline), error_rate(candidate)
+    return {
+        "baseline": baseline["path"], "candidate": candidate["path"],
+        "pairs": {"shared": int(len(pairs)), "only_baseline": int(len(old) - len(pairs)),
+                  "only_candidate": int(len(new) - len(pairs))},
+        "metrics": metrics,
+        "regressions": [entry["metric"] for entry in metrics if entry["regression"]],
+        "flips": {"worse": _flips(pairs, 1, 0), "better": _flips(pairs, 0, 1)},
+        "error_rate": {"baseline": old_rate, "candidate": new_rate, "difference": new_rate - old_rate},
+    }
+
+
+def metrics_frame(comparison: dict[str, Any]) -> pd.DataFrame:
+    """The per-metric comparison as a table, one line per metric."""
+    return pd.DataFrame(comparison["metrics"]).set_index("metric")
+
+
+def format_comparison(comparison: dict[str, Any]) -> str:
+    pairs, rate = comparison["pairs"], comparison["error_rate"]
+    lines = [f"baseline  {comparison['baseline']}", f"candidate {comparison['candidate']}",
+             f"{pairs['shared']} scored conversations shared; {pairs['only_baseline']} only in the baseline, "
+             f"{pairs['only_candidate']} only in the candidate", "",
+             f"{'metric':<18}{'baseline':>9}{'candidate':>10}{'diff':>9}  {'95% interval':<18}{'p':>8}"]
+    for entry in comparison["metrics"]:
+        low, high = entry["interval"]
+        flag = "  REGRESSION" if entry["regression"] else ""
+        lines.append(f"{entry['metric']:<18}{entry['baseline']:>9.3f}{entry['candidate']:>10.3f}"
+                     f"{entry['difference']:>+9.3f}  [{low:+.3f}, {high:+.3f}]  {entry['p_value']:>8.4f}{flag}")
+    lines += ["", f"error rate: baseline {rate['baseline']:.3f}, candidate {rate['candidate']:.3f} "
+                  f"({rate['difference']:+.3f})"]
+    for kind, title in (("worse", "Success 1 -> 0"), ("better", "Success 0 -> 1")):
+        flips = comparison["flips"][kind]
+        lines.append(f"{title}: {len(flips)} conversation(s)")
+        lines += [f"  {flip['case_id']} trial {flip['trial']} ({flip['scenario_name']})" for flip in flips]
+    verdict = ", ".join(comparison["regressions"]) or "none"
+    lines.append(f"significant regressions (worse by > {REGRESSION_MARGIN} with p < {SIGNIFICANCE}): {verdict}")
+    return "\n".join(lines)
+
+
+def parse_minimum(text: str) -> tuple[str, float]:
+    """'Reliability=0.8' → ("Reliability", 0.8)."""
+    name, sep, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not sep or not name.strip() or math.isnan(number):
+        raise ConfigError(f"--min {text!r}: expected METRIC=NUMBER, e.g. Reliability=0.8")
+    return name.strip(), number
+
+
+def _check(name: str, passed: bool, reason: str) -> dict[str, Any]:
+    return {"check": name, "passed": passed, "reason": reason}
+
+
+def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
+         max_error_rate: float | None = None) -> list[dict[str, Any]]:
+    """The gate's checks on a run, each {"check", "passed", "reason"}; the run passes when all pass.
+
+    A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails.
+    With a baseline, each compared metric is a check that fails on a significant regression.
+    """
+    minimums = minimums or {}
+    if not (minimums or baseline is not None or max_error_rate is not None):
+        raise ConfigError("gate: nothing to check; give --min, --baseline or --max-error-rate")
+    run = load_run(run_dir)
+    known = sorted(set(GATE_METRICS) | set(run["metrics"]))
+    unknown = [name for name in minimums if name not in known]
+    if unknown:
+        raise ConfigError(f"--min: unknown metric {', '.join(unknown)}; known: {', '.join(known)}")
+    checks = []
+    for name, minimum in minimums.items():
+        value = run["metrics"].get(name)
+        if not isinstance(value, (int, float)):
+            checks.append(_check(f"{name} >= {minimum:g}", False, f"{name} not measured in {run['path']}"))
+        else:
+            checks.append(_check(f"{name} >= {minimum:g}", value >= minimum,
+                                 f"{name} = {value:.3f} {'>=' if value >= minimum else '<'} {minimum:g}"))
+    if max_error_rate is not None:
+        rate, counts = error_rate(run), run["counts"]
+        checks.append(_check(f"error rate <= {max_error_rate:g}", rate <= max_error_rate,
+                             f"{counts['errors']}/{counts['conversations']} conversations failed in the machinery "
+                             f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))
+    if baseline is not None:
+        comparison = compare_runs(baseline, run_dir)
+        for entry in comparison["metrics"]:
+            low, high = entry["interval"]
+            reason = (f"{entry['difference']:+.3f} [{low:+.3f}, {high:+.3f}] over {entry['pairs']} shared, "
+                      f"p = {entry['p_value']:.4f}")
+            if entry["regression"]:
+                reason += f": worse by more than {REGRESSION_MARGIN} and significant"
+            checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason))
+    return checks
+
+
+def format_gate(checks: list[dict[str, Any]]) -> str:
+    lines = [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}" for check in checks]
+    failed = sum(not check["passed"] for check in checks)
+    lines.append(f"gate: {'passed' if not failed else 'FAILED'} ({len(checks) - failed}/{len(checks)} checks passed)")
+    return "\n".join(lines)

@@ -1,0 +1,202 @@
+"""Run comparison and the gate, on hand-made run folders with hand-computed expectations."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from lobeval.cli import main
+from lobeval.compare import compare_metric, compare_runs, format_comparison, metrics_frame
+from lobeval.errors import ConfigError, RecordError
+from lobeval.scoring import METRICS
+
+
+def row(case_id, success=1, reliability=1.0, *, trial=0, scenario="scen-a", status="scored", judge=None):
+    values = {metric: None if status == "error" else reliability for metric in METRICS}
+    values["Success"] = None if status == "error" else success
+    judges = {"status": "run", "final_score": judge} if judge is not None else {"status": "not run: no judge model"}
+    return {"case_id": case_id, "trial": trial, "scenario_name": scenario, "status": status, **values, "judges": judges}
+
+
+def write_run(tmp_path, name, rows, metrics=None):
+    errors = sum(r["status"] == "error" for r in rows)
+    results = {"metrics": metrics or {"Reliability": 1.0}, "counts": {"conversations": len(rows), "errors": errors},
+               "rows": rows}
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "evaluation_results.json").write_text(json.dumps(results))
+    return folder
+
+
+CASES = [f"case-{i:02d}" for i in range(12)]
+
+
+@pytest.fixture
+def eight_flips(tmp_path):
+    """12 shared cases, all successes in the baseline; cases 0-7 fail in the candidate (Reliability 0.5)."""
+    baseline = write_run(tmp_path, "old", [row(c) for c in CASES] + [row("only-old")])
+    candidate_rows = [row(c, 0, 0.5) for c in CASES[:8]] + [row(c) for c in CASES[8:]]
+    candidate_rows += [row("only-new"), row("broken", status="error")]
+    candidate = write_run(tmp_path, "new", candidate_rows,
+                          metrics={"Reliability": 14 / 21, "Success": 5 / 13, "judge.final_score": None})
+    return baseline, candidate
+
+
+def test_eight_flips_are_a_significant_regression(eight_flips):
+    comparison = compare_runs(*eight_flips)
+    assert comparison["pairs"] == {"shared": 12, "only_baseline": 1, "only_candidate": 1}
+    success = next(m for m in comparison["metrics"] if m["metric"] == "Success")
+    assert (success["baseline"], success["candidate"]) == (1.0, pytest.approx(4 / 12))
+    assert success["difference"] == pytest.approx(-8 / 12)
+    assert (success["worse"], success["better"]) == (8, 0)
+    assert success["p_value"] == pytest.approx(2 * 0.5 ** 8)  # exact McNemar: 0.0078125
+    assert success["regression"] is True
+    low, high = success["interval"]
+    assert low <= -8 / 12 <= high < 0
+    reliability = next(m for m in comparison["metrics"] if m["metric"] == "Reliability")
+    assert reliability["difference"] == pytest.approx(-8 * 0.5 / 12)
+    assert reliability["p_value"] < 0.05  # exact: 2 / 2**8 of the sign flips are as extreme
+    assert comparison["regressions"] == list(METRICS)
+    assert [m["metric"] for m in comparison["metrics"]] == list(METRICS)  # no judge scores in either run
+    assert [f["case_id"] for f in comparison["flips"]["worse"]] == CASES[:8]
+    assert comparison["flips"]["worse"][0] == {"case_id": "case-00", "trial": 0, "scenario_name": "scen-a"}
+    assert comparison["flips"]["better"] == []
+    assert comparison["error_rate"] == {"baseline": 0.0, "candidate": pytest.approx(1 / 14),
+                                        "difference": pytest.approx(1 / 14)}
+    assert metrics_frame(comparison).loc["Success", "worse"] == 8
+
+
+def test_one_flip_is_not_significant(tmp_path):
+    baseline = write_run(tmp_path, "old", [row(c) for c in CASES])
+    candidate = write_run(tmp_path, "new", [row(CASES[0], 0, 0.5)] + [row(c) for c in CASES[1:]])
+    comparison = compare_runs(baseline, candidate)
+    success = next(m for m in comparison["metrics"] if m["metric"] == "Success")
+    assert success["difference"] == pytest.approx(-1 / 12)  # worse by more than 0.05 ...
+    assert success["p_value"] == 1.0  # ... but one discordant pair: binomial p = 1
+    reliability = next(m for m in comparison["metrics"] if m["metric"] == "Reliability")
+    assert reliability["p_value"] == 1.0  # every sign flip of one case is as extreme
+    assert comparison["regressions"] == []
+    assert [f["case_id"] for f in comparison["flips"]["worse"]] == ["case-00"]
+
+
+def test_difference_weighs_trials_and_interval_resamples_cases():
+    # case a: two trials, each 0.2 worse; case b: one trial, 0.1 better.
+    pairs = pd.DataFrame({"case_id": ["a", "a", "b"], "Reliability_baseline": [1.0, 1.0, 0.5],
+                          "Reliability_candidate": [0.8, 0.8, 0.6]})
+    entry = compare_metric(pairs, "Reliability")
+    assert (entry["pairs"], entry["cases"]) == (3, 2)
+    assert entry["difference"] == pytest.approx((-0.4 + 0.1) / 3)
+    # resampled case sets: {a,a} -0.2, {b,b} +0.1, {a,b} -0.1 (weights 1/4, 1/4, 1/2)
+    assert entry["interval"] == [pytest.approx(-0.2), pytest.approx(0.1)]
+    assert entry["p_value"] == pytest.approx(1.0)  # all 4 sign flips are at least as extreme
+    assert entry["regression"] is False
+
+
+def test_constant_difference_in_three_cases_is_not_significant():
+    pairs = pd.DataFrame({"case_id": ["a", "b", "c"], "Recall_fn_baseline": [1.0, 1.0, 1.0],
+                          "Recall_fn_candidate": [0.9, 0.9, 0.9]})
+    entry = compare_metric(pairs, "Recall_fn")
+    assert entry["interval"] == [pytest.approx(-0.1), pytest.approx(-0.1)]
+    assert entry["p_value"] == pytest.approx(2 / 8)  # all-minus and all-plus of 8 sign patterns
+    assert entry["regression"] is False
+
+
+def test_judge_score_compared_only_where_both_have_it(tmp_path):
+    baseline = write_run(tmp_path, "old", [row("a", judge=0.9), row("b", judge=0.7)])
+    candidate = write_run(tmp_path, "new", [row("a", judge=0.6), row("b")])
+    entry = next(m for m in compare_runs(baseline, candidate)["metrics"] if m["metric"] == "judge.final_score")
+    assert (entry["pairs"], entry["baseline"], entry["candidate"]) == (1, 0.9, 0.6)
+
+
+def test_format_comparison_lists_shares_and_flips(eight_flips):
+    text = format_comparison(compare_runs(*eight_flips))
+    assert "12 scored conversations shared; 1 only in the baseline, 1 only in the candidate" in text
+    assert "Success 1 -> 0: 8 conversation(s)\n  case-00 trial 0 (scen-a)\n" in text
+    assert "Success 0 -> 1: 0 conversation(s)" in text
+    assert "error rate: baseline 0.000, candidate 0.071 (+0.071)" in text
+    assert text.endswith("significant regressions (worse by > 0.05 with p < 0.05): " + ", ".join(METRICS))
+
+
+def test_compare_command_prints(eight_flips, capsys):
+    assert main(["compare", *map(str, eight_flips)]) == 0
+    assert "Success 1 -> 0: 8 conversation(s)" in capsys.readouterr().out
+
+
+def test_bad_run_folders(tmp_path, capsys):
+    good = write_run(tmp_path, "good", [row("a")])
+    with pytest.raises(ConfigError, match=f"^{tmp_path / 'missing'}: no such run folder$"):
+        compare_runs(tmp_path / "missing", good)
+    (tmp_path / "empty").mkdir()
+    results = tmp_path / "empty" / "evaluation_results.json"
+    assert main(["compare", str(good), str(tmp_path / "empty")]) == 2
+    assert capsys.readouterr().err == (f"lobeval compare: error: {results}: file: not found "
+                                       "(run `lobeval evaluate` or `lobeval run` first)\n")
+    results.write_text("{not json")
+    with pytest.raises(RecordError, match="evaluation_results.json: file: invalid JSON"):
+        compare_runs(good, tmp_path / "empty")
+    results.write_text(json.dumps({"metrics": {}, "counts": {"conversations": 0, "errors": 0}, "rows": []}))
+    with pytest.raises(RecordError) as caught:
+        compare_runs(good, tmp_path / "empty")
+    assert str(caught.value) == f"{results}: file: field 'rows': no rows: nothing was evaluated"
+    results.write_text(json.dumps({"metrics": {}, "counts": {"conversations": 1, "errors": 0}, "rows": [{"trial": 0}]}))
+    with pytest.raises(RecordError, match="row 0: field 'case_id': is required$"):
+        compare_runs(good, tmp_path / "empty")
+    other = write_run(tmp_path, "other", [row("z")])
+    with pytest.raises(ConfigError, match="share no scored"):
+        compare_runs(good, other)
+
+
+def gate(capsys, *argv):
+    code = main(["gate", *map(str, argv)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_gate_passes(eight_flips, capsys):
+    baseline, _ = eight_flips
+    code, out, _ = gate(capsys, "--run", baseline, "--min", "Reliability=0.8", "--max-error-rate", "0.1")
+    assert code == 0
+    assert out == ("PASS  Reliability >= 0.8: Reliability = 1.000 >= 0.8\n"
+                   "PASS  error rate <= 0.1: 0/13 conversations failed in the machinery = 0.000 <= 0.1\n"
+                   "gate: passed (2/2 checks passed)\n")
+
+
+def test_gate_fails_below_minimum_and_on_unmeasured_metric(eight_flips, capsys):
+    _, candidate = eight_flips
+    code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8", "--min", "judge.final_score=0.5")
+    assert code == 1
+    assert out == ("FAIL  Reliability >= 0.8: Reliability = 0.667 < 0.8\n"
+                   f"FAIL  judge.final_score >= 0.5: judge.final_score not measured in {candidate / 'evaluation_results.json'}\n"
+                   "gate: FAILED (0/2 checks passed)\n")
+
+
+def test_gate_fails_on_error_rate(eight_flips, capsys):
+    _, candidate = eight_flips
+    code, out, _ = gate(capsys, "--run", candidate, "--max-error-rate", "0.05")
+    assert code == 1
+    assert out.startswith("FAIL  error rate <= 0.05: 1/14 conversations failed in the machinery = 0.071 > 0.05\n")
+
+
+def test_gate_fails_on_significant_regression(eight_flips, capsys):
+    baseline, candidate = eight_flips
+    code, out, _ = gate(capsys, "--run", candidate, "--baseline", baseline)
+    assert code == 1
+    assert ("FAIL  no regression in Success: -0.667 " in out
+            and "over 12 shared, p = 0.0078: worse by more than 0.05 and significant\n" in out)
+    assert out.endswith("gate: FAILED (0/6 checks passed)\n")
+    code, out, _ = gate(capsys, "--run", baseline, "--baseline", candidate)  # the other way round: better
+    assert code == 0
+
+
+def test_gate_bad_input(eight_flips, capsys):
+    baseline, _ = eight_flips
+    code, _, err = gate(capsys, "--run", baseline, "--min", "Reliabilty=0.8")
+    assert code == 2
+    assert err == ("lobeval gate: error: --min: unknown metric Reliabilty; known: Precision_args, Precision_fn, "
+                   "Recall_args, Recall_fn, Reliability, Success, judge.final_score, pass^1\n")
+    for bad in ("Reliability", "Reliability=high", "=0.8"):
+        code, _, err = gate(capsys, "--run", baseline, "--min", bad)
+        assert (code, err) == (2, f"lobeval gate: error: --min '{bad}': expected METRIC=NUMBER, e.g. Reliability=0.8\n")
+    code, _, err = gate(capsys, "--run", baseline)
+    assert (code, err) == (2, "lobeval gate: error: gate: nothing to check; give --min, --baseline or --max-error-rate\n")

@@ -4,6 +4,8 @@ import json
 import pytest
 
 from helpers import REPO, read_jsonl
+from lobeval.errors import ConfigError
+from lobeval.suite import load_suite
 
 pytestmark = pytest.mark.slow
 
@@ -26,20 +28,106 @@ def test_generate_notebook_writes_the_dataset_and_glues_its_path(tmp_path):
     assert scraps["cases_per_scenario"].data == {t["scenario_name"]: 2 for t in templates}
 
 
-def test_run_executes_the_built_stages_into_the_run_folder(tmp_path, monkeypatch):
+SECRET = "sk-test-NEVER-WRITTEN-123456"
+STAGES = ["01_generate", "02_simulate", "03_evaluate", "04_error_analysis", "05_report"]
+
+
+def external_references(page: str) -> list[str]:
+    """Every src/href, CSS url() and script import that would make a browser ask another host."""
+    import re
+
+    found = re.findall(r"""(?:src|href)\s*=\s*["']?\s*((?:https?:)?//[^"'\s>]+)""", page, re.IGNORECASE)
+    found += re.findall(r"""url\(\s*["']?((?:https?:)?//[^"')]+)""", page, re.IGNORECASE)
+    found += re.findall(r"""import\s*\(?\s*["']((?:https?:)?//[^"']+)""", page, re.IGNORECASE)
+    return found
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """One whole offline run (1 case per scenario) with a key in the environment that must not leak."""
     from lobeval import pipeline
 
+    runs = tmp_path_factory.mktemp("chain") / "runs"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)
+        patch.setattr(pipeline, "RUNS", runs)
+        patch.setenv("OPENAI_API_KEY", SECRET)
+        for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+            patch.delenv(name, raising=False)
+        result = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1)
+    return result, runs
+
+
+def test_the_chain_executes_all_stages_and_writes_the_report(finished_run):
+    result, runs = finished_run
+    assert result.run_dir == runs / "t1"
+    assert [path.name for path in result.executed] == [f"{stage}.ipynb" for stage in STAGES]
+    assert result.summary()[-1] == str(result.report) == str(runs / "t1" / "report.html")
+    n_cases = len(read_jsonl(result.run_dir / "dataset.jsonl"))
+    assert len(read_jsonl(result.run_dir / "conversations.jsonl")) == n_cases == result.counts["scored"]
+    assert result.metrics["Reliability"] == result.metrics["Success"] == 1.0
+    config = json.loads((result.run_dir / "config.json").read_text())
+    assert config["suite_name"] == "support_tickets" and config["seed"] == 42 and config["user"] == "scripted"
+    assert config["models"]["judge"] is None and config["versions"]["python"].startswith("3.")
+    [entry] = read_jsonl(runs / "index.jsonl")
+    assert entry["run_id"] == "t1" and entry["metrics"]["Reliability"] == 1.0 and entry["counts"]["errors"] == 0
+
+
+def test_no_file_of_the_run_holds_the_key(finished_run):
+    result, runs = finished_run
+    leaking = [path.name for path in result.run_dir.rglob("*") if path.is_file() and SECRET in path.read_text(errors="ignore")]
+    assert leaking == []
+
+
+def test_the_report_is_self_contained_and_says_what_it_found(finished_run):
+    result, _ = finished_run
+    page = result.report.read_text(encoding="utf-8")
+    assert external_references(page) == []
+    for heading in ("Verdict", "Headline metrics", "By scenario", "Why it failed", "Judges", "Claimed but not done",
+                    "Cost", "Replay of the failing conversations", "Trend", "Run configuration"):
+        assert heading in page
+    assert "Quality gate" in page and "PASSED" in page
+    assert "not run: no judge model configured" in page
+    assert "import scrapbook" not in page   # no code cells
+
+
+def test_a_half_finished_run_resumes_without_duplicates(finished_run, monkeypatch):
+    """Kill simulation halfway (half the conversations written, later stages never run): the same id resumes."""
+    from lobeval import pipeline
+
+    result, runs = finished_run
+    run_dir = result.run_dir
+    conversations = run_dir / "conversations.jsonl"
+    lines = conversations.read_text().splitlines(keepends=True)
+    # a transcript with markup must reach the report as text: put it in a conversation with a write
+    suite = load_suite(REPO / "scenarios" / "support_tickets")
+    writes = lambda record: [i for i, call in enumerate(record["function_calls"])
+                             if suite.tool(call["functionName"])["effect"] == "write"]
+    line = next(n for n, text in enumerate(lines) if writes(json.loads(text)))
+    record = json.loads(lines[line])
+    record["messages"][1]["content"] = "<script>alert('x')</script> please"
+    index = writes(record)[0]
+    made, name = record["function_calls"][index], next(iter(record["function_calls"][index]["arguments"]))
+    in_message = [call for message in record["messages"] for call in message.get("function_calls") or []][index]
+    made["arguments"][name] = in_message["arguments"][name] = "</script><script>alert('y')</script>"
+    lines[0], lines[line] = json.dumps(record) + "\n", lines[0]
+    conversations.write_text("".join(lines[: len(lines) // 2]))
+    for stage in STAGES[1:]:
+        (run_dir / f"{stage}.ipynb").unlink()
+    (run_dir / "report.html").unlink()
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(pipeline, "RUNS", tmp_path / "runs")
-    result = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1)
-    assert result.run_dir == tmp_path / "runs" / "t1"
-    assert (result.run_dir / "01_generate.ipynb").exists()
-    assert result.dataset == result.run_dir / "dataset.jsonl"
-    assert (result.run_dir / "02_simulate.ipynb").exists()
-    n_cases = len(read_jsonl(result.dataset))
-    assert len(read_jsonl(result.conversations)) == n_cases == sum(result.terminations.values()) > 0
-    assert result.terminations == {"user_finished": n_cases}
-    assert result.summary()[-1] == str(result.conversations)
+    monkeypatch.setattr(pipeline, "RUNS", runs)
+    again = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1)
+    assert again.resumed == ["01_generate"]
+    records = read_jsonl(conversations)
+    assert len(records) == len({(r["case_id"], r["trial"]) for r in records}) == len(lines)
+    assert len(read_jsonl(runs / "index.jsonl")) == 1    # listed once
+    assert again.metrics["Success"] < 1     # the edited conversation now fails, so the report replays it
+    page = again.report.read_text(encoding="utf-8")
+    assert "<script>alert(" not in page
+    assert "\\u003cscript\\u003ealert('x')" in page    # in the replay's embedded data, as text
+    with pytest.raises(ConfigError, match=r"run t1 exists with another configuration \(seed: 42 then, 7 now\)"):
+        pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1, seed=7)
 
 
 def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):

@@ -1,5 +1,12 @@
 """lobeval: test a line-of-business chatbot by what it does, not only by what it says."""
-from lobeval.errors import ConfigError, LobevalError, RecordError, RoleError
+import sys
+
+# jsonschema loads the optional rfc3987-syntax IRI checker if it is installed (Jupyter's extras
+# install it), and that compiles a grammar for about 2.5 s on every import: in each stage's kernel
+# and each command. lobeval validates no "iri" formats, so the checker is kept from loading.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from lobeval.errors import ConfigError, LobevalError, RecordError, RoleError  # noqa: E402
 
 __all__ = ["ConfigError", "LobevalError", "RecordError", "RoleError"]
 __version__ = "0.1.0"

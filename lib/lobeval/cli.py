@@ -94,10 +94,13 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from lobeval.compare import parse_minimum
     from lobeval.pipeline import run
 
-    result = run(suite=args.suite, run_id=args.run_id, cases_per_scenario=args.cases_per_scenario,
-                 seed=args.seed, target=args.target)
+    result = run(suite=args.suite, run_id=args.run_id, cases_per_scenario=args.cases_per_scenario, seed=args.seed,
+                 target=args.target, user=args.user, trials=args.trials, concurrency=args.concurrency,
+                 judges=args.judges.split(",") if args.judges else None,
+                 gate=dict(parse_minimum(text) for text in args.min) if args.min else None)
     for line in result.summary():
         print(line)
     return 0
@@ -179,12 +182,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--latency", type=float, default=0.1, help="seconds per model completion")
     bench.set_defaults(handler=_bench)
 
-    run = commands.add_parser("run", help="run the notebook chain into runs/<run_id>/")
+    run = commands.add_parser("run", help="run the five stage notebooks into runs/<run_id>/ and write the report; "
+                                          "the same --run-id again resumes")
     run.add_argument("--suite", default="scenarios/support_tickets")
     run.add_argument("--run-id", help="default: the time and the suite's name")
     run.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
     run.add_argument("--seed", type=int, default=42, metavar="S")
     run.add_argument("--target", help="module:attr or http(s)://...; default: the suite's default_target")
+    run.add_argument("--user", default="scripted", choices=USER_KINDS)
+    run.add_argument("--trials", type=int, default=1, metavar="K")
+    run.add_argument("--concurrency", type=int, default=4, metavar="C")
+    run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
+                                                     "(default all; none to switch them off)")
+    run.add_argument("--min", action="append", metavar="METRIC=VALUE",
+                     help="the report's quality gate (default Reliability=0.8 and Success=0.8)")
     run.set_defaults(handler=_run)
 
     compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "

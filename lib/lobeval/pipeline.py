@@ -1,69 +1,204 @@
-"""`lobeval run`: execute the stage notebooks with papermill into runs/<run_id>/.
+"""`lobeval run`: the five stage notebooks, executed with papermill into runs/<run_id>/.
 
-Each stage's notebook is executed into the run folder and kept there; what a stage hands the
-next is read back from the executed notebook's scrapbook glue.
+Each stage's executed notebook is kept in the run folder; what a stage hands the next is read
+back from its scrapbook glue. A stage whose executed notebook already holds its glue is not run
+again, so starting a run again with the same id resumes it (simulation also resumes inside its
+stage). The report is the last notebook exported to HTML; `runs/index.jsonl` lists finished runs.
 """
 from __future__ import annotations
 
+import json
+import os
+import platform
+import tempfile
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
+import nbformat
 import papermill
 import scrapbook
+from traitlets.config import Config
 
 from lobeval.errors import ConfigError, LobevalError
+from lobeval.llm import ROLES, resolve_model
+from lobeval.records import write_json
 from lobeval.suite import load_suite
 
 NOTEBOOKS = Path("notebooks")
 RUNS = Path("runs")
-PENDING_STAGES = ["03_evaluate", "04_error_analysis", "05_report"]
+INDEX = "index.jsonl"
+# Each stage, and the glue the next stages need from it (its presence marks the stage as done).
+STAGES = {"01_generate": ("dataset_path",), "02_simulate": ("conversations_path", "terminations"),
+          "03_evaluate": ("results_path", "metrics", "counts"), "04_error_analysis": ("top_clusters",),
+          "05_report": ("report_ready",)}
+DEFAULT_GATE = {"Reliability": 0.8, "Success": 0.8}
+HEADLINE = ("Reliability", "Success", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "pass^1",
+            "judge.final_score")
+# The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
+LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
+                                         "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
+PACKAGES = ("lobeval", "openai", "azure-ai-evaluation", "pandas", "papermill", "scrapbook", "nbconvert")
 
 
 @dataclass
 class RunResult:
     run_dir: Path
-    dataset: Path
-    conversations: Path
-    terminations: dict[str, int]
+    report: Path
+    metrics: dict[str, Any]
+    counts: dict[str, Any]
     executed: list[Path] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
 
     def summary(self) -> list[str]:
-        lines = [f"executed {path}" for path in self.executed]
-        lines.append(f"conversations ended: {self.terminations}")
-        lines.append(f"not built yet: {', '.join(PENDING_STAGES)}; the run stops after simulation.")
-        lines.append(str(self.conversations))
+        lines = [f"kept from the earlier attempt: {stage}" for stage in self.resumed]
+        lines += [f"executed {path}" for path in self.executed]
+        lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
+        lines += [f"{name:>16} {self.metrics[name]:.3f}" for name in HEADLINE
+                  if isinstance(self.metrics.get(name), int | float)]
+        lines.append(str(self.report))
         return lines
 
 
-def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int = 3,
-        seed: int = 42, target: str | None = None) -> RunResult:
+def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int = 3, seed: int = 42,
+        target: str | None = None, user: str = "scripted", trials: int = 1, concurrency: int = 4,
+        judges: list[str] | None = None, gate: dict[str, float] | None = None) -> RunResult:
     if not NOTEBOOKS.is_dir():
         raise ConfigError(f"no {NOTEBOOKS}/ folder in {Path.cwd()}: run lobeval from the repository root")
     suite_dir = Path(suite).resolve()
     spec = load_suite(suite_dir)
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
     run_dir = (RUNS / run_id).resolve()
+    config = {"run_id": run_id, "suite": str(suite_dir), "suite_name": spec.name, "seed": seed,
+              "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
+              "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE}
+    config = start_or_resume(run_dir, config)
+    index = (RUNS / INDEX).resolve()
+    parameters = {
+        "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
+                        "out": str(run_dir / "dataset.jsonl")},
+        "02_simulate": lambda glue: {"dataset": glue["dataset_path"], "target": config["target"], "user": user,
+                                     "trials": trials, "concurrency": concurrency,
+                                     "out": str(run_dir / "conversations.jsonl")},
+        "03_evaluate": lambda glue: {"dataset": glue["dataset_path"], "conversations": [glue["conversations_path"]],
+                                     "suite": config["suite"], "judges": judges,
+                                     "out": str(run_dir / "evaluation_results.json")},
+        "04_error_analysis": lambda glue: {"results": glue["results_path"], "conversations": [glue["conversations_path"]],
+                                           "suite": config["suite"], "out_dir": str(run_dir)},
+        "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
+    }
+    glue: dict[str, Any] = {}
+    executed, resumed = [], []
+    for stage, needed in STAGES.items():
+        output = run_dir / f"{stage}.ipynb"
+        done = finished_glue(output, needed)
+        if done is not None:
+            resumed.append(stage)
+        else:
+            given = parameters[stage] if isinstance(parameters[stage], dict) else parameters[stage](glue)
+            execute_stage(stage, run_dir, given)
+            executed.append(output)
+            done = finished_glue(output, needed)
+            if done is None:
+                raise LobevalError(f"stage {stage} finished without gluing {', '.join(needed)}; "
+                                   f"see the executed notebook {output}")
+        glue.update(done)
+    report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html")
+    add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
+    return RunResult(run_dir, report, glue["metrics"], glue["counts"], executed, resumed)
+
+
+def start_or_resume(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """Write config.json for a new run; for an existing one, check the same configuration is asked for."""
+    path = run_dir / "config.json"
+    if path.exists():
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+        changed = sorted(key for key in config if earlier.get(key) != config[key])
+        if changed:
+            raise ConfigError(f"run {config['run_id']} exists with another configuration "
+                              f"({', '.join(f'{key}: {earlier.get(key)!r} then, {config[key]!r} now' for key in changed)}); "
+                              f"resume it with the same options or choose another --run-id")
+        return earlier
     run_dir.mkdir(parents=True, exist_ok=True)
-    executed = execute_stage("01_generate", run_dir, {
-        "suite": str(suite_dir), "cases_per_scenario": cases_per_scenario, "seed": seed,
-        "out": str(run_dir / "dataset.jsonl")})
-    dataset = scrapbook.read_notebook(str(executed)).scraps["dataset_path"].data
-    simulated = execute_stage("02_simulate", run_dir, {
-        "dataset": dataset, "target": target or spec.default_target, "user": "scripted",
-        "out": str(run_dir / "conversations.jsonl")})
-    scraps = scrapbook.read_notebook(str(simulated)).scraps
-    return RunResult(run_dir=run_dir, dataset=Path(dataset), conversations=Path(scraps["conversations_path"].data),
-                     terminations=scraps["terminations"].data, executed=[executed, simulated])
+    write_json(path, {**config, "models": resolved_models(), "versions": versions(),
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    return config
 
 
-def execute_stage(stage: str, run_dir: Path, parameters: dict) -> Path:
+def resolved_models() -> dict[str, Any]:
+    """Each role's model (provider, name, endpoint): never a key, which lives only in the environment."""
+    models = {}
+    for role in ROLES:
+        config = resolve_model(role)
+        models[role] = config.describe() if config else None
+    return models
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def finished_glue(notebook: Path, needed: tuple[str, ...]) -> dict[str, Any] | None:
+    """The glue of an executed notebook that ran to the end, or None."""
+    if not notebook.exists():
+        return None
+    book = scrapbook.read_notebook(str(notebook))
+    if book.metadata.get("papermill", {}).get("exception"):
+        return None
+    scraps = {name: scrap.data for name, scrap in book.scraps.items()}
+    return scraps if all(name in scraps for name in needed) else None
+
+
+def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any]) -> Path:
     """Execute one stage notebook into the run folder; a failure names the kept notebook."""
+    source = NOTEBOOKS / f"{stage}.ipynb"
+    declared = papermill.inspect_notebook(str(source))
+    unknown = sorted(set(parameters) - set(declared))
+    if unknown:
+        raise ConfigError(f"{source}: its parameters cell does not declare {', '.join(unknown)}")
     output = run_dir / f"{stage}.ipynb"
     try:
-        papermill.execute_notebook(str(NOTEBOOKS / f"{stage}.ipynb"), str(output), parameters=parameters,
-                                   kernel_name="python3", cwd=str(run_dir), progress_bar=False)
+        papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name="python3",
+                                   cwd=str(run_dir), progress_bar=False, config=LOCAL_KERNEL)
     except papermill.PapermillExecutionError as exc:
         raise LobevalError(f"stage {stage} failed ({exc.ename}: {exc.evalue}); "
                            f"the executed notebook is kept at {output}") from None
     return output
+
+
+def export_report(notebook: Path, html: Path) -> Path:
+    from lobeval.report import to_html
+
+    report = to_html(nbformat.read(str(notebook), as_version=4))
+    tmp = html.with_suffix(".html.tmp")
+    tmp.write_text(report, encoding="utf-8")
+    tmp.replace(html)
+    return html
+
+
+def add_to_index(index: Path, config: dict[str, Any], run_dir: Path, metrics: dict[str, Any],
+                 counts: dict[str, Any]) -> None:
+    """One line per finished run; a resumed run that had finished already is not listed twice."""
+    entry = {"run_id": config["run_id"], "suite_name": config["suite_name"],
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir),
+             "metrics": {name: metrics.get(name) for name in HEADLINE if name in metrics}, "counts": counts}
+    if any(earlier["run_id"] == config["run_id"] for earlier in read_index(index)):
+        return
+    index.parent.mkdir(parents=True, exist_ok=True)
+    with index.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
+def read_index(index: str | Path) -> list[dict[str, Any]]:
+    path = Path(index)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,0 +1,144 @@
+"""The stakeholder report: what `05_report.ipynb` shows, and its export to one self-contained HTML file.
+
+nbconvert's templates load require.js, MathJax and mermaid from CDNs; the report needs none of
+them (its plots are inline PNGs and its replay is inline script), so those tags are dropped and a
+reader's browser asks no other host for anything. Every piece of transcript text reaches the page
+through pandas (which escapes) or `html.escape`, or as escaped JSON read by `textContent`.
+"""
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import nbformat
+import pandas as pd
+
+from lobeval.compare import gate
+from lobeval.errors import ConfigError, LobevalError
+from lobeval.pipeline import HEADLINE, read_index
+
+_EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
+
+
+def to_html(notebook: nbformat.NotebookNode) -> str:
+    """The executed report notebook as HTML without code cells, prompts or external requests."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True, exclude_anchor_links=True)
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook.cells:   # scrapbook's glue is for the pipeline, not for readers
+        cell["outputs"] = [output for output in cell.get("outputs", [])
+                           if not any(kind.startswith("application/scrapbook") for kind in output.get("data", {}))]
+    body, _ = exporter.from_notebook_node(notebook)
+    return self_contained(body)
+
+
+def self_contained(page: str) -> str:
+    """Drop every script, stylesheet or frame that would be fetched from another host."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "html.parser")
+    for tag in soup.find_all(["script", "link", "iframe", "img"]):
+        reference = tag.get("src") or tag.get("href") or ""
+        fetches = _EXTERNAL.match(reference) or (tag.name == "script" and re.search(
+            r"\bimport\b[^;]*['\"](?:https?:)?//", tag.string or ""))
+        if fetches:
+            tag.decompose()
+    return str(soup)
+
+
+def headline_table(results: dict[str, Any]) -> pd.DataFrame:
+    rows = [{"metric": name, "value": results["metrics"][name],
+             "95% interval": _band(results["intervals"].get(name))}
+            for name in HEADLINE if isinstance(results["metrics"].get(name), int | float)]
+    return pd.DataFrame(rows).set_index("metric").round(3)
+
+
+def _band(interval: list[float] | None) -> str:
+    return f"{interval[0]:.3f} – {interval[1]:.3f}" if interval else ""
+
+
+def baseline_run(index: str | Path, config: dict[str, Any]) -> str | None:
+    """The last earlier finished run of the same suite, to compare with."""
+    earlier = [entry for entry in read_index(index)
+               if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]
+               and Path(entry["run_dir"], "evaluation_results.json").exists()]
+    return earlier[-1]["run_dir"] if earlier else None
+
+
+def gate_verdict(run_dir: str | Path, config: dict[str, Any], index: str | Path) -> tuple[bool, pd.DataFrame]:
+    """The quality gate of the run's configuration (minimums), against the previous run of the suite
+    when there is one with shared cases."""
+    baseline = baseline_run(index, config)
+    try:
+        checks = gate(run_dir, minimums=config["gate"], baseline=baseline)
+    except ConfigError:   # no shared cases with the baseline: gate on the minimums alone
+        checks = gate(run_dir, minimums=config["gate"])
+    table = pd.DataFrame(checks).rename(columns={"check": "check", "passed": "passed", "reason": "why"})
+    return all(check["passed"] for check in checks), table.set_index("check")
+
+
+def verdict_html(passed: bool, results: dict[str, Any]) -> str:
+    counts = results["counts"]
+    colour, word = ("#1b7f3b", "PASSED") if passed else ("#b3261e", "FAILED")
+    return (f'<div style="font-size:1.4em;padding:.6em;border-left:.4em solid {colour}">'
+            f'Quality gate <b style="color:{colour}">{word}</b> · {counts["scored"]} conversations scored, '
+            f'{counts["errors"]} machinery errors (not counted as the bot\'s failures), '
+            f'{counts["target_errors"]} target errors</div>')
+
+
+def trend_table(index: str | Path, config: dict[str, Any], metrics: dict[str, Any]) -> pd.DataFrame:
+    """The headline metrics of the earlier runs of this suite, and this run last."""
+    earlier = [entry for entry in read_index(index)
+               if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]]
+    rows = [{"run_id": entry["run_id"], **entry["metrics"]} for entry in earlier]
+    rows.append({"run_id": config["run_id"], **{name: metrics.get(name) for name in HEADLINE if name in metrics}})
+    return pd.DataFrame(rows).set_index("run_id")
+
+
+def plot_trend(table: pd.DataFrame) -> plt.Figure | None:
+    """Reliability and Success over the runs; None with fewer than two runs."""
+    columns = [name for name in ("Reliability", "Success") if name in table]
+    if len(table) < 2 or not columns:
+        return None
+    figure, axes = plt.subplots(figsize=(7, 3))
+    for name in columns:
+        axes.plot(range(len(table)), table[name].astype(float), marker="o", label=name)
+    axes.set_xticks(range(len(table)), table.index, rotation=30, ha="right", fontsize=8)
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("mean over conversations")
+    axes.legend(loc="lower left")
+    figure.tight_layout()
+    return figure
+
+
+def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
+    """Model calls, tokens and cost of the simulation roles and of the judges."""
+    roles = {role: numbers for role, numbers in (results.get("usage") or {}).items()}
+    for name, numbers in (results["judges"].get("usage_by_judge") or {}).items():
+        roles[f"judge: {name}"] = numbers
+    columns = ["calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd"]
+    table = pd.DataFrame([{"role": role, **{c: numbers.get(c, 0) for c in columns}} for role, numbers in roles.items()],
+                         columns=["role", *columns])
+    return table.set_index("role")
+
+
+def config_html(config: dict[str, Any]) -> str:
+    return f"<pre>{html.escape(json.dumps(config, indent=1, default=str))}</pre>"
+
+
+def load_run_files(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config, evaluation results) of a run folder."""
+    run_dir = Path(run_dir)
+    try:
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        results = json.loads((run_dir / "evaluation_results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LobevalError(f"{run_dir}: not a finished run folder ({exc})") from None
+    return config, results

@@ -5,7 +5,9 @@ import math
 import pytest
 
 from lobeval.analyse import (argument_table, conversations_df, cost_table, failure_clusters, failure_signatures,
-                             function_table, load_results, termination_table, wrong_value_pairs, worst_conversations)
+                             function_table, load_results, plot_metric_distributions, plot_pass_k,
+                             plot_recall_heatmap, recall_matrix, termination_table, wrong_value_pairs,
+                             worst_conversations)
 from lobeval.errors import ConfigError, RecordError
 from lobeval.evaluate import evaluate
 from lobeval.labels import add_label, compare_labels, list_labels, revoke_label
@@ -189,3 +191,37 @@ def test_labels_change_precision_when_re_scored(tmp_path):
     assert change.loc["Precision_fn"].tolist() == [0.5, 1.0, 0.5]
     assert change.loc["Precision_args"].tolist() == [0.5, 1.0, 0.5]
     assert change.loc["Recall_fn", "change"] == 0.0
+
+
+def test_recall_matrix_is_blank_where_a_function_was_not_expected():
+    matrix = recall_matrix(RESULTS)
+    # s1: create_ticket paired twice; create_action missed once. s2: create_ticket paired once.
+    assert matrix.loc["create_ticket"].tolist() == [1.0, 1.0]
+    assert matrix.loc["create_action", "s1"] == 0.0 and math.isnan(matrix.loc["create_action", "s2"])
+    assert "get_departments" not in matrix.index
+
+
+def test_recall_heatmap_shows_the_matrix():
+    figure = plot_recall_heatmap(RESULTS)
+    mesh = figure.axes[0].collections[0].get_array()
+    # rows create_action, create_ticket; columns s1, s2; the blank cell is masked.
+    assert mesh.tolist() == [[0.0, None], [1.0, 1.0]]
+    assert [text.get_text() for text in figure.axes[0].texts] == ["0.00", "1.00", "1.00"]
+
+
+def test_metric_distributions_have_one_dot_per_scored_conversation_and_metric():
+    figure = plot_metric_distributions(RESULTS)
+    reliability = figure.axes[0]
+    assert reliability.get_title() == "Reliability"
+    dots = sorted(tuple(point) for collection in reliability.collections for point in collection.get_offsets()
+                  if len(collection.get_offsets()))
+    assert [round(x, 2) for x, _ in dots] == [0.4, 0.75, 1.0]
+
+
+def test_pass_k_plot_needs_trials():
+    assert plot_pass_k(RESULTS) is None
+    assert plot_pass_k({"pass_k": {"1": {"value": 0.8, "interval": [0.6, 0.9]}}}) is None
+    figure = plot_pass_k({"pass_k": {"2": {"value": 0.6, "interval": [0.4, 0.8]},
+                                     "1": {"value": 0.8, "interval": [0.6, 0.9]}}})
+    line = figure.axes[0].lines[0]
+    assert (line.get_xdata().tolist(), line.get_ydata().tolist()) == ([1, 2], [0.8, 0.6])

@@ -1,8 +1,8 @@
-"""Error analysis over `evaluation_results.json`: breakdown tables and failure signatures.
+"""Error analysis over `evaluation_results.json`: breakdown tables, plots and failure signatures.
 
-Every function takes the results dict (as written by `lobeval evaluate`) and returns a DataFrame;
-nothing here calls a model. Function names are grouped by `suite.function_key` (case and the
-`Plugin-` prefix do not split a function in two).
+Every function takes the results dict (as written by `lobeval evaluate`) and returns a DataFrame
+or a matplotlib Figure; nothing here calls a model. Function names are grouped by
+`suite.function_key` (case and the `Plugin-` prefix do not split a function in two).
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
 from lobeval.errors import RecordError
 from lobeval.records import read_conversations
@@ -226,3 +228,62 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
         "examples": grouped["conversation"].agg(lambda values: sorted(set(values))[:examples]),
     }).reset_index()
     return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)
+
+
+def recall_matrix(results: dict[str, Any]) -> pd.DataFrame:
+    """Recall of expected calls per function (rows) and scenario (columns); NaN where none was expected."""
+    calls = _calls(results)
+    calls = calls[calls["kind"].isin(["paired", "missed"])]
+    counts = calls.pivot_table(index="function", columns="scenario_name", values="kind",
+                               aggfunc=lambda kinds: (kinds == "paired").sum() / len(kinds))
+    return counts.astype(float).sort_index().sort_index(axis=1)
+
+
+# Figures are built without pyplot: no global state, no GUI backend, and a returned Figure is shown once.
+def plot_recall_heatmap(results: dict[str, Any]) -> Figure:
+    """Function × scenario heat map of the recall of expected calls, annotated; blank where not expected."""
+    matrix = recall_matrix(results)
+    figure = Figure(figsize=(2.0 + 0.8 * max(len(matrix.columns), 1), 2.5 + 0.45 * max(len(matrix), 1)),
+                    layout="constrained")
+    ax = figure.subplots()
+    sns.heatmap(matrix, ax=ax, vmin=0.0, vmax=1.0, cmap="RdYlGn", annot=True, fmt=".2f", linewidths=0.5,
+                cbar_kws={"label": "recall"})
+    ax.set(title="Recall of expected calls", xlabel="scenario", ylabel="function")
+    return figure
+
+
+def _metric_values(results: dict[str, Any]) -> pd.DataFrame:
+    table = conversations_df(results)
+    table = table[table["status"] == "scored"]
+    return table.melt(id_vars=["scenario_name"], value_vars=list(METRICS), var_name="metric",
+                      value_name="value").astype({"value": float}).dropna()
+
+
+def plot_metric_distributions(results: dict[str, Any]) -> Figure:
+    """Per scenario, the spread of each metric over its scored conversations (box plus one dot each)."""
+    values = _metric_values(results)
+    scenarios = sorted(values["scenario_name"].unique())
+    figure = Figure(figsize=(2.6 * len(METRICS), 1.2 + 0.4 * max(len(scenarios), 1)), layout="constrained")
+    axes = figure.subplots(1, len(METRICS), sharey=True, squeeze=False)[0]
+    for ax, metric in zip(axes, METRICS):
+        shown = values[values["metric"] == metric]
+        sns.boxplot(shown, x="value", y="scenario_name", order=scenarios, ax=ax, color="#dde6f3", fliersize=0)
+        sns.stripplot(shown, x="value", y="scenario_name", order=scenarios, ax=ax, color="#1f4e8c", size=4,
+                      jitter=0.2)
+        ax.set(title=metric, xlim=(-0.05, 1.05), xlabel="", ylabel="")
+    return figure
+
+
+def plot_pass_k(results: dict[str, Any]) -> Figure | None:
+    """pass^k against k with its intervals; None when there were no repeated trials (only k = 1)."""
+    points = sorted((int(k), entry) for k, entry in (results.get("pass_k") or {}).items())
+    if len(points) < 2:
+        return None
+    ks = [k for k, _ in points]
+    figure = Figure(figsize=(5, 3.5), layout="constrained")
+    ax = figure.subplots()
+    ax.fill_between(ks, [entry["interval"][0] for _, entry in points], [entry["interval"][1] for _, entry in points],
+                    alpha=0.2, label="95% interval")
+    sns.lineplot(x=ks, y=[entry["value"] for _, entry in points], marker="o", ax=ax, label="pass^k")
+    ax.set(title="pass^k: every one of k trials succeeds", xlabel="k", ylabel="pass^k", ylim=(0, 1.02), xticks=ks)
+    return figure

@@ -2,7 +2,8 @@
 import json
 import re
 
-from lobeval.replay import replay_data, replay_html
+from lobeval.labels import list_labels
+from lobeval.replay import label_request, labelable_items, replay_data, replay_html, replay_widget
 
 ATTACK = "</script><script>alert(1)</script>"
 
@@ -81,3 +82,55 @@ def test_static_replay_cannot_be_broken_out_of_and_round_trips():
 def test_two_replays_on_one_page_do_not_collide():
     first, second = (embedded(replay_html({"rows": [ROW]}, CONVERSATIONS))[0] for _ in range(2))
     assert first != second
+
+
+def test_labelable_items_are_the_unallowed_extra_calls_and_arguments():
+    row = {**ROW, "unpaired_actual": [*ROW["unpaired_actual"],
+                                      {"actual_index": 3, "functionName": "get_departments", "allowed": False,
+                                       "turn": 2},
+                                      {"actual_index": 4, "functionName": "get_ticket", "allowed": True, "turn": 2}]}
+    items = labelable_items(row)
+    assert [(item["kind"], item["functionName"], item["argument"]) for item in items] == [
+        ("allowed_extra_call", "get_departments", None), ("allowed_extra_argument", "create_ticket", "notes")]
+    assert label_request(items[1], row, scope="scenario", note="harmless", author="ana") == {
+        "kind": "allowed_extra_argument", "function_name": "create_ticket", "argument": "notes",
+        "scenario_name": "ticket", "note": "harmless", "author": "ana"}
+    assert label_request(items[0], row, scope="suite", note="", author="ana")["scenario_name"] is None
+
+
+def test_widget_steps_filters_and_writes_a_label(tmp_path):
+    passed = {**ROW, "case_id": "t-002", "scenario_name": "other", "Success": 1, "unpaired_actual": [],
+              "extra_arguments": []}
+    replay = replay_widget({"rows": [ROW, passed]}, CONVERSATIONS, suite_dir=tmp_path)
+    assert replay.conversation.value == "t-001#0" and replay.position.value == "turn 0 (1 of 3)"
+    assert "Hello &amp; welcome" in replay.view.value
+    replay.next.click()
+    replay.next.click()
+    replay.next.click()   # already at the last step: stays
+    assert replay.position.value == "turn 2 (3 of 3)"
+    assert "<script>alert" not in replay.view.value and "&lt;/script&gt;" in replay.view.value
+    assert "<tr class='a-wrong'><td>priority</td>" in replay.view.value
+    replay.previous.click()
+    assert replay.position.value == "turn 1 (2 of 3)"
+
+    controls = replay.labels.children
+    assert len(controls) == 2
+    text, scope, note, button = controls[1].children
+    scope.value, note.value, replay.author.value = "suite", "harmless", "ana"
+    button.click()
+    [label] = list_labels(tmp_path / "labels.jsonl").to_dict("records")
+    assert (label["kind"], label["functionName"], label["argument"], label["scenario_name"], label["note"],
+            label["author"]) == ("allowed_extra_argument", "create_ticket", "notes", None, "harmless", "ana")
+    assert button.disabled and label["id"] in replay.feedback.value
+
+    replay.outcome.value = "passed"
+    assert replay.conversation.options == (("t-002#0 — other — passed", "t-002#0"),)
+    assert replay.position.value == "" and replay.labels.children == ()
+    replay.outcome.value = "error"
+    assert replay.conversation.value is None and "no conversation matches" in replay.view.value
+
+
+def test_without_a_suite_the_widget_says_labels_cannot_be_saved():
+    replay = replay_widget({"rows": [ROW]}, CONVERSATIONS)
+    [note] = replay.labels.children
+    assert "labels cannot be saved" in note.value

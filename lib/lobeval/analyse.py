@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from lobeval.errors import RecordError
 from lobeval.records import read_conversations
+from lobeval.replay import replay_html, replay_widget  # noqa: F401  (lobeval.analyse is the lane's public surface)
 from lobeval.scoring import METRICS
 from lobeval.suite import function_key
 

@@ -7,10 +7,17 @@ with controls to label false-positive penalties.
 """
 from __future__ import annotations
 
+import getpass
+import html
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
+import ipywidgets as widgets
+
+from lobeval.errors import LobevalError
+from lobeval.labels import add_label
 from lobeval.scoring import METRICS
 
 RESULT_CHARS = 600
@@ -211,3 +218,168 @@ def replay_html(results: dict[str, Any], conversations: dict[tuple[str, int], di
             "<div class='view'></div></div>"
             f"<script type='application/json' id='{element}-data'>{data}</script>"
             f"<script>{SCRIPT.replace('ELEMENT', element)}</script>")
+
+
+# --- the widget ------------------------------------------------------------------------------------
+
+OUTCOMES = ("all", "failed", "passed", "error")
+SCOPES = (("this scenario", "scenario"), ("whole suite", "suite"))
+
+
+def filter_records(records: list[dict[str, Any]], scenario: str = "all", outcome: str = "all") -> list[dict[str, Any]]:
+    return [record for record in records if scenario in ("all", record["scenario_name"])
+            and outcome in ("all", record["outcome"])]
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _call_html(call: dict[str, Any]) -> str:
+    title = f"#{call['index']} {call['functionName']} — {call['verdict']}"
+    if call["expected"]:
+        title += f" (expected {call['expected']})"
+    table = ""
+    if call["arguments"]:
+        cells = "".join(f"<tr class='a-{_e(arg['status'])}'><td>{_e(arg['argument'])}</td><td>{_e(arg['actual'])}</td>"
+                        f"<td>{_e(arg['expected'])}</td><td>{_e(arg['status'])}</td></tr>" for arg in call["arguments"])
+        table = f"<table><tr><th>argument</th><th>actual</th><th>expected</th><th>status</th></tr>{cells}</table>"
+    return (f"<div class='call v-{_e(call['verdict'])}'><div class='head'>{_e(title)}</div>{table}"
+            f"<div class='outcome'>{_e(call['outcome'])}</div></div>")
+
+
+def step_html(record: dict[str, Any], step: int) -> str:
+    """One step of a replay record as HTML for the widget; every value escaped."""
+    parts = [f"<style>{CSS}</style><div class='lobeval-replay'>",
+             f"<div class='head'>{_e(record['id'])} — {_e(record['scenario_name'])} — {_e(record['outcome'])}</div>",
+             f"<div class='summary'>{_e(record['summary'])}</div>"]
+    if record["missed"]:
+        parts.append(f"<div class='warn'>expected but not called: {_e(', '.join(record['missed']))}</div>")
+    if record["missing_outputs"]:
+        parts.append(f"<div class='warn'>not told to the user: {_e(', '.join(record['missing_outputs']))}</div>")
+    if not record["steps"]:
+        parts.append("<div>(no transcript)</div>")
+    else:
+        shown = record["steps"][step]
+        for message in shown["messages"]:
+            role = "user" if message["role"] == "user" else "assistant"
+            parts.append(f"<div class='m {role}'>{_e(message['role'])}: {_e(message['content'])}</div>")
+        parts += [_call_html(call) for call in shown["calls"]]
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def labelable_items(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The false-positive penalties of a row an analyst may mark legitimate: extra calls and extra arguments."""
+    items: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+    for call in row.get("unpaired_actual", []):
+        if not call.get("allowed"):
+            key = ("allowed_extra_call", call["functionName"], None)
+            items.setdefault(key, {"kind": key[0], "functionName": key[1], "argument": None,
+                                   "text": f"extra call {call['functionName']} (turn {call.get('turn')})"})
+    for extra in row.get("extra_arguments", []):
+        if not extra.get("allowed"):
+            key = ("allowed_extra_argument", extra["functionName"], extra["argument"])
+            items.setdefault(key, {"kind": key[0], "functionName": key[1], "argument": key[2],
+                                   "text": f"extra argument {extra['argument']} of {extra['functionName']}"})
+    return list(items.values())
+
+
+def label_request(item: dict[str, Any], row: dict[str, Any], *, scope: str, note: str,
+                  author: str) -> dict[str, Any]:
+    """The keyword arguments of `labels.add_label` for marking `item` legitimate in `scope` ("scenario"/"suite")."""
+    return {"kind": item["kind"], "function_name": item["functionName"], "argument": item["argument"],
+            "scenario_name": row["scenario_name"] if scope == "scenario" else None, "note": note, "author": author}
+
+
+class ReplayWidget(widgets.VBox):
+    """Pick a conversation (filtered by scenario and outcome), step through it, label false positives."""
+
+    def __init__(self, results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
+                 suite_dir: str | Path | None = None):
+        self.records = replay_data(results, conversations)
+        self.rows = {f"{row['case_id']}#{row['trial']}": row for row in results["rows"]}
+        self.labels_path = Path(suite_dir) / "labels.jsonl" if suite_dir is not None else None
+        self.step = 0
+        scenarios = sorted({record["scenario_name"] for record in self.records})
+        self.scenario = widgets.Dropdown(options=["all", *scenarios], description="scenario")
+        self.outcome = widgets.Dropdown(options=OUTCOMES, description="outcome")
+        self.conversation = widgets.Dropdown(description="conversation", layout=widgets.Layout(width="480px"))
+        self.previous = widgets.Button(description="◀ previous turn")
+        self.next = widgets.Button(description="next turn ▶")
+        self.position = widgets.Label()
+        self.view = widgets.HTML()
+        self.author = widgets.Text(value=getpass.getuser(), description="author")
+        self.labels = widgets.VBox()
+        self.feedback = widgets.HTML()
+        self.scenario.observe(self._filter, names="value")
+        self.outcome.observe(self._filter, names="value")
+        self.conversation.observe(self._pick, names="value")
+        self.previous.on_click(lambda _: self._move(-1))
+        self.next.on_click(lambda _: self._move(1))
+        super().__init__([widgets.HBox([self.scenario, self.outcome]), self.conversation,
+                          widgets.HBox([self.previous, self.next, self.position]), self.view,
+                          widgets.HTML("<b>Mark a penalty legitimate</b> (appended to the suite's labels.jsonl; "
+                                       "re-run evaluate to apply)"), self.author, self.labels, self.feedback])
+        self._filter()
+
+    def current(self) -> dict[str, Any] | None:
+        return next((record for record in self.records if record["id"] == self.conversation.value), None)
+
+    def _filter(self, _: Any = None) -> None:
+        shown = filter_records(self.records, self.scenario.value, self.outcome.value)
+        self.conversation.options = [(f"{r['id']} — {r['scenario_name']} — {r['outcome']}", r["id"]) for r in shown]
+        self.conversation.value = shown[0]["id"] if shown else None   # ipywidgets 8 leaves it unselected
+        self._pick()
+
+    def _pick(self, _: Any = None) -> None:
+        self.step = 0
+        self._render()
+        self.labels.children = self._label_controls()
+        self.feedback.value = ""
+
+    def _move(self, by: int) -> None:
+        record = self.current()
+        if record is not None and 0 <= self.step + by < len(record["steps"]):
+            self.step += by
+            self._render()
+
+    def _render(self) -> None:
+        record = self.current()
+        if record is None:
+            self.view.value, self.position.value = "<i>no conversation matches</i>", ""
+            return
+        self.view.value = step_html(record, self.step)
+        steps = record["steps"]
+        self.position.value = f"turn {steps[self.step]['turn']} ({self.step + 1} of {len(steps)})" if steps else ""
+
+    def _label_controls(self) -> list[widgets.Widget]:
+        row = self.rows.get(self.conversation.value)
+        items = labelable_items(row) if row is not None else []
+        if self.labels_path is None:
+            return [widgets.HTML("<i>no suite given: labels cannot be saved</i>")] if items else []
+        return [self._label_control(item, row) for item in items]
+
+    def _label_control(self, item: dict[str, Any], row: dict[str, Any]) -> widgets.HBox:
+        scope = widgets.Dropdown(options=SCOPES, value="scenario", layout=widgets.Layout(width="130px"))
+        note = widgets.Text(placeholder="why it is legitimate")
+        button = widgets.Button(description="mark legitimate")
+
+        def mark(_: Any) -> None:
+            try:
+                label = add_label(self.labels_path, **label_request(item, row, scope=scope.value, note=note.value,
+                                                                      author=self.author.value))
+            except LobevalError as exc:
+                self.feedback.value = f"<span style='color:#b00020'>{_e(exc)}</span>"
+                return
+            button.disabled, button.description = True, "labelled"
+            self.feedback.value = _e(f"label {label['id']} added to {self.labels_path}")
+
+        button.on_click(mark)
+        return widgets.HBox([widgets.HTML(_e(item["text"]), layout=widgets.Layout(width="320px")), scope, note, button])
+
+
+def replay_widget(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
+                  suite_dir: str | Path | None = None) -> ReplayWidget:
+    """The replay for JupyterLab; with `suite_dir`, "mark legitimate" appends labels to its labels.jsonl."""
+    return ReplayWidget(results, conversations, suite_dir)

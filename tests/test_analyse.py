@@ -225,3 +225,44 @@ def test_pass_k_plot_needs_trials():
                                      "1": {"value": 0.8, "interval": [0.6, 0.9]}}})
     line = figure.axes[0].lines[0]
     assert (line.get_xdata().tolist(), line.get_ydata().tolist()) == ([1, 2], [0.8, 0.6])
+
+
+@pytest.mark.slow
+def test_error_analysis_notebook_runs_offline_and_glues_the_clusters(tmp_path, monkeypatch):
+    import nbformat
+    import papermill
+    import scrapbook
+
+    from helpers import REPO, SAMPLE_SUITE, read_jsonl
+    from lobeval.cli import main
+
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    dataset, conversations, results = tmp_path / "d.jsonl", tmp_path / "c.jsonl", tmp_path / "r.json"
+    assert main(["generate", "--suite", str(SAMPLE_SUITE), "--cases-per-scenario", "2", "--out", str(dataset)]) == 0
+    assert main(["simulate", "--dataset", str(dataset), "--out", str(conversations)]) == 0
+    # One conversation made to fail: the ticket created with the wrong priority.
+    records = read_jsonl(conversations)
+    broken = next(record for record in records if record["scenario_name"] == "create_ticket")
+    call = next(call for call in broken["function_calls"] if call["functionName"] == "create_support_ticket")
+    wrong = "Low" if call["arguments"]["priority"] != "Low" else "High"
+    call["arguments"]["priority"] = wrong
+    write_jsonl(conversations, records)
+    assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(conversations),
+                 "--suite", str(SAMPLE_SUITE), "--out", str(results)]) == 0
+
+    executed = tmp_path / "04_error_analysis.ipynb"
+    papermill.execute_notebook(str(REPO / "notebooks" / "04_error_analysis.ipynb"), str(executed),
+                               parameters={"results": str(results), "conversations": [str(conversations)],
+                                           "suite": str(SAMPLE_SUITE), "out_dir": str(tmp_path / "analysis")},
+                               kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+    scraps = scrapbook.read_notebook(str(executed)).scraps
+    conversation = f"{broken['case_id']}#{broken['trial']}"
+    assert scraps["top_clusters"].data == [
+        {"kind": "wrong_argument", "function": "create_support_ticket", "argument": "priority", "category": "",
+         "count": 1, "conversations": 1, "examples": [conversation]}]
+    assert scraps["root_causes_status"].data == "not run: no model configured"
+    assert "root_causes_path" not in scraps
+    assert (tmp_path / "analysis" / "evaluation_results.labelled.json").exists()
+    cells = [cell for cell in nbformat.read(str(executed), as_version=4).cells if "plot_" in cell.source]
+    assert [any("image/png" in output.get("data", {}) for output in cell.outputs) for cell in cells] == [True, True, False]

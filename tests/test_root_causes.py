@@ -6,7 +6,7 @@ import pytest
 
 from lobeval.analyse import failure_clusters
 from lobeval.llm import LLMClient, LLMError, ModelConfig
-from lobeval.root_causes import excerpt, root_causes, write_root_causes
+from lobeval.root_causes import excerpt, root_causes, run_root_causes, write_root_causes
 from lobeval.testing import FakeOpenAI, json_reply, text
 from test_analyse import RESULTS
 
@@ -100,3 +100,26 @@ def test_no_failures_no_call(llm):
 def test_root_causes_file(tmp_path):
     path = write_root_causes(tmp_path / "run" / "root_causes.json", [CAUSE])
     assert json.loads(path.read_text()) == {"schema_version": 1, "root_causes": [CAUSE]}
+
+
+def test_run_root_causes_status_path_and_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "root_causes.json"
+
+    def found():
+        return asyncio.run(run_root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, out))
+
+    assert found() == {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
+    with FakeOpenAI(lambda request: text("sorry, no")) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("LOBEVAL_MODEL", "gpt-4o-mini")
+        failed = found()
+        assert failed["status"].startswith("error: root causes: the model's reply was unusable after 2 attempts")
+        assert (failed["path"], failed["usage"]["calls"]) == (None, 2) and not out.exists()
+        server.policy = lambda request: json_reply({"root_causes": [CAUSE]})
+        done = found()
+    assert (done["status"], done["path"], done["causes"]) == ("run", str(out), [CAUSE])
+    assert json.loads(out.read_text())["root_causes"] == [CAUSE]

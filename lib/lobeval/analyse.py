@@ -231,6 +231,11 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
     return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)
 
 
+def cluster_records(clusters: pd.DataFrame, n: int = 10) -> list[dict[str, Any]]:
+    """The first n clusters as plain JSON values (for scrapbook and reports)."""
+    return json.loads(clusters.head(n).to_json(orient="records"))
+
+
 def recall_matrix(results: dict[str, Any]) -> pd.DataFrame:
     """Recall of expected calls per function (rows) and scenario (columns); NaN where none was expected."""
     calls = _calls(results)

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from lobeval.errors import ConfigError
+from lobeval.evaluate import evaluate
 from lobeval.records import LABEL_KINDS, read_labels, write_jsonl
 from lobeval.scoring import METRICS
 
@@ -62,3 +63,11 @@ def compare_labels(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFram
                           "after": {metric: after["metrics"].get(metric) for metric in METRICS}}, dtype=float)
     table["change"] = table["after"] - table["before"]
     return table
+
+
+def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: str | Path) -> dict[str, Any]:
+    """The run of `results` scored again (same dataset, conversations and suite) with the labels now in
+    `labels_path`; the judges are not re-run, as labels change no judge score."""
+    config = results["config"]
+    return evaluate(config["dataset"], config["conversations"], out, suite=config["suite"], judges=[],
+                    labels=labels_path, progress=False).results

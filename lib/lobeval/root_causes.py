@@ -2,6 +2,7 @@
 
 The reply is validated (pydantic, and every conversation it cites must be one it was shown); a
 reply still unusable after a retry raises `LLMError`: the caller records it, and no cause is made up.
+The model is the judge role's (LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL, SPEC §6).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lobeval.analyse import failure_signatures
 from lobeval.llm import LLMClient, LLMError, parse_json_object
 from lobeval.records import write_json
+from lobeval.roles import model_client
 
 MAX_CLUSTERS = 20
 MAX_CONVERSATIONS = 12
@@ -159,3 +161,22 @@ async def root_causes(clusters: pd.DataFrame, results: dict[str, Any],
 def write_root_causes(path: str | Path, causes: list[dict[str, Any]]) -> Path:
     """`root_causes.json` next to the results, written whole or not at all."""
     return write_json(path, {"schema_version": 1, "root_causes": causes})
+
+
+async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
+                          conversations: dict[tuple[str, int], dict[str, Any]], out: str | Path) -> dict[str, Any]:
+    """What the notebook shows and glues: {"status", "path", "causes", "usage"}.
+
+    status: "run" (causes written to `out`), "not run: no model configured", or "error: ..." when
+    the endpoint gave up or its reply stayed unusable.
+    """
+    # Not cached: a cached unusable reply would be replayed on every rerun (one call per run is cheap).
+    client = model_client("judge", cache=False)
+    if client is None:
+        return {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
+    try:
+        causes = await root_causes(clusters, results, conversations, client)
+    except LLMError as exc:
+        return {"status": f"error: {exc}", "path": None, "causes": [], "usage": client.usage.to_dict()}
+    return {"status": "run", "path": str(write_root_causes(out, causes)), "causes": causes,
+            "usage": client.usage.to_dict()}

@@ -5,7 +5,9 @@ import math
 import pytest
 
 from lobeval.analyse import (argument_table, conversations_df, cost_table, failure_clusters, failure_signatures,
-                             function_table, load_results, termination_table, wrong_value_pairs, worst_conversations)
+                             function_table, load_results, plot_metric_distributions, plot_pass_k,
+                             plot_recall_heatmap, recall_matrix, termination_table, wrong_value_pairs,
+                             worst_conversations)
 from lobeval.errors import ConfigError, RecordError
 from lobeval.evaluate import evaluate
 from lobeval.labels import add_label, compare_labels, list_labels, revoke_label
@@ -189,3 +191,78 @@ def test_labels_change_precision_when_re_scored(tmp_path):
     assert change.loc["Precision_fn"].tolist() == [0.5, 1.0, 0.5]
     assert change.loc["Precision_args"].tolist() == [0.5, 1.0, 0.5]
     assert change.loc["Recall_fn", "change"] == 0.0
+
+
+def test_recall_matrix_is_blank_where_a_function_was_not_expected():
+    matrix = recall_matrix(RESULTS)
+    # s1: create_ticket paired twice; create_action missed once. s2: create_ticket paired once.
+    assert matrix.loc["create_ticket"].tolist() == [1.0, 1.0]
+    assert matrix.loc["create_action", "s1"] == 0.0 and math.isnan(matrix.loc["create_action", "s2"])
+    assert "get_departments" not in matrix.index
+
+
+def test_recall_heatmap_shows_the_matrix():
+    figure = plot_recall_heatmap(RESULTS)
+    mesh = figure.axes[0].collections[0].get_array()
+    # rows create_action, create_ticket; columns s1, s2; the blank cell is masked.
+    assert mesh.tolist() == [[0.0, None], [1.0, 1.0]]
+    assert [text.get_text() for text in figure.axes[0].texts] == ["0.00", "1.00", "1.00"]
+
+
+def test_metric_distributions_have_one_dot_per_scored_conversation_and_metric():
+    figure = plot_metric_distributions(RESULTS)
+    reliability = figure.axes[0]
+    assert reliability.get_title() == "Reliability"
+    dots = sorted(tuple(point) for collection in reliability.collections for point in collection.get_offsets()
+                  if len(collection.get_offsets()))
+    assert [round(x, 2) for x, _ in dots] == [0.4, 0.75, 1.0]
+
+
+def test_pass_k_plot_needs_trials():
+    assert plot_pass_k(RESULTS) is None
+    assert plot_pass_k({"pass_k": {"1": {"value": 0.8, "interval": [0.6, 0.9]}}}) is None
+    figure = plot_pass_k({"pass_k": {"2": {"value": 0.6, "interval": [0.4, 0.8]},
+                                     "1": {"value": 0.8, "interval": [0.6, 0.9]}}})
+    line = figure.axes[0].lines[0]
+    assert (line.get_xdata().tolist(), line.get_ydata().tolist()) == ([1, 2], [0.8, 0.6])
+
+
+@pytest.mark.slow
+def test_error_analysis_notebook_runs_offline_and_glues_the_clusters(tmp_path, monkeypatch):
+    import nbformat
+    import papermill
+    import scrapbook
+
+    from helpers import REPO, SAMPLE_SUITE, read_jsonl
+    from lobeval.cli import main
+
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    dataset, conversations, results = tmp_path / "d.jsonl", tmp_path / "c.jsonl", tmp_path / "r.json"
+    assert main(["generate", "--suite", str(SAMPLE_SUITE), "--cases-per-scenario", "2", "--out", str(dataset)]) == 0
+    assert main(["simulate", "--dataset", str(dataset), "--out", str(conversations)]) == 0
+    # One conversation made to fail: the ticket created with the wrong priority.
+    records = read_jsonl(conversations)
+    broken = next(record for record in records if record["scenario_name"] == "create_ticket")
+    call = next(call for call in broken["function_calls"] if call["functionName"] == "create_support_ticket")
+    wrong = "Low" if call["arguments"]["priority"] != "Low" else "High"
+    call["arguments"]["priority"] = wrong
+    write_jsonl(conversations, records)
+    assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(conversations),
+                 "--suite", str(SAMPLE_SUITE), "--out", str(results)]) == 0
+
+    executed = tmp_path / "04_error_analysis.ipynb"
+    papermill.execute_notebook(str(REPO / "notebooks" / "04_error_analysis.ipynb"), str(executed),
+                               parameters={"results": str(results), "conversations": [str(conversations)],
+                                           "suite": str(SAMPLE_SUITE), "out_dir": str(tmp_path / "analysis")},
+                               kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+    scraps = scrapbook.read_notebook(str(executed)).scraps
+    conversation = f"{broken['case_id']}#{broken['trial']}"
+    assert scraps["top_clusters"].data == [
+        {"kind": "wrong_argument", "function": "create_support_ticket", "argument": "priority", "category": "",
+         "count": 1, "conversations": 1, "examples": [conversation]}]
+    assert scraps["root_causes_status"].data == "not run: no model configured"
+    assert "root_causes_path" not in scraps
+    assert (tmp_path / "analysis" / "evaluation_results.labelled.json").exists()
+    cells = [cell for cell in nbformat.read(str(executed), as_version=4).cells if "plot_" in cell.source]
+    assert [any("image/png" in output.get("data", {}) for output in cell.outputs) for cell in cells] == [True, True, False]

@@ -1,23 +1,22 @@
-"""Error analysis over `evaluation_results.json`: breakdown tables and failure signatures.
+"""Error analysis over `evaluation_results.json`: breakdown tables, plots and failure signatures.
 
-Every function takes the results dict (as written by `lobeval evaluate`) and returns a DataFrame;
-nothing here calls a model. Function names are grouped by `suite.function_key` (case and the
-`Plugin-` prefix do not split a function in two).
+Every function takes the results dict (as written by `lobeval evaluate`) and returns a DataFrame
+or a matplotlib Figure; nothing here calls a model. Function names are grouped by
+`suite.function_key` (case and the `Plugin-` prefix do not split a function in two).
 """
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-from pydantic import BaseModel, Field, ValidationError
+from matplotlib.figure import Figure
 
 from lobeval.errors import RecordError
 from lobeval.records import read_conversations
+from lobeval.replay import replay_html, replay_widget  # noqa: F401  (lobeval.analyse is the lane's public surface)
 from lobeval.scoring import METRICS
 from lobeval.suite import function_key
 
@@ -232,248 +231,65 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
     return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)
 
 
-# ---- plots (seaborn; each returns its Figure) ----
+def cluster_records(clusters: pd.DataFrame, n: int = 10) -> list[dict[str, Any]]:
+    """The first n clusters as plain JSON values (for scrapbook and reports)."""
+    return json.loads(clusters.head(n).to_json(orient="records"))
+
 
 def recall_matrix(results: dict[str, Any]) -> pd.DataFrame:
-    """Recall of each expected function (rows) in each scenario (columns); NaN where it is not expected."""
+    """Recall of expected calls per function (rows) and scenario (columns); NaN where none was expected."""
     calls = _calls(results)
-    expected = calls[calls["kind"].isin(["paired", "missed"])]
-    if expected.empty:
-        return pd.DataFrame()
-    paired = (expected["kind"] == "paired").groupby([expected["function"], expected["scenario_name"]]).mean()
-    return paired.unstack("scenario_name")
+    calls = calls[calls["kind"].isin(["paired", "missed"])]
+    counts = calls.pivot_table(index="function", columns="scenario_name", values="kind",
+                               aggfunc=lambda kinds: (kinds == "paired").sum() / len(kinds))
+    return counts.astype(float).sort_index().sort_index(axis=1)
 
 
-def plot_recall_heatmap(results: dict[str, Any]) -> plt.Figure | None:
+# Figures are built without pyplot: no global state, no GUI backend, and a returned Figure is shown once.
+def plot_recall_heatmap(results: dict[str, Any]) -> Figure:
+    """Function × scenario heat map of the recall of expected calls, annotated; blank where not expected."""
     matrix = recall_matrix(results)
-    if matrix.empty:
-        return None
-    figure, axes = plt.subplots(figsize=(1.2 + 0.9 * matrix.shape[1], 1.0 + 0.45 * matrix.shape[0]))
-    sns.heatmap(matrix, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="RdYlGn", cbar_kws={"label": "recall"},
-                linewidths=0.5, ax=axes)
-    axes.set_xlabel("scenario")
-    axes.set_ylabel("expected function")
-    axes.tick_params(axis="x", labelrotation=35)
-    plt.setp(axes.get_xticklabels(), ha="right")
-    figure.tight_layout()
-    plt.close(figure)
+    figure = Figure(figsize=(2.0 + 0.8 * max(len(matrix.columns), 1), 2.5 + 0.45 * max(len(matrix), 1)),
+                    layout="constrained")
+    ax = figure.subplots()
+    sns.heatmap(matrix, ax=ax, vmin=0.0, vmax=1.0, cmap="RdYlGn", annot=True, fmt=".2f", linewidths=0.5,
+                cbar_kws={"label": "recall"})
+    ax.set(title="Recall of expected calls", xlabel="scenario", ylabel="function")
     return figure
 
 
-def plot_metric_distributions(results: dict[str, Any], metrics: tuple[str, ...] = ("Reliability", "Recall_args",
-                                                                                    "Precision_fn")) -> plt.Figure | None:
-    """Each scored conversation as a point, per scenario, one panel per metric."""
+def _metric_values(results: dict[str, Any]) -> pd.DataFrame:
     table = conversations_df(results)
     table = table[table["status"] == "scored"]
-    if table.empty:
-        return None
-    long = table.melt(id_vars=["scenario_name"], value_vars=list(metrics), var_name="metric", value_name="value")
-    long["value"] = long["value"].astype(float)
-    grid = sns.catplot(long, x="value", y="scenario_name", col="metric", kind="strip", jitter=0.15, alpha=0.6,
-                       height=0.35 * long["scenario_name"].nunique() + 1.5, aspect=1.0)
-    grid.set(xlim=(-0.05, 1.05))
-    grid.set_axis_labels("", "")
-    plt.close(grid.figure)
-    return grid.figure
+    return table.melt(id_vars=["scenario_name"], value_vars=list(METRICS), var_name="metric",
+                      value_name="value").astype({"value": float}).dropna()
 
 
-def plot_pass_k(results: dict[str, Any]) -> plt.Figure | None:
-    """pass^k against k with its intervals; None with one trial per case."""
-    table = pass_k_frame(results)
-    if len(table) < 2:
-        return None
-    figure, axes = plt.subplots(figsize=(5, 3))
-    axes.errorbar(table["k"], table["value"], yerr=[table["value"] - table["low"], table["high"] - table["value"]],
-                  marker="o", capsize=3)
-    axes.set_xticks(table["k"])
-    axes.set_ylim(0, 1.05)
-    axes.set_xlabel("k (trials that must all succeed)")
-    axes.set_ylabel("pass^k")
-    figure.tight_layout()
-    plt.close(figure)
+def plot_metric_distributions(results: dict[str, Any]) -> Figure:
+    """Per scenario, the spread of each metric over its scored conversations (box plus one dot each)."""
+    values = _metric_values(results)
+    scenarios = sorted(values["scenario_name"].unique())
+    figure = Figure(figsize=(2.6 * len(METRICS), 1.2 + 0.4 * max(len(scenarios), 1)), layout="constrained")
+    axes = figure.subplots(1, len(METRICS), sharey=True, squeeze=False)[0]
+    for ax, metric in zip(axes, METRICS):
+        shown = values[values["metric"] == metric]
+        sns.boxplot(shown, x="value", y="scenario_name", order=scenarios, ax=ax, color="#dde6f3", fliersize=0)
+        sns.stripplot(shown, x="value", y="scenario_name", order=scenarios, ax=ax, color="#1f4e8c", size=4,
+                      jitter=0.2)
+        ax.set(title=metric, xlim=(-0.05, 1.05), xlabel="", ylabel="")
     return figure
 
 
-def pass_k_frame(results: dict[str, Any]) -> pd.DataFrame:
-    rows = [{"k": int(k), "value": entry["value"], "low": (entry.get("interval") or [entry["value"]] * 2)[0],
-             "high": (entry.get("interval") or [entry["value"]] * 2)[1], "cases": entry.get("cases")}
-            for k, entry in (results.get("pass_k") or {}).items()]
-    return pd.DataFrame(rows, columns=["k", "value", "low", "high", "cases"]).sort_values("k").reset_index(drop=True)
-
-
-# ---- the static replay (no kernel, no network) ----
-
-def replay_data(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
-                case_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    """Per conversation: its messages, and each actual call with the expected call it was paired with."""
-    wanted = set(case_ids) if case_ids is not None else None
-    found = []
-    for row in results["rows"]:
-        if wanted is not None and row["case_id"] not in wanted:
-            continue
-        conversation = conversations.get((row["case_id"], row["trial"])) or {}
-        pairs = {pair["actual_index"]: pair for pair in row.get("pairs") or []}
-        unpaired = {call["actual_index"]: call for call in row.get("unpaired_actual") or []}
-        messages, actual = [], 0
-        for message in conversation.get("messages") or []:
-            calls = []
-            for call in message.get("function_calls") or []:
-                pair = pairs.get(actual)
-                calls.append({"functionName": call["functionName"], "arguments": call.get("arguments"),
-                              "result": call.get("result"), "error": call.get("error"),
-                              "paired": pair is not None,
-                              "checks": (pair or {}).get("arguments") or {},
-                              "extra_arguments": (pair or {}).get("extra_arguments") or {},
-                              "unexpected": actual in unpaired and not unpaired[actual].get("allowed")})
-                actual += 1
-            messages.append({"role": message["role"], "content": message.get("content") or "", "calls": calls})
-        found.append({"id": f"{row['case_id']}#{row['trial']}", "scenario": row["scenario_name"],
-                      "status": row["status"], "Reliability": row.get("Reliability"), "Success": row.get("Success"),
-                      "missed": [call["functionName"] for call in row.get("unpaired_expected") or []],
-                      "messages": messages})
-    return found
-
-
-def embedded_json(value: Any) -> str:
-    """JSON safe inside <script type="application/json">: no "<", ">" or "&" can end the element."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def replay_html(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
-                case_ids: list[str] | None = None) -> str:
-    """A self-contained replay: pick a conversation, step through its turns. The data is embedded
-    as escaped JSON and rendered with textContent only, so transcript text cannot become markup."""
-    element = f"lobeval-replay-{uuid.uuid4().hex[:8]}"
-    return REPLAY_TEMPLATE.replace("ELEMENT", element).replace("DATA", embedded_json(replay_data(results, conversations,
-                                                                                                 case_ids)))
-
-
-REPLAY_TEMPLATE = """<div id="ELEMENT" class="lobeval-replay">
-<style>
-#ELEMENT { font-family: system-ui, sans-serif; font-size: 14px; border: 1px solid #ccc; padding: 8px; }
-#ELEMENT .msg { margin: 4px 0; padding: 6px 8px; border-radius: 6px; white-space: pre-wrap; }
-#ELEMENT .user { background: #eef4ff; } #ELEMENT .assistant { background: #f4f4f4; }
-#ELEMENT .call { font-family: monospace; font-size: 12px; margin: 2px 0 2px 16px; padding: 4px; border-left: 3px solid #999; }
-#ELEMENT .unexpected { border-left-color: #b3261e; } #ELEMENT .paired { border-left-color: #1b7f3b; }
-#ELEMENT .wrong { background: #ffd9d6; } #ELEMENT .missing { background: #fff1c2; }
-#ELEMENT .head { margin: 6px 0; color: #444; }
-</style>
-<select class="pick"></select> <button class="prev">&#9664; previous turn</button>
-<button class="next">next turn &#9654;</button> <button class="all">whole conversation</button>
-<div class="head"></div><div class="turns"></div>
-<script type="application/json" class="data">DATA</script>
-<script>
-(function () {
-  var root = document.getElementById("ELEMENT");
-  var data = JSON.parse(root.querySelector(".data").textContent);
-  var pick = root.querySelector(".pick"), turns = root.querySelector(".turns"), head = root.querySelector(".head");
-  var shown = 0;
-  function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text; return e; }
-  data.forEach(function (c, i) { var o = el("option", null, c.id + " · " + c.scenario + " · Success " + c.Success);
-    o.value = i; pick.appendChild(o); });
-  function render() {
-    var c = data[pick.value]; turns.textContent = "";
-    if (!c) { head.textContent = "No conversation to show."; return; }
-    head.textContent = c.id + " · Reliability " + c.Reliability + " · Success " + c.Success +
-      (c.missed.length ? " · expected but never called: " + c.missed.join(", ") : "");
-    c.messages.slice(0, shown).forEach(function (m) {
-      var box = el("div", "msg " + m.role, m.role + ": " + m.content);
-      m.calls.forEach(function (call) {
-        var line = el("div", "call " + (call.paired ? "paired" : call.unexpected ? "unexpected" : ""));
-        line.appendChild(el("div", null, "call " + call.functionName + (call.paired ? " (paired with the expected call)" :
-          call.unexpected ? " (not expected)" : " (allowed extra)")));
-        Object.keys(call.arguments || {}).forEach(function (name) {
-          var check = call.checks[name], extra = call.extra_arguments[name];
-          var text = "  " + name + " = " + JSON.stringify(call.arguments[name]);
-          if (check && check.status !== "correct") text += "   expected " + JSON.stringify(check.expected);
-          if (extra && !extra.allowed) text += "   (extra argument)";
-          line.appendChild(el("div", check && check.status !== "correct" ? "wrong" : "", text));
-        });
-        Object.keys(call.checks).forEach(function (name) { if (call.checks[name].status === "missing")
-          line.appendChild(el("div", "missing", "  " + name + " missing, expected " + JSON.stringify(call.checks[name].expected))); });
-        line.appendChild(el("div", null, "  -> " + (call.error ? "ERROR " + call.error : JSON.stringify(call.result))));
-        box.appendChild(line);
-      });
-      turns.appendChild(box);
-    });
-  }
-  function show(n) { var c = data[pick.value]; shown = Math.max(1, Math.min(n, c ? c.messages.length : 0)); render(); }
-  pick.onchange = function () { show(2); };
-  root.querySelector(".prev").onclick = function () { show(shown - 2); };
-  root.querySelector(".next").onclick = function () { show(shown + 2); };
-  root.querySelector(".all").onclick = function () { show(1e9); };
-  show(2);
-})();
-</script>
-</div>"""
-
-
-# ---- root causes (needs a model) ----
-
-ROOT_CAUSE_PROMPT = """You analyse the failures of a business chatbot that acts through function calls, found by
-an automatic evaluation. Below are failure clusters (a signature: kind, function, argument, category;
-how often; in which conversations), each with short excerpts of example conversations.
-
-Write the distinct root causes behind these failures: merge clusters that share a cause, split one
-whose examples show different causes. For each root cause give a short title, a description of
-what goes wrong and why, a severity (critical: wrong or unsafe changes to data or false statements;
-high: the user's request is not carried out; medium: missing or unclear information; low: style),
-the conversations (ids exactly as given, e.g. "create_ticket-003#0") and the user turns where it
-shows, and a concrete suggested fix for the bot (its prompt, its tool descriptions or its code).
-
-Answer with a JSON object and nothing else:
-{"root_causes": [{"title": "...", "description": "...", "severity": "critical|high|medium|low",
-  "conversations": ["..."], "turns": [1, 2], "suggested_fix": "..."}]}"""
-
-
-class RootCause(BaseModel):
-    title: str = Field(min_length=1)
-    description: str = Field(min_length=1)
-    severity: Literal["critical", "high", "medium", "low"]
-    conversations: list[str]
-    turns: list[int] = []
-    suggested_fix: str = Field(min_length=1)
-
-
-class RootCauses(BaseModel):
-    root_causes: list[RootCause]
-
-
-def root_cause_prompt(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
-                      top: int = 15, excerpt_chars: int = 1200) -> str:
-    from lobeval.judges import render_transcript
-
-    clusters = failure_clusters(results).head(top)
-    parts = []
-    for number, cluster in enumerate(clusters.itertuples(), 1):
-        signature = ", ".join(f"{name}={getattr(cluster, name)}" for name in SIGNATURE if getattr(cluster, name))
-        parts.append(f"## Cluster {number}: {signature} — {cluster.count} times in {cluster.conversations} conversations")
-        for example in cluster.examples[:2]:
-            case_id, _, trial = example.rpartition("#")
-            messages = (conversations.get((case_id, int(trial))) or {}).get("messages") or []
-            parts.append(f"### {example}\n{render_transcript(messages)[:excerpt_chars]}")
-    return "\n\n".join(parts)
-
-
-def root_causes(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
-                client: Any, attempts: int = 2) -> list[dict[str, Any]]:
-    """The model's deduplicated root causes of the run's failures; [] when nothing failed. A reply that
-    stays invalid raises LLMError (never made-up causes)."""
-    from lobeval.llm import LLMError, parse_json_object, run_sync
-
-    if failure_signatures(results).empty:
-        return []
-    prompt = [{"role": "system", "content": ROOT_CAUSE_PROMPT},
-              {"role": "user", "content": root_cause_prompt(results, conversations)}]
-    problem = ""
-    for attempt in range(attempts):
-        reply = run_sync(client.chat(prompt, response_format={"type": "json_object"}, temperature=0.0, seed=attempt))
-        try:
-            parsed = RootCauses.model_validate(parse_json_object(reply.message.get("content") or ""))
-            return [cause.model_dump() for cause in parsed.root_causes]
-        except (ValueError, ValidationError) as exc:
-            problem = (f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"
-                       if isinstance(exc, ValidationError) else str(exc))
-    raise LLMError(f"root causes: the model's reply stayed unusable after {attempts} attempts: {problem}")
+def plot_pass_k(results: dict[str, Any]) -> Figure | None:
+    """pass^k against k with its intervals; None when there were no repeated trials (only k = 1)."""
+    points = sorted((int(k), entry) for k, entry in (results.get("pass_k") or {}).items())
+    if len(points) < 2:
+        return None
+    ks = [k for k, _ in points]
+    figure = Figure(figsize=(5, 3.5), layout="constrained")
+    ax = figure.subplots()
+    ax.fill_between(ks, [entry["interval"][0] for _, entry in points], [entry["interval"][1] for _, entry in points],
+                    alpha=0.2, label="95% interval")
+    sns.lineplot(x=ks, y=[entry["value"] for _, entry in points], marker="o", ax=ax, label="pass^k")
+    ax.set(title="pass^k: every one of k trials succeeds", xlabel="k", ylabel="pass^k", ylim=(0, 1.02), xticks=ks)
+    return figure

@@ -268,7 +268,7 @@ def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], suite:
     names = selected_judges(selection)
     client = model_client("judge", cache=True) if names else None
     if client is None:
-        if names and selection:
+        if names and selection is not None:
             raise ConfigError(f"--judges {','.join(selection)} needs a judge model: set LOBEVAL_JUDGE_MODEL or "
                               f"LOBEVAL_MODEL, and OPENAI_API_KEY (or the AZURE_OPENAI_* variables)")
         status = "not run: no judge model configured" if names else "not run: switched off (--judges none)"

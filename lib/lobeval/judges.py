@@ -200,10 +200,10 @@ def final_score(turns: list[dict[str, Any]], goal: dict[str, Any] | None) -> dic
 
 
 def selected_judges(selection: list[str] | None) -> list[str]:
-    """The judges to run: all, or the names given; "none" switches them off."""
-    if not selection or selection == ["all"]:
+    """The judges to run: all (None or ["all"]), or the names given; [] or ["none"] switches them off."""
+    if selection is None or selection == ["all"]:
         return list(JUDGE_NAMES)
-    if selection == ["none"]:
+    if selection in ([], ["none"]):
         return []
     unknown = sorted(set(selection) - set(JUDGE_NAMES))
     if unknown:

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import nbformat
 import pandas as pd
+from matplotlib.figure import Figure
 
 from lobeval.compare import gate
 from lobeval.errors import ConfigError, LobevalError
@@ -102,12 +102,13 @@ def trend_table(index: str | Path, config: dict[str, Any], metrics: dict[str, An
     return pd.DataFrame(rows).set_index("run_id")
 
 
-def plot_trend(table: pd.DataFrame) -> plt.Figure | None:
+def plot_trend(table: pd.DataFrame) -> Figure | None:
     """Reliability and Success over the runs; None with fewer than two runs."""
     columns = [name for name in ("Reliability", "Success") if name in table]
     if len(table) < 2 or not columns:
         return None
-    figure, axes = plt.subplots(figsize=(7, 3))
+    figure = Figure(figsize=(7, 3))
+    axes = figure.subplots()
     for name in columns:
         axes.plot(range(len(table)), table[name].astype(float), marker="o", label=name)
     axes.set_xticks(range(len(table)), table.index, rotation=30, ha="right", fontsize=8)

@@ -1,0 +1,182 @@
+"""Root causes: a language model reads the failure clusters with conversation excerpts and names the causes.
+
+The reply is validated (pydantic, and every conversation it cites must be one it was shown); a
+reply still unusable after a retry raises `LLMError`: the caller records it, and no cause is made up.
+The model is the judge role's (LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL, SPEC §6).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lobeval.analyse import failure_signatures
+from lobeval.llm import LLMClient, LLMError, parse_json_object
+from lobeval.records import write_json
+from lobeval.roles import model_client
+
+MAX_CLUSTERS = 20
+MAX_CONVERSATIONS = 12
+LINE_CHARS = 300
+EXCERPT_LINES = 40
+
+PROMPT = """You analyse why a business chatbot failed automated tests. The chatbot serves users by
+calling functions (creating and updating records, looking things up). Each test conversation was
+scored against the function calls it should have made.
+
+Below are the failure clusters found by the scorer: each groups failures with the same signature
+(kind of failure, function, argument, category) and counts how often it happened. Kinds:
+missed_call (a required call never made), extra_call (a call nobody asked for), failed_call (the
+call was made but returned an error), wrong_argument / missing_argument / extra_argument (in a call
+that was made), forbidden_call, missing_output (a fact the user was never told), behaviour (a
+judge's verdict on a reply), claimed_not_done (the bot said it did something it did not do).
+After the clusters come excerpts of example conversations, each headed by its id and the failures
+found in it; lines are numbered by user turn.
+
+Find the root causes behind these failures: the few underlying reasons in the chatbot's behaviour
+(a misunderstood field, a missing confirmation step, a wrong default, ...), not one entry per
+symptom. Merge clusters that share a cause. Base every cause on what the excerpts show; if the
+evidence does not tell why something failed, say so in the description rather than guessing.
+
+Answer with a JSON object and nothing else:
+{"root_causes": [{"title": "<short name>",
+                  "description": "<what goes wrong and why, with the evidence>",
+                  "severity": "critical" | "high" | "medium" | "low",
+                  "conversations": ["<conversation ids exactly as given, e.g. case-001#0>"],
+                  "turns": [<user-turn numbers where it shows>],
+                  "suggested_fix": "<what to change in the chatbot>"}]}
+Severity: critical = wrong or unsafe changes to business data or false information; high = the
+user's task is not done; medium = done, but with friction or missing information; low = cosmetic."""
+
+
+class RootCause(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    severity: Literal["critical", "high", "medium", "low"]
+    conversations: list[str] = Field(min_length=1)
+    turns: list[int] = []
+    suggested_fix: str = Field(min_length=1)
+
+
+class RootCauses(BaseModel):
+    root_causes: list[RootCause]
+
+
+def _short(text: Any) -> str:
+    text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= LINE_CHARS else text[:LINE_CHARS] + "…"
+
+
+def excerpt(conversation: dict[str, Any]) -> list[str]:
+    """The transcript as numbered lines (turn, speaker or call), each shortened, at most EXCERPT_LINES."""
+    lines, turn = [], 0
+    calls: dict[int, list[dict[str, Any]]] = {}
+    for call in conversation.get("function_calls", []):
+        calls.setdefault(call.get("turn") if isinstance(call.get("turn"), int) else -1, []).append(call)
+
+    def add_calls(at: int) -> None:
+        for call in calls.pop(at, []):
+            outcome = f"ERROR {call['error']}" if call.get("error") else f"-> {_short(call.get('result'))}"
+            lines.append(f"[turn {at}] CALL {call.get('functionName')}({_short(call.get('arguments'))}) {outcome}")
+
+    for message in conversation.get("messages", []):
+        if message.get("role") == "user":
+            add_calls(turn)
+            turn += 1
+        lines.append(f"[turn {turn}] {str(message.get('role')).upper()}: {_short(message.get('content') or '')}")
+    for at in sorted(calls):
+        add_calls(at)
+    return lines if len(lines) <= EXCERPT_LINES else [*lines[:EXCERPT_LINES], "... (cut)"]
+
+
+def _conversation_ids(clusters: pd.DataFrame) -> list[str]:
+    ids: list[str] = []
+    for examples in clusters["examples"]:
+        ids += [example for example in examples if example not in ids]
+    return ids[:MAX_CONVERSATIONS]
+
+
+def build_prompt(clusters: pd.DataFrame, failures: pd.DataFrame,
+                 conversations: dict[tuple[str, int], dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
+    """The chat messages for the model, and the conversation ids it is shown (the only ones it may cite)."""
+    clusters = clusters.head(MAX_CLUSTERS)
+    parts = ["FAILURE CLUSTERS (count, conversations affected, signature, example conversations)"]
+    for cluster in clusters.itertuples(index=False):
+        signature = " ".join(f"{name}={value}" for name in ("kind", "function", "argument", "category")
+                             if (value := getattr(cluster, name)))
+        parts.append(f"- {cluster.count}x in {cluster.conversations} conversations: {signature}; "
+                     f"examples {', '.join(cluster.examples)}")
+    shown = []
+    for conversation_id in _conversation_ids(clusters):
+        case_id, trial = conversation_id.rsplit("#", 1)
+        conversation = conversations.get((case_id, int(trial)))
+        if conversation is None:
+            continue
+        shown.append(conversation_id)
+        mine = failures[(failures["case_id"] == case_id) & (failures["trial"] == int(trial))]
+        found = "; ".join(" ".join(str(value) for value in (row.kind, row.function, row.argument, row.category)
+                                   if value) for row in mine.itertuples(index=False))
+        parts += ["", f"CONVERSATION {conversation_id} (scenario {conversation.get('scenario_name')}); "
+                      f"failures: {found}", *excerpt(conversation)]
+    return [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(parts)}], shown
+
+
+def parse_root_causes(text: str, known: list[str]) -> list[dict[str, Any]]:
+    """The validated causes from a reply; ValueError naming the problem when the reply is unusable."""
+    try:
+        causes = RootCauses.model_validate(parse_json_object(text)).root_causes
+    except ValidationError as exc:
+        raise ValueError(f"reply does not match the schema: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") \
+            from None
+    unknown = sorted({cited for cause in causes for cited in cause.conversations} - set(known))
+    if unknown:
+        raise ValueError(f"reply cites conversations it was not shown: {', '.join(unknown)}")
+    return [cause.model_dump() for cause in causes]
+
+
+async def root_causes(clusters: pd.DataFrame, results: dict[str, Any],
+                      conversations: dict[tuple[str, int], dict[str, Any]], client: LLMClient,
+                      attempts: int = 2) -> list[dict[str, Any]]:
+    """Deduplicated root causes of the clustered failures (`analyse.failure_clusters`); [] without a
+    call when there are none. Usage is counted on `client.usage`."""
+    if clusters.empty:
+        return []
+    messages, shown = build_prompt(clusters, failure_signatures(results), conversations)
+    for attempt in range(attempts):
+        # A different seed makes the retry a different request, so the cache does not replay the bad reply.
+        result = await client.chat(messages, response_format={"type": "json_object"}, temperature=0.0, seed=attempt)
+        try:
+            return parse_root_causes(result.message.get("content") or "", shown)
+        except ValueError as exc:
+            problem = str(exc)
+    raise LLMError(f"root causes: the model's reply was unusable after {attempts} attempts: {problem}")
+
+
+def write_root_causes(path: str | Path, causes: list[dict[str, Any]]) -> Path:
+    """`root_causes.json` next to the results, written whole or not at all."""
+    return write_json(path, {"schema_version": 1, "root_causes": causes})
+
+
+async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
+                          conversations: dict[tuple[str, int], dict[str, Any]], out: str | Path) -> dict[str, Any]:
+    """What the notebook shows and glues: {"status", "path", "causes", "usage"}.
+
+    status: "run" (causes written to `out`), "not run: no model configured", or "error: ..." when
+    the endpoint gave up or its reply stayed unusable.
+    """
+    # Not cached: a cached unusable reply would be replayed on every rerun (one call per run is cheap).
+    client = model_client("judge", cache=False)
+    if client is None:
+        return {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
+    try:
+        causes = await root_causes(clusters, results, conversations, client)
+    except LLMError as exc:
+        return {"status": f"error: {exc}", "path": None, "causes": [], "usage": client.usage.to_dict()}
+    return {"status": "run", "path": str(write_root_causes(out, causes)), "causes": causes,
+            "usage": client.usage.to_dict()}

@@ -1,0 +1,136 @@
+"""The replay: display records from a row and its transcript, the static HTML, and the widget."""
+import json
+import re
+
+from lobeval.labels import list_labels
+from lobeval.replay import label_request, labelable_items, replay_data, replay_html, replay_widget
+
+ATTACK = "</script><script>alert(1)</script>"
+
+ROW = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket", "status": "scored", "termination": "user_finished",
+       "error": None, "Reliability": 0.5, "Success": 0,
+       "pairs": [{"expected_index": 0, "actual_index": 1, "functionName": "create_ticket", "optional": False,
+                  "failed": False,
+                  "arguments": {"title": {"expected": "Printer", "actual": "printer", "status": "correct"},
+                                "priority": {"expected": "High", "actual": "Low", "status": "wrong"},
+                                "due_date": {"expected": "2024-05-01", "actual": None, "status": "missing"}},
+                  "extra_arguments": {"notes": {"actual": ATTACK, "allowed": False}}}],
+       "unpaired_expected": [{"expected_index": 1, "functionName": "create_action", "optional": False}],
+       "unpaired_actual": [{"actual_index": 0, "functionName": "get_departments", "effect": "read", "allowed": False,
+                            "failed": False, "turn": 1}],
+       "extra_arguments": [{"functionName": "create_ticket", "argument": "notes", "actual": ATTACK,
+                            "allowed": False}],
+       "missing_outputs": ["TKT-9"], "forbidden_calls": []}
+
+CONVERSATION = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket",
+                "messages": [{"role": "assistant", "content": "Hello & welcome"},
+                             {"role": "user", "content": f"Make a ticket {ATTACK}"},
+                             {"role": "assistant", "content": "Which department?"},
+                             {"role": "user", "content": "IT"},
+                             {"role": "assistant", "content": "Created."}],
+                "function_calls": [
+                    {"functionName": "get_departments", "arguments": {}, "result": ["IT"], "error": None, "turn": 1},
+                    {"functionName": "create_ticket",
+                     "arguments": {"title": "printer", "priority": "Low", "notes": ATTACK},
+                     "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 2}]}
+
+CONVERSATIONS = {("t-001", 0): CONVERSATION}
+
+
+def test_steps_are_user_turns_with_their_calls_annotated():
+    [record] = replay_data({"rows": [ROW]}, CONVERSATIONS)
+    assert (record["id"], record["outcome"], record["missed"], record["missing_outputs"]) == \
+        ("t-001#0", "failed", ["create_action"], ["TKT-9"])
+    assert [step["turn"] for step in record["steps"]] == [0, 1, 2]
+    assert [m["content"] for m in record["steps"][1]["messages"]] == [f"Make a ticket {ATTACK}", "Which department?"]
+    [lookup] = record["steps"][1]["calls"]
+    assert (lookup["index"], lookup["verdict"], lookup["expected"]) == (0, "extra", "")
+    [create] = record["steps"][2]["calls"]
+    assert (create["verdict"], create["expected"], create["outcome"]) == ("paired", "create_ticket",
+                                                                          '→ {"ticket_id": "TKT-9"}')
+    assert create["arguments"] == [
+        {"argument": "title", "actual": '"printer"', "expected": '"Printer"', "status": "correct"},
+        {"argument": "priority", "actual": '"Low"', "expected": '"High"', "status": "wrong"},
+        {"argument": "due_date", "actual": "", "expected": '"2024-05-01"', "status": "missing"},
+        {"argument": "notes", "actual": json.dumps(ATTACK), "expected": "", "status": "extra"}]
+
+
+def test_case_ids_choose_the_conversations_and_a_missing_transcript_has_no_steps():
+    other = {**ROW, "case_id": "t-002"}
+    records = replay_data({"rows": [ROW, other]}, CONVERSATIONS, case_ids=["t-002"])
+    assert [(record["id"], record["steps"]) for record in records] == [("t-002#0", [])]
+
+
+def embedded(page):
+    match = re.search(r"<script type='application/json' id='(lobeval-replay-\w+)-data'>(.*?)</script>", page, re.S)
+    return match.group(1), match.group(2)
+
+
+def test_static_replay_cannot_be_broken_out_of_and_round_trips():
+    page = replay_html({"rows": [ROW]}, CONVERSATIONS)
+    assert "<script>alert" not in page and "</script><script>alert" not in page
+    element, data = embedded(page)
+    assert "<" not in data and ">" not in data and "&" not in data
+    assert json.loads(data) == replay_data({"rows": [ROW]}, CONVERSATIONS)
+    assert f"id='{element}'" in page
+    # two script elements, the data and the renderer; nothing is fetched from anywhere.
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    assert not re.search(r"(src|href)\s*=\s*[\"']?\s*(https?:)?//", page, re.I)
+    assert "innerHTML" not in page
+
+
+def test_two_replays_on_one_page_do_not_collide():
+    first, second = (embedded(replay_html({"rows": [ROW]}, CONVERSATIONS))[0] for _ in range(2))
+    assert first != second
+
+
+def test_labelable_items_are_the_unallowed_extra_calls_and_arguments():
+    row = {**ROW, "unpaired_actual": [*ROW["unpaired_actual"],
+                                      {"actual_index": 3, "functionName": "get_departments", "allowed": False,
+                                       "turn": 2},
+                                      {"actual_index": 4, "functionName": "get_ticket", "allowed": True, "turn": 2}]}
+    items = labelable_items(row)
+    assert [(item["kind"], item["functionName"], item["argument"]) for item in items] == [
+        ("allowed_extra_call", "get_departments", None), ("allowed_extra_argument", "create_ticket", "notes")]
+    assert label_request(items[1], row, scope="scenario", note="harmless", author="ana") == {
+        "kind": "allowed_extra_argument", "function_name": "create_ticket", "argument": "notes",
+        "scenario_name": "ticket", "note": "harmless", "author": "ana"}
+    assert label_request(items[0], row, scope="suite", note="", author="ana")["scenario_name"] is None
+
+
+def test_widget_steps_filters_and_writes_a_label(tmp_path):
+    passed = {**ROW, "case_id": "t-002", "scenario_name": "other", "Success": 1, "unpaired_actual": [],
+              "extra_arguments": []}
+    replay = replay_widget({"rows": [ROW, passed]}, CONVERSATIONS, suite_dir=tmp_path)
+    assert replay.conversation.value == "t-001#0" and replay.position.value == "turn 0 (1 of 3)"
+    assert "Hello &amp; welcome" in replay.view.value
+    replay.next.click()
+    replay.next.click()
+    replay.next.click()   # already at the last step: stays
+    assert replay.position.value == "turn 2 (3 of 3)"
+    assert "<script>alert" not in replay.view.value and "&lt;/script&gt;" in replay.view.value
+    assert "<tr class='a-wrong'><td>priority</td>" in replay.view.value
+    replay.previous.click()
+    assert replay.position.value == "turn 1 (2 of 3)"
+
+    controls = replay.labels.children
+    assert len(controls) == 2
+    text, scope, note, button = controls[1].children
+    scope.value, note.value, replay.author.value = "suite", "harmless", "ana"
+    button.click()
+    [label] = list_labels(tmp_path / "labels.jsonl").to_dict("records")
+    assert (label["kind"], label["functionName"], label["argument"], label["scenario_name"], label["note"],
+            label["author"]) == ("allowed_extra_argument", "create_ticket", "notes", None, "harmless", "ana")
+    assert button.disabled and label["id"] in replay.feedback.value
+
+    replay.outcome.value = "passed"
+    assert replay.conversation.options == (("t-002#0 — other — passed", "t-002#0"),)
+    assert replay.position.value == "" and replay.labels.children == ()
+    replay.outcome.value = "error"
+    assert replay.conversation.value is None and "no conversation matches" in replay.view.value
+
+
+def test_without_a_suite_the_widget_says_labels_cannot_be_saved():
+    replay = replay_widget({"rows": [ROW]}, CONVERSATIONS)
+    [note] = replay.labels.children
+    assert "labels cannot be saved" in note.value

@@ -35,7 +35,7 @@ def to_html(notebook: nbformat.NotebookNode) -> str:
     for cell in notebook.cells:   # scrapbook's glue is for the pipeline, not for readers
         cell["outputs"] = [output for output in cell.get("outputs", [])
                            if not any(kind.startswith("application/scrapbook") for kind in output.get("data", {}))]
-    body, _ = exporter.from_notebook_node(notebook)
+    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": "lobeval report"}})
     return self_contained(body)
 
 
@@ -72,7 +72,7 @@ def baseline_run(index: str | Path, config: dict[str, Any]) -> str | None:
     return earlier[-1]["run_dir"] if earlier else None
 
 
-def gate_verdict(run_dir: str | Path, config: dict[str, Any], index: str | Path) -> tuple[bool, pd.DataFrame]:
+def gate_verdict(run_dir: str | Path, config: dict[str, Any], index: str | Path) -> tuple[bool, list[dict[str, Any]]]:
     """The quality gate of the run's configuration (minimums), against the previous run of the suite
     when there is one with shared cases."""
     baseline = baseline_run(index, config)
@@ -80,17 +80,31 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], index: str | Path)
         checks = gate(run_dir, minimums=config["gate"], baseline=baseline)
     except ConfigError:   # no shared cases with the baseline: gate on the minimums alone
         checks = gate(run_dir, minimums=config["gate"])
-    table = pd.DataFrame(checks).rename(columns={"check": "check", "passed": "passed", "reason": "why"})
-    return all(check["passed"] for check in checks), table.set_index("check")
+    return all(check["passed"] for check in checks), checks
 
 
-def verdict_html(passed: bool, results: dict[str, Any]) -> str:
+def verdict_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, Any]) -> str:
     counts = results["counts"]
     colour, word = ("#1b7f3b", "PASSED") if passed else ("#b3261e", "FAILED")
+    items = "".join(f'<li><b style="color:{"#1b7f3b" if check["passed"] else "#b3261e"}">'
+                    f'{"PASS" if check["passed"] else "FAIL"}</b> {html.escape(check["check"])}: '
+                    f'{html.escape(check["reason"])}</li>' for check in checks)
     return (f'<div style="font-size:1.4em;padding:.6em;border-left:.4em solid {colour}">'
             f'Quality gate <b style="color:{colour}">{word}</b> · {counts["scored"]} conversations scored, '
             f'{counts["errors"]} machinery errors (not counted as the bot\'s failures), '
-            f'{counts["target_errors"]} target errors</div>')
+            f'{counts["target_errors"]} target errors</div><ul>{items}</ul>')
+
+
+def scenario_summary(results: dict[str, Any]) -> pd.DataFrame:
+    """Per scenario, the columns a reader needs: size, errors, the two main metrics with intervals,
+    claims and the judges' final score."""
+    rows = [{"scenario": entry["scenario_name"], "conversations": entry["conversations"], "errors": entry["errors"],
+             "Reliability": entry["Reliability"], "Reliability 95%": _band(entry.get("Reliability_interval")),
+             "Success": entry["Success"], "Success 95%": _band(entry.get("Success_interval")),
+             "claimed, not done": entry.get("claimed_not_done"), "done, not told": entry.get("done_not_told"),
+             "judge final score": entry.get("judge.final_score")}
+            for entry in results["scenarios"]]
+    return pd.DataFrame(rows).set_index("scenario").round(3)
 
 
 def trend_table(index: str | Path, config: dict[str, Any], metrics: dict[str, Any]) -> pd.DataFrame:

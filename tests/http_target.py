@@ -86,7 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, session: Any, message: str) -> Any:
         reply = asyncio.run(session.send(message))
-        return reply if isinstance(reply, str) else {"reply": reply.text, "function_calls": reply.function_calls}
+        return reply if isinstance(reply, str) else {"reply": reply.text, "function_calls": reply.function_calls,
+                                                     "usage": reply.usage}
 
     def _answer(self, handle: Any, *args: Any) -> None:
         try:

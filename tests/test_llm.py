@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 import time
@@ -13,7 +14,8 @@ import pytest
 
 from lobeval.errors import ConfigError
 from lobeval.llm import (
-    Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, Usage, parse_json_object, resolve_model,
+    Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, Usage, _assistant_message, _Unusable, parse_json_object,
+    resolve_model,
 )
 from lobeval.testing import FakeOpenAI, json_reply, tool_calls
 
@@ -142,9 +144,27 @@ def test_bad_tool_arguments_are_passed_through_as_the_bot_wrote_them(server):
     assert server.count == 1
 
 
-def test_same_client_works_across_event_loops(server):
+def test_same_client_works_across_event_loops_and_closes_its_connections_with_each(server, caplog, recwarn):
     llm = client(server)
-    assert [chat(llm, [{"role": "user", "content": f"{i}"}]).message["content"] for i in range(3)] == ["0", "1", "2"]
+    sdks = []
+    for i in range(3):
+        assert chat(llm, [{"role": "user", "content": f"{i}"}]).message["content"] == f"{i}"
+        sdks.append(llm._sdk)
+    assert len(set(map(id, sdks))) == 3 and all(sdk.is_closed() for sdk in sdks)
+    gc.collect()
+    assert "Unclosed" not in caplog.text and not [w for w in recwarn if "Unclosed" in str(w.message)]
+
+
+@pytest.mark.parametrize("completion, problem", [
+    ({"choices": []}, "IndexError"),
+    ({"id": "x"}, "KeyError: 'choices'"),
+    ({"choices": [{"message": {"content": None, "tool_calls": [{"id": "c1"}]}}]}, "KeyError: 'function'"),
+    ({"choices": [{"message": {"content": ""}}]}, "empty reply"),
+    ("not an object", "TypeError"),
+])
+def test_a_completion_of_the_wrong_shape_is_unusable(completion, problem):
+    with pytest.raises(_Unusable, match=problem):
+        _assistant_message(completion)
 
 
 def test_concurrency_is_bounded(server):

@@ -110,7 +110,7 @@ def test_a_half_finished_run_resumes_without_duplicates(finished_run, monkeypatc
     made, name = record["function_calls"][index], next(iter(record["function_calls"][index]["arguments"]))
     in_message = [call for message in record["messages"] for call in message.get("function_calls") or []][index]
     made["arguments"][name] = in_message["arguments"][name] = "</script><script>alert('y')</script>"
-    lines[0], lines[line] = json.dumps(record) + "\n", lines[0]
+    lines = [json.dumps(record) + "\n"] + lines[:line] + lines[line + 1:]    # first, so it is kept
     conversations.write_text("".join(lines[: len(lines) // 2]))
     for stage in STAGES[1:]:
         (run_dir / f"{stage}.ipynb").unlink()

@@ -48,6 +48,24 @@ def test_every_case_and_trial_is_written_once_with_the_spec_fields(tmp_path):
     assert result.terminations == {"user_finished": 12}
 
 
+def test_target_usage_adds_up_what_each_reply_reports(tmp_path, monkeypatch):
+    class Costly:
+        def start(self, case):
+            return self
+
+        def send(self, message):
+            return {"text": "Noted. Anything else?", "usage": {"prompt_tokens": 100, "completion_tokens": 7,
+                                                              "cost_usd": 0.25}}
+
+    monkeypatch.setattr(sys.modules[__name__], "Costly", Costly, raising=False)
+    dataset = leave_dataset(tmp_path / "d.jsonl", n=1)
+    run_sim(dataset, tmp_path / "c.jsonl", target=load_target(f"{__name__}:Costly"), max_turns=2)
+    [record] = read_jsonl(tmp_path / "c.jsonl")
+    usage = record["usage"]["target"]
+    assert record["termination"] == {"reason": "max_turns", "turns": 2}
+    assert (usage["calls"], usage["prompt_tokens"], usage["completion_tokens"], usage["cost_usd"]) == (2, 200, 14, 0.5)
+
+
 def test_rerun_resumes_skipping_finished_pairs_and_cuts_a_torn_last_line(tmp_path):
     dataset = leave_dataset(tmp_path / "d.jsonl")
     out = tmp_path / "c.jsonl"

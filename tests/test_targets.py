@@ -220,6 +220,12 @@ def test_target_cannot_alter_the_case(monkeypatch):
     assert CASE["business_data"]["ticket"]["id"] == 7
 
 
+def test_usage_of_a_turn_is_read_and_a_missing_field_counts_zero():
+    reply = send_json({"reply": "ok", "usage": {"prompt_tokens": 120, "cost_usd": 0.002, "other": "ignored"}})
+    assert reply.usage == {"prompt_tokens": 120, "completion_tokens": 0, "cost_usd": 0.002}
+    assert send_json({"reply": "ok"}).usage is None
+
+
 def test_arguments_given_as_a_json_string_are_parsed():
     call = {"functionName": "f", "arguments": '{"a": 1}', "result": [1]}
     reply = send_json({"reply": "ok", "function_calls": [call]})
@@ -243,6 +249,9 @@ def test_arguments_given_as_a_json_string_are_parsed():
      "function_calls[0].arguments is a list"),
     ({"text": "ok", "function_calls": [{"functionName": "f", "arguments": {}, "error": 500}]},
      "function_calls[0].error is a number"),
+    ({"text": "ok", "usage": [12]}, "usage is a list"),
+    ({"text": "ok", "usage": {"prompt_tokens": "12"}}, "usage.prompt_tokens is a string, expected a number >= 0"),
+    ({"text": "ok", "usage": {"cost_usd": -1}}, "usage.cost_usd is a number, expected a number >= 0"),
 ])
 def test_malformed_reply_names_what_is_wrong(reply, problem):
     with pytest.raises(TargetError) as info:

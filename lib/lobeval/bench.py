@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+import multiprocessing
 import os
 import resource
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,27 @@ def scripted_models(request: dict[str, Any]) -> Any:
     return "I need a new support ticket."
 
 
+def _serve(latency: float, pipe: Connection) -> None:
+    """The fake endpoint in a process of its own, as a real endpoint would be: its CPU is not the client's."""
+    with FakeOpenAI(scripted_models, latency=latency) as server:
+        pipe.send(server.base_url)
+        pipe.recv()
+        pipe.send(server.count)
+
+
+@contextlib.contextmanager
+def _endpoint(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
+    """Start the fake endpoint in another process; yield its base URL and a function counting its calls."""
+    ours, theirs = multiprocessing.Pipe()
+    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(latency, theirs), daemon=True)
+    process.start()
+    try:
+        yield ours.recv(), lambda: (ours.send("count"), ours.recv())[1]
+    finally:
+        process.terminate()
+        process.join()
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -44,22 +70,26 @@ async def _simulate_bench(conversations: int, concurrency: int, latency: float) 
     from lobeval.targets import load_target
 
     suite = Path(__file__).resolve().parents[2] / "scenarios" / "support_tickets"
-    with FakeOpenAI(scripted_models, latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
-        os.environ.update({"OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": server.base_url,
+    with _endpoint(latency) as (base_url, count_calls), tempfile.TemporaryDirectory() as tmp:
+        os.environ.update({"OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": base_url,
                            "LOBEVAL_MODEL": "bench-model", "LOBEVAL_CACHE_DIR": str(Path(tmp) / "cache")})
         dataset = generate(suite, Path(tmp) / "dataset.jsonl", cases_per_scenario=conversations).path
         # With a model configured the sample bot runs its llm policy, so both roles hit the endpoint.
         target = load_target("lobeval.samples.support_tickets:SupportTicketBot")
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = await simulate_async(dataset, Path(tmp) / "conversations.jsonl", target=target,
                                       user=make_user("llm", concurrency=concurrency), concurrency=concurrency,
                                       scenarios=["create_ticket"], progress=False)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         await target.aclose()
-        calls = server.count
+        calls = count_calls()
     ideal = calls * latency / concurrency
+    # Every bench conversation makes the same calls one after another, so they run in waves of
+    # `concurrency`; no scheduler finishes before the last wave does.
+    floor = math.ceil(result.written / concurrency) * calls / result.written * latency
     return {"conversations": result.written, "endings": dict(result.terminations), "model calls": calls,
-            "wall s": wall, "ideal s": ideal, "ratio": wall / ideal, "peak RSS MB": _peak_rss_mb()}
+            "wall s": wall, "client CPU s": cpu, "ideal s": ideal, "ratio": wall / ideal, "floor s": floor,
+            "peak RSS MB": _peak_rss_mb()}
 
 
 def bench_simulate(conversations: int = 200, concurrency: int = 32, latency: float = 0.1) -> dict[str, Any]:

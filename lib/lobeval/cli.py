@@ -89,7 +89,10 @@ def _bench(args: argparse.Namespace) -> int:
           f"{figures['model calls']} model calls at {args.latency * 1000:.0f} ms each, concurrency {args.concurrency}")
     print(f"wall time {figures['wall s']:.2f} s, ideal (calls x latency / concurrency) {figures['ideal s']:.2f} s, "
           f"ratio {figures['ratio']:.3f}")
-    print(f"peak memory (RSS) {figures['peak RSS MB']:.0f} MB")
+    print(f"floor of this shape (whole waves of {args.concurrency} conversations) {figures['floor s']:.2f} s, "
+          f"wall / floor {figures['wall s'] / figures['floor s']:.3f}")
+    print(f"client CPU {figures['client CPU s']:.2f} s, {figures['client CPU s'] / figures['model calls'] * 1000:.1f} ms "
+          f"per model call (the endpoint runs in another process); peak memory (RSS) {figures['peak RSS MB']:.0f} MB")
     return 0
 
 

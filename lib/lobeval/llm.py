@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -114,9 +114,9 @@ def scrub_key(config: ModelConfig, text: str) -> str:
 def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> openai.AsyncOpenAI:
     """The SDK client, without its own retries (LLMClient retries). Reads the key from `env`."""
     key = api_key(config, env)
-    # The SDK's default HTTP client closes itself on garbage collection by scheduling on whatever loop is
-    # running, which fails once LLMClient has moved to a new loop; the plain default client does not.
-    common = {"api_key": key, "max_retries": 0, "http_client": openai.DefaultAsyncHttpxClient()}
+    # aiohttp, the SDK's documented choice for concurrency: it halved the client's CPU per call in
+    # `lobeval bench simulate` against httpx's connection pool.
+    common = {"api_key": key, "max_retries": 0, "http_client": openai.DefaultAioHttpClient()}
     if config.provider == "azure":
         return openai.AsyncAzureOpenAI(azure_endpoint=config.base_url, api_version=config.api_version, **common)
     return openai.AsyncOpenAI(base_url=config.base_url, **common)
@@ -224,6 +224,7 @@ class LLMClient:
         self._cache = diskcache.Cache(str(cache_dir())) if cache else None
         self._price = load_prices().get(config.model)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncIterator[None] | None = None
 
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                    response_format: dict[str, Any] | None = None, temperature: float | None = 0.0,
@@ -261,19 +262,29 @@ class LLMClient:
         return stored, False, cost
 
     async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
-        completion = await sdk.chat.completions.create(model=self.config.model, timeout=self.timeout, **request)
+        completion = await self._post(sdk, "/chat/completions", request)
         return {"message": _assistant_message(completion), **_tokens(completion)}
 
     async def _send_embeddings(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
-        response = await sdk.embeddings.create(model=self.config.model, input=request["input"],
-                                               encoding_format="float", timeout=self.timeout)
-        data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
-        if len(data) != len(request["input"]):
-            raise _Unusable(f"{len(data)} embeddings for {len(request['input'])} texts")
-        return {"vectors": [list(item.embedding) for item in data], **_tokens(response)}
+        response = await self._post(sdk, "/embeddings", {**request, "encoding_format": "float"})
+        try:
+            data = sorted(response.get("data") or [], key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in data]
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise _Unusable(f"the embeddings response is malformed ({type(exc).__name__}: {exc})") from None
+        if len(vectors) != len(request["input"]):
+            raise _Unusable(f"{len(vectors)} embeddings for {len(request['input'])} texts")
+        return {"vectors": vectors, **_tokens(response)}
+
+    async def _post(self, sdk: openai.AsyncOpenAI, path: str, body: dict[str, Any]) -> Any:
+        """The SDK's raw `post`, answering the JSON as it came. The typed `create` methods would walk every
+        message and tool schema against TypedDicts, then build pydantic objects of the reply: most of the
+        client's CPU in `lobeval bench simulate`, for requests that are plain JSON already."""
+        return await sdk.post(path, cast_to=object, body={"model": self.config.model, **body},
+                              options={"timeout": self.timeout})
 
     async def _with_retries(self, send: Callable[[openai.AsyncOpenAI], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        sdk, semaphore = self._bound()
+        sdk, semaphore = await self._bound()
         attempts = 0
 
         async def attempt() -> dict[str, Any]:
@@ -291,11 +302,14 @@ class LLMClient:
             verdict = f"gave up after {attempts} attempts" if _retryable(exc) else f"not retried (attempt {attempts})"
             raise LLMError(f"model {self.config.model!r} (role {self.role}): {verdict}; last error: {cause}") from None
 
-    def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+    async def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         """The SDK client and semaphore of the running loop: both are tied to one event loop."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            self._loop, self._sdk, self._semaphore = loop, build_client(self.config), asyncio.Semaphore(self.concurrency)
+            sdk = build_client(self.config)
+            self._loop, self._sdk, self._semaphore = loop, sdk, asyncio.Semaphore(self.concurrency)
+            self._closer = _closed_with_loop(sdk)
+            await anext(self._closer)
         return self._sdk, self._semaphore
 
     def _wait(self, state: RetryCallState) -> float:
@@ -311,27 +325,38 @@ class LLMClient:
         return (prompt_tokens * self._price["input"] + completion_tokens * self._price["output"]) / 1e6
 
 
+async def _closed_with_loop(sdk: openai.AsyncOpenAI) -> AsyncIterator[None]:
+    """Closes `sdk` when its event loop shuts down: asyncio.run closes every suspended async generator
+    before closing the loop (and one dropped earlier is closed on its loop), so no caller has to."""
+    try:
+        yield
+    finally:
+        await sdk.close()
+
+
 def request_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _assistant_message(completion: Any) -> dict[str, Any]:
-    choices = getattr(completion, "choices", None)
-    if not choices:
-        raise _Unusable("the response has no choices")
-    message = choices[0].message
-    calls = [{"id": call.id, "type": "function",
-              "function": {"name": call.function.name, "arguments": call.function.arguments}}
-             for call in message.tool_calls or []]
-    if not message.content and not calls:
+    """The first choice's message of a chat completion's JSON, in the shape we store."""
+    try:
+        message = completion["choices"][0]["message"]
+        content = message.get("content")
+        calls = [{"id": call["id"], "type": "function",
+                  "function": {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}}
+                 for call in message.get("tool_calls") or []]
+    except (IndexError, KeyError, TypeError, AttributeError) as exc:
+        raise _Unusable(f"the completion is malformed ({type(exc).__name__}: {exc})") from None
+    if not content and not calls:
         raise _Unusable("an empty reply (no content, no tool calls)")
-    return {"role": "assistant", "content": message.content, **({"tool_calls": calls} if calls else {})}
+    return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
 
 
 def _tokens(response: Any) -> dict[str, int]:
-    usage = getattr(response, "usage", None)
-    return {"prompt_tokens": getattr(usage, "prompt_tokens", None) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", None) or 0}
+    usage = response.get("usage") if isinstance(response, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    return {"prompt_tokens": usage.get("prompt_tokens") or 0, "completion_tokens": usage.get("completion_tokens") or 0}
 
 
 def _retryable(exc: BaseException) -> bool:

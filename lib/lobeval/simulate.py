@@ -28,7 +28,7 @@ class Transcript:
     messages: list[dict[str, Any]] = field(default_factory=list)
     function_calls: list[dict[str, Any]] = field(default_factory=list)
     turns: int = 0
-    target_calls: int = 0
+    target_usage: Usage = field(default_factory=Usage)   # calls: the messages sent to the target
 
     def user_said(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
@@ -63,7 +63,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                 reason = "user_finished"
                 break
             reply = await session.send(message)
-            transcript.target_calls += 1
+            transcript.target_usage.add(**(reply.usage or {}))
             transcript.bot_said(reply)
             bot_text = reply.text
             if judge is not None:
@@ -85,7 +85,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
         "termination": {"reason": reason, "turns": transcript.turns,
                         **({"judge_reason": verdict} if verdict is not None else {})},
         "usage": {"user": _usage(getattr(user_session, "usage", None)),
-                  "target": {**_usage(None), "calls": transcript.target_calls},
+                  "target": transcript.target_usage.to_dict(),
                   "judge": judge_usage.to_dict()},
         "error": error, "duration_s": round(time.perf_counter() - started, 3),
         "target": target.name, "user_simulator": user.name, "end_state": end_state,

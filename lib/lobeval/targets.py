@@ -29,11 +29,16 @@ class Reply:
     """One turn of the target: what it said and the function calls it made, in order.
 
     Each call is `{"functionName", "arguments", "result"}` plus `"error"` (a message, or None)
-    when the backend refused or raised: such a call was attempted but not done.
+    when the backend refused or raised: such a call was attempted but not done. `usage`, optional,
+    is what the turn cost the target in its own model calls: any of USAGE_FIELDS, numbers.
     """
 
     text: str
     function_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, float] | None = None
+
+
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost_usd")
 
 
 class TargetError(Exception):
@@ -285,15 +290,29 @@ def _reply(raw: Any) -> Reply:
     """Normalise a target's answer (Reply-like object, or dict with text/reply) into a Reply."""
     if isinstance(raw, dict):
         text, calls = raw.get("text", raw.get("reply", _MISSING)), raw.get("function_calls", [])
+        usage = raw.get("usage")
     elif hasattr(raw, "text"):
-        text, calls = raw.text, getattr(raw, "function_calls", [])
+        text, calls, usage = raw.text, getattr(raw, "function_calls", []), getattr(raw, "usage", None)
     else:
         raise _malformed(f"reply: got {_describe(raw)}")
     if not isinstance(text, str):
         raise _malformed(f"reply: text is {_describe(text)}")
     if not isinstance(calls, list):
         raise _malformed(f"reply: function_calls is {_describe(calls)}")
-    return Reply(text, [_function_call(f"reply: function_calls[{i}]", call) for i, call in enumerate(calls)])
+    return Reply(text, [_function_call(f"reply: function_calls[{i}]", call) for i, call in enumerate(calls)],
+                 _usage(usage))
+
+
+def _usage(usage: Any) -> dict[str, float] | None:
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise _malformed(f"reply: usage is {_describe(usage)}")
+    for name in USAGE_FIELDS:
+        value = usage.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise _malformed(f"reply: usage.{name} is {_describe(value)}, expected a number >= 0")
+    return {name: usage.get(name, 0) for name in USAGE_FIELDS}
 
 
 def _function_call(where: str, call: Any) -> dict[str, Any]:

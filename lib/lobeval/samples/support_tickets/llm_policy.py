@@ -13,7 +13,7 @@ from typing import Any
 from lobeval.llm import LLMClient
 from lobeval.samples.support_tickets.backend import SupportBackend
 from lobeval.samples.support_tickets.wording import GREETING
-from lobeval.targets import Reply
+from lobeval.targets import USAGE_FIELDS, Reply
 
 MAX_ROUNDS = 8
 GAVE_UP = "Sorry, I could not finish that request. Could you say again what you need, perhaps in other words?"
@@ -54,18 +54,23 @@ class LLMPolicy:
     async def respond(self, message: str) -> Reply:
         self.messages.append({"role": "user", "content": message})
         calls: list[dict[str, Any]] = []
+        usage = dict.fromkeys(USAGE_FIELDS, 0)
         for _ in range(MAX_ROUNDS):
-            answer = (await self.client.chat(self.messages, tools=self.tools)).message
+            result = await self.client.chat(self.messages, tools=self.tools)
+            if not result.cached:
+                for name in USAGE_FIELDS:
+                    usage[name] += getattr(result, name)
+            answer = result.message
             self.messages.append(answer)
             if not answer.get("tool_calls"):
-                return Reply(answer.get("content") or "", calls)
+                return Reply(answer.get("content") or "", calls, usage)
             for tool_call in answer["tool_calls"]:
                 record = self._run(tool_call["function"])
                 calls.append(record)
                 outcome = record["result"] if record["error"] is None else {"error": record["error"]}
                 self.messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": json.dumps(outcome)})
         self.messages.append({"role": "assistant", "content": GAVE_UP})
-        return Reply(GAVE_UP, calls)
+        return Reply(GAVE_UP, calls, usage)
 
     def _run(self, function: dict[str, Any]) -> dict[str, Any]:
         """Run one tool call; arguments that are not a JSON object make a failed call, not a crash."""

@@ -158,3 +158,28 @@ def test_evaluate_notebook_glues_results_and_metrics(files):
     assert scraps["results_path"].data == str(tmp / "r.json")
     assert scraps["metrics"].data["Reliability"] == pytest.approx(0.875)
     assert scraps["counts"].data["scored"] == 2
+
+
+def test_with_an_embedding_model_free_text_is_compared_by_meaning_and_embedded_once(tmp_path, monkeypatch):
+    from lobeval.evaluate import with_embeddings
+    from lobeval.scoring import Rules, score_conversation
+    from lobeval.testing import FakeOpenAI
+
+    case = {**CASE, "expected_function_calls": [{"functionName": "create_ticket",
+                                                 "arguments": {"title": "printer on floor three jams paper"}}]}
+    made = lambda title: {**conversation(), "function_calls": [{"functionName": "create_ticket", "arguments": {
+        "title": title}, "result": {}, "error": None, "turn": 1}]}
+    # The fake endpoint embeds a bag of words: the same words in another order are the same meaning,
+    # while their character-level fuzzy ratio is far below the 0.8 threshold.
+    work = [(made("paper jams printer on floor three"), case), (made("the coffee machine leaks"), case)]
+    with FakeOpenAI() as server:
+        for name, value in {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url,
+                            "LOBEVAL_EMBEDDING_MODEL": "fake-embedder", "LOBEVAL_CACHE_DIR": str(tmp_path)}.items():
+            monkeypatch.setenv(name, value)
+        rules = with_embeddings(Rules(), work)
+        assert len(server.requests) == 1 and len(server.requests[0]["input"]) == 3   # one batch, each text once
+        with_embeddings(Rules(), work)
+        assert len(server.requests) == 1                                             # cached
+    assert rules.text_mode == "semantic"
+    assert [score_conversation(c, k, rules)["Recall_args"] for c, k in work] == [1.0, 0.0]
+    assert [score_conversation(c, k, Rules())["Recall_args"] for c, k in work] == [0.0, 0.0]

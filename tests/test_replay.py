@@ -1,6 +1,11 @@
 """The replay: display records from a row and its transcript, the static HTML, and the widget."""
 import json
 import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 
 from lobeval.labels import list_labels
 from lobeval.replay import label_request, labelable_items, replay_data, replay_html, replay_widget
@@ -77,6 +82,28 @@ def test_static_replay_cannot_be_broken_out_of_and_round_trips():
     assert page.count("<script") == 2 and page.count("</script>") == 2
     assert not re.search(r"(src|href)\s*=\s*[\"']?\s*(https?:)?//", page, re.I)
     assert "innerHTML" not in page
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's script")
+def test_static_replay_script_steps_through_turns_showing_markup_as_text(tmp_path):
+    page = tmp_path / "replay.html"
+    page.write_text(replay_html({"rows": [ROW]}, CONVERSATIONS), encoding="utf-8")
+    shown = json.loads(subprocess.run(["node", str(Path(__file__).with_name("replay_dom.js")), str(page),
+                                       "next,next,next,prev"], capture_output=True, text=True, check=True).stdout)
+    texts = lambda view: [(node["cls"], node.get("text")) for node in view["children"]]
+    assert shown[0]["options"] == ["t-001#0 — ticket — failed"]
+    assert [view["pos"] for view in shown] == ["turn 0 (1 of 3)", "turn 1 (2 of 3)", "turn 2 (3 of 3)",
+                                               "turn 2 (3 of 3)", "turn 1 (2 of 3)"]
+    assert texts(shown[0]["view"])[2:] == [("warn", "expected but not called: create_action"),
+                                           ("warn", "not told to the user: TKT-9"),
+                                           ("m assistant", "assistant: Hello & welcome")]
+    assert ("m user", f"user: Make a ticket {ATTACK}") in texts(shown[1]["view"])
+    create = shown[2]["view"]["children"][-1]
+    assert (create["cls"], create["children"][0]["text"]) == ("call v-paired",
+                                                              "#1 create_ticket — paired (expected create_ticket)")
+    rows = [(row["cls"], [cell["text"] for cell in row["children"]]) for row in create["children"][1]["children"][1:]]
+    assert rows[1] == ("a-wrong", ["priority", '"Low"', '"High"', "wrong"])
+    assert rows[3] == ("a-extra", ["notes", json.dumps(ATTACK), "", "extra"])
 
 
 def test_two_replays_on_one_page_do_not_collide():

@@ -9,7 +9,7 @@ from lobeval.cli import main
 from lobeval.evaluate import evaluate
 from lobeval.generate import generate
 from lobeval.lint import case_problems, perfect_conversation
-from lobeval.records import write_jsonl
+from lobeval.records import state_changes, with_changes, write_jsonl
 from lobeval.scoring import Rules, state_differences
 from lobeval.simulate import simulate_async
 from lobeval.targets import load_target
@@ -34,6 +34,19 @@ def test_state_differences_ignore_generated_ids_and_timestamps():
         {"path": "tickets.T1.priority", "expected": "High", "actual": "Low"},
         {"path": "tickets.<new T2>", "expected": None, "actual": {"id": "T2", "title": "Stray", "created_at": "t9"}}]
     assert state_differences(initial, expected, copy.deepcopy(expected)) == []
+
+
+BEFORE = {"tickets": {"T1": {"priority": "Low"}, "T2": {"priority": "High"}}, "version": 1, "gone": {"x": 1}}
+AFTER = {"tickets": {"T1": {"priority": "High"}, "T3": {"priority": "Low"}}, "version": 2, "new": {"y": 2}}
+
+
+def test_state_changes_keep_what_changed_and_give_back_the_whole_state():
+    changes = state_changes(BEFORE, AFTER)
+    assert changes == {"gone": None, "new": {"y": 2}, "tickets": {"T1": {"priority": "High"}, "T2": None,
+                                                                 "T3": {"priority": "Low"}}, "version": 2}
+    assert with_changes(BEFORE, changes) == {**AFTER, "gone": None}
+    assert state_changes(BEFORE, copy.deepcopy(BEFORE)) == {}
+    assert state_changes(None, AFTER) is None and state_changes(BEFORE, None) is None
 
 
 def test_sample_bot_applies_calls_in_process_and_over_http():
@@ -78,7 +91,7 @@ def test_evaluate_reports_end_state_differences(tmp_path):
     records = read_jsonl(tmp_path / "c.jsonl")
     escalated = next(r for r in records if r["scenario_name"] == "escalate_ticket")
     ticket_id = escalated["function_calls"][-1]["arguments"]["ticket_id"]
-    escalated["end_state"]["tickets"][ticket_id]["priority"] = "Low"   # as if the update had not happened
+    escalated["state_changes"]["tickets"][ticket_id]["priority"] = "Low"   # as if the update had not happened
     write_jsonl(tmp_path / "c.jsonl", records)
     rows = {r["scenario_name"]: r for r in evaluate(dataset, tmp_path / "c.jsonl", tmp_path / "r.json",
                                                       suite=SAMPLE_SUITE, progress=False).results["rows"]}

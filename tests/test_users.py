@@ -52,7 +52,8 @@ def test_user_with_two_items_moves_on_after_the_first_succeeds():
     record = talk(leave_case(calls=calls))
     assert [c["functionName"] for c in record["function_calls"]] == ["book_leave", "cancel_leave"]
     assert record["function_calls"][1]["error"] is None
-    assert record["end_state"]["bookings"].keys() == {"LV-101"}
+    changes = record["state_changes"]["bookings"]      # LV-101 booked, LV-7 cancelled (removed)
+    assert changes.keys() == {"LV-101", "LV-7"} and changes["LV-7"] is None
 
 
 def test_planned_mistake_is_given_first_then_corrected_when_the_bot_objects():

@@ -23,7 +23,7 @@ from lobeval.claims import find_claims
 from lobeval.errors import ConfigError, RecordError
 from lobeval.judges import judge_all, selected_judges, summarise_judges
 from lobeval.llm import Usage, run_sync
-from lobeval.records import read_cases, read_conversations, read_labels, write_json
+from lobeval.records import read_cases, read_conversations, read_labels, with_changes, write_json
 from lobeval.scoring import METRICS, Rules, concrete, fuzzy_similar, resolver, score_conversation, state_differences
 from lobeval.stats import summarise
 from lobeval.suite import Suite, function_key, load_suite
@@ -182,7 +182,7 @@ def score_with_azure(work: list[tuple[dict, dict]], rules: Rules) -> tuple[list[
         data = Path(tmp) / "data.jsonl"
         with data.open("w", encoding="utf-8") as handle:
             for conversation, case in work:
-                slim = {k: v for k, v in conversation.items() if k != "end_state"}
+                slim = {k: v for k, v in conversation.items() if k != "state_changes"}
                 handle.write(json.dumps({"conversation": slim, "case": case}, default=str) + "\n")
         quiet = io.StringIO()
         logging.disable(logging.INFO)
@@ -207,7 +207,7 @@ def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules:
 def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
                    target: str | None) -> list[dict[str, Any]]:
     """Compare each recorded end state with the state the expected calls leave on a fresh session."""
-    recorded = [(conversation, case) for conversation, case in work if conversation.get("end_state") is not None]
+    recorded = [(conversation, case) for conversation, case in work if conversation.get("state_changes") is not None]
     specs = {target or conversation.get("target") for conversation, _ in recorded} - {None}
     if not specs:
         return [{**row, "state": None} for row in rows]
@@ -219,7 +219,8 @@ def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
             states[conversation["case_id"], conversation.get("trial", 0)] = replay
         elif replay is not None:
             states[conversation["case_id"], conversation.get("trial", 0)] = {
-                "differences": state_differences(replay["initial"], replay["expected"], conversation["end_state"]),
+                "differences": state_differences(replay["initial"], replay["expected"],
+                                                 with_changes(replay["initial"], conversation["state_changes"])),
                 "replay_errors": replay["replay_errors"]}
     return [{**row, "state": states.get((row["case_id"], row["trial"]))} for row in rows]
 

@@ -191,3 +191,33 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
             raise RecordError(path, where, "scenario_name", "must be a scenario name, or absent for the whole suite")
         labels.append(label)
     return labels
+
+
+def state_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a conversation changed in a state of tables `{table: {id: record}}`: per table, each record
+    added or changed (whole) or removed (None); a value that is not a table, whole when it changed.
+    Conversations keep this rather than the whole end state, which may be the bot's whole database."""
+    if before is None or after is None:
+        return None
+    changes: dict[str, Any] = {}
+    for table in sorted(before.keys() | after.keys()):
+        old, new = before.get(table), after.get(table)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed = {key: new.get(key) for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)}
+            if changed:
+                changes[table] = changed
+        elif old != new:
+            changes[table] = new
+    return changes
+
+
+def with_changes(state: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """The state after `changes` (from state_changes) are applied to it."""
+    result = dict(state)
+    for table, changed in changes.items():
+        old = state.get(table)
+        if isinstance(old, dict) and isinstance(changed, dict):
+            result[table] = {key: record for key, record in {**old, **changed}.items() if record is not None}
+        else:
+            result[table] = changed
+    return result

@@ -16,7 +16,7 @@ from typing import Any
 
 from lobeval.errors import ConfigError
 from lobeval.llm import LLMError, Usage
-from lobeval.records import Case, dumps, iter_jsonl, read_cases
+from lobeval.records import Case, dumps, iter_jsonl, read_cases, state_changes
 from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
 
@@ -42,12 +42,13 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                    max_turns: int = 20, stop_phrase: str = STOP_PHRASE) -> dict[str, Any]:
     """One conversation, always returned as a record: failures are data, never exceptions."""
     started = time.perf_counter()
-    transcript, end_state, error, verdict = Transcript(), None, None, None
+    transcript, changes, error, verdict = Transcript(), None, None, None
     judge_usage = Usage()
     user_session = user.start(case)
     session = None
     try:
         session = await target.start(case.model_dump())
+        start_state = await session.state()
         greeting = await session.greeting()
         if greeting is not None:
             transcript.bot_said(greeting)
@@ -71,7 +72,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                 if complete:
                     reason = "judged_complete"
                     break
-        end_state = await session.state()
+        changes = state_changes(start_state, await session.state())
     except TargetError as exc:
         reason, error = "target_error", str(exc)
     except LLMError as exc:
@@ -88,7 +89,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                   "target": transcript.target_usage.to_dict(),
                   "judge": judge_usage.to_dict()},
         "error": error, "duration_s": round(time.perf_counter() - started, 3),
-        "target": target.name, "user_simulator": user.name, "end_state": end_state,
+        "target": target.name, "user_simulator": user.name, "state_changes": changes,
     }
 
 

@@ -143,3 +143,11 @@ def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
                                            r".*kept at .*01_generate.ipynb"):
         pipeline.run(suite=str(suite), run_id="broken")
     assert (tmp_path / "runs" / "broken" / "01_generate.ipynb").exists()
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_committed_notebooks_have_no_outputs_and_one_parameters_cell(stage):
+    notebook = json.loads((REPO / "notebooks" / f"{stage}.ipynb").read_text(encoding="utf-8"))
+    code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert [(cell["outputs"], cell["execution_count"]) for cell in code] == [([], None)] * len(code)
+    assert sum("parameters" in cell.get("metadata", {}).get("tags", []) for cell in code) == 1

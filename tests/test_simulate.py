@@ -203,3 +203,15 @@ def test_completion_judge_ends_the_conversation_when_the_goal_is_met(model_env, 
     if reason == "judged_complete":
         assert record["termination"]["judge_reason"] == "booked"
     assert record["usage"]["judge"]["calls"] >= 1
+
+
+def test_bench_simulate_prints_its_figures(capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOBEVAL_MODEL", "LOBEVAL_CACHE_DIR"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))   # the bench sets them; restored afterwards
+    assert main(["bench", "simulate", "--conversations", "8", "--concurrency", "4", "--latency", "0.01"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("simulate: 8 conversations ({'user_finished': 8}), 48 model calls at 10 ms each, "
+                        "concurrency 4")
+    assert "ideal (calls x latency / concurrency) 0.12 s, ratio " in lines[1]
+    assert lines[2].startswith("floor of this shape (whole waves of 4 conversations) 0.12 s, wall / floor ")
+    assert lines[3].startswith("client CPU ") and "ms per model call" in lines[3] and "peak memory (RSS)" in lines[3]

@@ -52,6 +52,7 @@ def _endpoint(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
     ours, theirs = multiprocessing.Pipe()
     process = multiprocessing.get_context("spawn").Process(target=_serve, args=(latency, theirs), daemon=True)
     process.start()
+    theirs.close()   # so that a server that dies ends our recv() with EOFError instead of a hang
     try:
         yield ours.recv(), lambda: (ours.send("count"), ours.recv())[1]
     finally:

@@ -1,8 +1,8 @@
 """A real HTTP server that exposes an in-process toy bot through the SPEC §5 HTTP protocol.
 
-Test-only rules: an exception in the bot answers 500 with its message; a bot reply that is a
-plain str is sent as-is (not JSON); a session without `state` answers 404 to GET .../state, one without `apply` 404 to
-POST .../apply.
+Test-only rules: an exception in the bot answers 500 with its message, `lobeval.TargetUnavailable`
+503 and `Status(code)` that code; a bot reply that is a plain str is sent as-is (not JSON); a session
+without `state` answers 404 to GET .../state, one without `apply` 404 to POST .../apply.
 """
 from __future__ import annotations
 
@@ -15,7 +15,17 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from lobeval import TargetUnavailable
+
 BASE_PATH = "/v1"
+
+
+class Status(Exception):
+    """Raised by a bot behind `serve`: answer with this HTTP status."""
+
+    def __init__(self, code: int):
+        super().__init__(f"status {code}")
+        self.code = code
 
 
 class BotServer(ThreadingHTTPServer):
@@ -92,6 +102,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, handle: Any, *args: Any) -> None:
         try:
             result = handle(*args)
+        except Status as exc:
+            self._write(exc.code, str(exc))
+        except TargetUnavailable as exc:
+            self._write(503, f"Service Unavailable\n{exc}")
         except Exception as exc:
             self._write(500, f"Internal Server Error\n{type(exc).__name__}: {exc}")
         else:

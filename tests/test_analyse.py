@@ -1,17 +1,12 @@
 """Error analysis on a small hand-made results file: breakdowns, signatures, clusters, labels."""
-import json
 import math
 
 import pytest
 
 from lobeval.analyse import (argument_table, conversations_df, cost_table, failure_clusters, failure_signatures,
-                             function_table, load_results, plot_metric_distributions, plot_pass_k,
+                             function_table, plot_metric_distributions, plot_pass_k,
                              plot_recall_heatmap, recall_matrix, termination_table, wrong_value_pairs,
                              worst_conversations)
-from lobeval.errors import ConfigError, RecordError
-from lobeval.evaluate import evaluate
-from lobeval.labels import add_label, compare_labels, list_labels, revoke_label
-from lobeval.records import write_jsonl
 
 
 def row(case_id, scenario, reliability, success, **found):
@@ -65,13 +60,6 @@ RESULTS = {"rows": [
     {"case_id": "d-001", "trial": 0, "scenario_name": "s2", "status": "error", "termination": None,
      "error": "llm_error: gave up", "Reliability": None, "Success": None},
 ]}
-
-
-def test_load_results_rejects_a_file_without_rows(tmp_path):
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps({"metrics": {}}))
-    with pytest.raises(RecordError, match="field 'rows': is required"):
-        load_results(path)
 
 
 def test_conversations_df_has_one_row_per_conversation():
@@ -145,54 +133,6 @@ def test_failures_are_grouped_by_signature_with_examples():
     assert top["examples"] == ["a-001#0"]
 
 
-def test_labels_are_added_listed_and_revoked(tmp_path):
-    path = tmp_path / "labels.jsonl"
-    first = add_label(path, kind="allowed_extra_call", function_name="get_ticket", note="lookup is fine",
-                      author="ana")
-    second = add_label(path, kind="allowed_extra_argument", function_name="create_ticket", scenario_name="ticket",
-                       argument="notes", note="harmless", author="ana")
-    listed = list_labels(path)
-    assert listed["id"].tolist() == [first["id"], second["id"]]
-    assert listed.loc[0, "scenario_name"] is None and listed.loc[1, "argument"] == "notes"
-    revoke_label(path, first["id"])
-    assert list_labels(path)["id"].tolist() == [second["id"]]
-    with pytest.raises(ConfigError, match=f"no label with id '{first['id']}'"):
-        revoke_label(path, first["id"])
-
-
-def test_an_argument_label_needs_its_argument(tmp_path):
-    with pytest.raises(ConfigError, match="an argument is required for allowed_extra_argument labels"):
-        add_label(tmp_path / "l.jsonl", kind="allowed_extra_argument", function_name="f", note="", author="a")
-    assert not (tmp_path / "l.jsonl").exists()
-
-
-def test_labels_change_precision_when_re_scored(tmp_path):
-    case = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
-            "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"}}]}
-    conversation = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket",
-                    "messages": [{"role": "user", "content": "Create it"}, {"role": "assistant", "content": "Done."}],
-                    "function_calls": [
-                        {"functionName": "get_ticket", "arguments": {"ticket_id": "TKT-1"}, "result": {},
-                         "error": None, "turn": 1},
-                        {"functionName": "create_ticket", "arguments": {"title": "Printer jams", "notes": "x"},
-                         "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
-                    "termination": {"reason": "user_finished", "turns": 2}}
-    dataset = write_jsonl(tmp_path / "d.jsonl", [case])
-    conversations = write_jsonl(tmp_path / "c.jsonl", [conversation])
-    labels = tmp_path / "labels.jsonl"
-    before = evaluate(dataset, conversations, tmp_path / "before.json", labels=labels, progress=False).results
-    # One extra call of two: Precision_fn 1/2; one extra argument of two: Precision_args 1/2.
-    assert (before["metrics"]["Precision_fn"], before["metrics"]["Precision_args"]) == (0.5, 0.5)
-    add_label(labels, kind="allowed_extra_call", function_name="Plugin-Get_Ticket", note="lookup", author="ana")
-    add_label(labels, kind="allowed_extra_argument", function_name="create_ticket", scenario_name="ticket",
-              argument="notes", note="harmless", author="ana")
-    after = evaluate(dataset, conversations, tmp_path / "after.json", labels=labels, progress=False).results
-    change = compare_labels(before, after)
-    assert change.loc["Precision_fn"].tolist() == [0.5, 1.0, 0.5]
-    assert change.loc["Precision_args"].tolist() == [0.5, 1.0, 0.5]
-    assert change.loc["Recall_fn", "change"] == 0.0
-
-
 def test_recall_matrix_is_blank_where_a_function_was_not_expected():
     matrix = recall_matrix(RESULTS)
     # s1: create_ticket paired twice; create_action missed once. s2: create_ticket paired once.
@@ -235,6 +175,7 @@ def test_error_analysis_notebook_runs_offline_and_glues_the_clusters(tmp_path, m
 
     from helpers import REPO, SAMPLE_SUITE, read_jsonl
     from lobeval.cli import main
+    from lobeval.records import write_jsonl
 
     for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)

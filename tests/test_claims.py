@@ -1,10 +1,12 @@
 """Claimed but not done / done but not told, on hand-written transcripts."""
 import pytest
 
-from lobeval.claims import family_of, find_claims
+from lobeval.claims import entity_words, family_of, find_claims
 
 TOOLS = {"create_ticket": {"effect": "write"}, "update_ticket": {"effect": "write"},
-         "get_ticket": {"effect": "read"}, "cancel_order": {"effect": "write"}}
+         "get_ticket": {"effect": "read"}, "cancel_order": {"effect": "write"}, "cancel_ticket": {"effect": "write"}}
+SUPPORT_TOOLS = {name: {"effect": "write", "function": {"name": name}} for name in
+                 ("create_support_ticket", "update_support_ticket", "create_action_item", "update_action_item")}
 
 
 def call(name, result=None, error=None, turn=1, **arguments):
@@ -73,12 +75,83 @@ def test_a_write_the_user_was_never_told_about():
     assert find_claims(conv, TOOLS)["done_not_told"] == [{"actual_index": 1, "functionName": "update_ticket", "turn": 1}]
 
 
-def test_telling_later_or_by_the_returned_id_counts():
+def test_telling_in_a_later_message_counts():
     conv = transcript(("user", "Make a ticket"),
                       ("assistant", "One moment.", [call("create_ticket", {"id": "TKT-5"})]),
                       ("user", "And?"),
-                      ("assistant", "Your new ticket is TKT-5."))
+                      ("assistant", "Your ticket TKT-5 has been created."))
     assert find_claims(conv, TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_reading_out_the_id_alone_does_not_tell_what_was_done():
+    conv = transcript(("user", "What about my ticket TKT-3?"),
+                      ("assistant", "TKT-3: printer jams, High priority.",
+                       [call("cancel_ticket", {"ok": True}, ticket_id="TKT-3")]),
+                      ("user", "Thanks"),
+                      ("assistant", "Your new ticket is TKT-5.", [call("create_ticket", {"id": "TKT-5"}, turn=2)]))
+    assert find_claims(conv, TOOLS)["done_not_told"] == [
+        {"actual_index": 0, "functionName": "cancel_ticket", "turn": 1},
+        {"actual_index": 1, "functionName": "create_ticket", "turn": 2}]
+
+
+def test_a_statement_of_the_action_about_the_id_tells_it():
+    conv = transcript(("user", "Cancel TKT-3"),
+                      ("assistant", "TKT-3 has been cancelled.",
+                       [call("cancel_ticket", {"ok": True}, ticket_id="TKT-3")]))
+    assert find_claims(conv, TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+
+
+@pytest.mark.parametrize("sentence", [
+    "Please give its id (e.g. ACT-5017).",
+    "Please provide the action item id, for example ACT-5017.",
+    "Action item ids look like ACT-5017.",
+    "Give me the id of a ticket such as TKT-1042.",
+    "Enter the id of the ticket you created.",
+    "Now tell me which action item was updated.",
+    "Could you send the ids of the tickets I created yesterday.",
+])
+def test_examples_and_requests_are_not_claims(sentence):
+    conv = transcript(("user", "Update an action item"), ("assistant", f"Sure. {sentence}"))
+    assert find_claims(conv, SUPPORT_TOOLS)["claimed_not_done"] == []
+
+
+@pytest.mark.parametrize("text", ["I'd like to confirm that TKT-9 has been created.",
+                                  "Ticket TKT-9 has been created, please tell me if you need anything else."])
+def test_a_claim_next_to_like_or_a_request_is_still_a_claim(text):
+    conv = transcript(("user", "Open a ticket"), ("assistant", text))
+    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["create", "TKT-9"]
+
+
+def test_a_claim_is_backed_only_by_a_write_on_the_entity_it_names():
+    conv = transcript(("user", "Open a ticket and an action item"),
+                      ("assistant", "Done: created ticket TKT-5.",
+                       [call("create_support_ticket", {"ticket_id": "TKT-5"})]),
+                      ("user", "And the action item?"),
+                      ("assistant", "The action item has been created."))
+    assert find_claims(conv, SUPPORT_TOOLS) == {
+        "claimed_not_done": [{"message_index": 3, "claim": "create", "text": "The action item has been created."}],
+        "done_not_told": []}
+    conv["messages"][3]["function_calls"] = [call("create_action_item", {"action_item_id": "ACT-7"}, turn=2)]
+    assert find_claims(conv, SUPPORT_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_claim_about_one_entity_does_not_tell_a_write_on_another():
+    conv = transcript(("user", "Open a ticket and an action item"),
+                      ("assistant", "The action item has been created.",
+                       [call("create_support_ticket", {"ticket_id": "TKT-5"}),
+                        call("create_action_item", {"action_item_id": "ACT-7"})]))
+    assert find_claims(conv, SUPPORT_TOOLS) == {
+        "claimed_not_done": [],
+        "done_not_told": [{"actual_index": 0, "functionName": "create_support_ticket", "turn": 1}]}
+
+
+def test_a_claim_with_an_id_is_backed_only_by_a_write_with_that_id():
+    conv = transcript(("user", "Open an action item for TKT-5"),
+                      ("assistant", "Action item ACT-9 has been created.",
+                       [call("create_action_item", {"action_item_id": "ACT-8"}, parent_ticket_id="TKT-5")]))
+    assert [c["claim"] for c in find_claims(conv, SUPPORT_TOOLS)["claimed_not_done"]] == ["create", "ACT-9"]
+    conv["messages"][1]["content"] = "Action item ACT-8 has been created for ticket TKT-5."
+    assert find_claims(conv, SUPPORT_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
 
 
 def test_imported_transcripts_with_calls_only_at_the_top_level():
@@ -93,6 +166,13 @@ def test_imported_transcripts_with_calls_only_at_the_top_level():
                                           ("cancelBooking", "cancel"), ("get_ticket", None)])
 def test_function_families(name, family):
     assert family_of(name) == family
+
+
+@pytest.mark.parametrize("name, entity", [("create_action_item", {"action", "item"}), ("Plugin-UpdateOrder", {"order"}),
+                                          ("search_support_tickets", {"support", "ticket"}),
+                                          ("get_ticket_by_id", {"ticket"})])
+def test_what_a_function_acts_on(name, entity):
+    assert entity_words(name) == entity
 
 
 def test_without_tools_json_names_decide_the_effect():

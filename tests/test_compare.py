@@ -200,3 +200,39 @@ def test_gate_bad_input(eight_flips, capsys):
         assert (code, err) == (2, f"lobeval gate: error: --min '{bad}': expected METRIC=NUMBER, e.g. Reliability=0.8\n")
     code, _, err = gate(capsys, "--run", baseline)
     assert (code, err) == (2, "lobeval gate: error: gate: nothing to check; give --min, --baseline or --max-error-rate\n")
+
+
+def judged_run(tmp_path, judged, errored):
+    """39 scored conversations; `judged` of them have a final score (1.0), `errored` had judge errors."""
+    rows = [row(f"c{i:02d}", judge=1.0 if i < judged else None) for i in range(39)]
+    folder = write_run(tmp_path, f"judged-{judged}", rows, metrics={"Reliability": 1.0, "judge.final_score": 1.0})
+    path = folder / "evaluation_results.json"
+    results = json.loads(path.read_text())
+    results["judges"] = {"status": "run", "errored_conversations": errored,
+                         "coverage": {"judge.final_score": {"judged": judged, "of": 39, "errors": errored}}}
+    path.write_text(json.dumps(results))
+    return folder
+
+
+def test_a_judge_mean_over_some_of_the_conversations_cannot_pass_the_gate(tmp_path, capsys):
+    partial = judged_run(tmp_path, 6, 33)
+    code, out, _ = gate(capsys, "--run", partial, "--min", "judge.final_score=0.9", "--max-error-rate", "0.05")
+    assert code == 1
+    assert out == ("FAIL  judge.final_score >= 0.9: judge.final_score = 1.000 >= 0.9 over 6 of 39 conversations "
+                   "judged (33 judge errors): below the 100% coverage a gate needs\n"
+                   "FAIL  error rate <= 0.05: 33/39 conversations failed in the machinery (0 machinery errors, "
+                   "33 with judge errors) = 0.846 > 0.05\n"
+                   "gate: FAILED (0/2 checks passed)\n")
+    code, out, _ = gate(capsys, "--run", partial, "--min", "judge.final_score=0.9", "--min-judge-coverage", "0.1")
+    assert code == 0
+    code, out, _ = gate(capsys, "--run", judged_run(tmp_path, 39, 0), "--min", "judge.final_score=0.9")
+    assert (code, out.splitlines()[0]) == (0, "PASS  judge.final_score >= 0.9: judge.final_score = 1.000 >= 0.9 "
+                                              "over 39 of 39 conversations judged (0 judge errors)")
+
+
+@pytest.mark.parametrize("option, value", [("--max-error-rate", "2"), ("--max-error-rate", "-1"),
+                                           ("--min-judge-coverage", "1.5")])
+def test_a_share_outside_zero_to_one_is_bad_input(eight_flips, capsys, option, value):
+    baseline, _ = eight_flips
+    code, _, err = gate(capsys, "--run", baseline, "--min", "Reliability=0.5", option, value)
+    assert (code, err) == (2, f"lobeval gate: error: {option} {float(value):g}: expected a share from 0 to 1\n")

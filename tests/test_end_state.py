@@ -1,16 +1,13 @@
-"""The end-state check (τ-bench style) and `lobeval lint`: expected calls replayed as a perfect agent."""
+"""The end-state check (τ-bench style): expected calls replayed as a perfect agent, states compared."""
 import asyncio
 import copy
-import json
 
 import pytest
 
-from lobeval.cli import main
+from lobeval.endstate import replay_cases, state_differences
 from lobeval.evaluate import evaluate
 from lobeval.generate import generate
-from lobeval.lint import case_problems, perfect_conversation
 from lobeval.records import state_changes, with_changes, write_jsonl
-from lobeval.scoring import Rules, state_differences
 from lobeval.simulate import simulate_async
 from lobeval.targets import load_target
 from lobeval.users import ScriptedUser
@@ -70,6 +67,31 @@ def test_sample_bot_applies_calls_in_process_and_over_http():
     assert [c["error"] is None for c in done] == [True, False]
 
 
+class BrokenBot:
+    """Fails as soon as a conversation starts."""
+
+    async def start(self, case: dict):
+        raise RuntimeError("backend down")
+
+
+def test_replay_cases_gives_each_replay_none_without_apply_and_the_error_of_a_failing_target():
+    case = {"case_id": "c-1", "expected_function_calls": [
+        {"functionName": "get_support_ticket", "arguments": {"ticket_id": "TKT-1001"}},
+        {"functionName": "get_support_ticket", "arguments": {"ticket_id": {"$ref": "get_support_ticket.result.id"}}},
+        {"functionName": "get_support_ticket", "arguments": {"ticket_id": "TKT-0"}}]}
+    broken = f"{__name__}:BrokenBot"
+    found = asyncio.run(replay_cases({(BOT, "c-1"): case, ("toy_leave_bot:LeaveBot", "c-1"): case,
+                                      (broken, "c-1"): case}))
+    replay = found[BOT, "c-1"]
+    assert [call["arguments"] for call in replay["calls"]] == [{"ticket_id": "TKT-1001"}] * 2 + [{"ticket_id": "TKT-0"}]
+    assert replay["replay_errors"] == [{"functionName": "get_support_ticket", "error": replay["calls"][2]["error"]}]
+    assert "there is no ticket 'TKT-0'" in replay["calls"][2]["error"]
+    assert replay["expected"] == replay["initial"]      # look-ups change nothing
+    assert found["toy_leave_bot:LeaveBot", "c-1"] is None
+    assert found[broken, "c-1"] == {
+        "error": "replaying the expected calls failed: start failed: RuntimeError: backend down"}
+
+
 def test_a_target_without_apply_gives_none():
     import toy_leave_bot  # noqa: F401  (a bot without apply)
     from toy_leave_bot import LeaveBot
@@ -99,52 +121,3 @@ def test_evaluate_reports_end_state_differences(tmp_path):
     differences = rows["escalate_ticket"]["state"]["differences"]
     assert [d["path"] for d in differences] == [f"tickets.{ticket_id}.priority"]
     assert differences[0]["actual"] == "Low" and differences[0]["expected"] != "Low"
-
-
-def lint_case(**changes):
-    case = {"case_id": "c-1", "scenario_name": "s", "user_instructions": "x",
-            "expected_function_calls": [
-                {"functionName": "create_ticket", "arguments": {"title": "A"}},
-                {"functionName": "create_action", "arguments": {"ticket_id": {"$ref": "create_ticket.result.ticket_id"},
-                                                                "title": {"$oneOf": ["x", "y"]}}}],
-            "expected_outputs": ["TKT"]}
-    return {**case, **changes}
-
-
-def test_perfect_conversation_answers_its_own_references():
-    conversation = perfect_conversation(lint_case())
-    assert conversation["function_calls"][0]["result"] == {"ticket_id": "<create_ticket.result.ticket_id>"}
-    assert conversation["function_calls"][1]["arguments"] == {"ticket_id": "<create_ticket.result.ticket_id>",
-                                                              "title": "x"}
-    assert case_problems(lint_case(), Rules()) == []
-
-
-def test_lint_flags_broken_cases():
-    tools = {"create_ticket": {"effect": "write", "function": {"parameters": {"properties": {"title": {}}}}}}
-    broken = lint_case(expected_function_calls=[
-        {"functionName": "create_action", "arguments": {"ticket_id": {"$ref": "create_ticket.result.ticket_id"}}},
-        {"functionName": "create_ticket", "arguments": {"title": "A", "colour": "red"}}],
-        forbidden_function_calls=["create_ticket"])
-    assert case_problems(broken, Rules(tools=tools)) == [
-        ("expected_function_calls[0].arguments",
-         "$ref 'create_ticket.result.ticket_id' points at a function no earlier expected call makes"),
-        ("expected_function_calls[0].functionName", "'create_action' is not in tools.json"),
-        ("expected_function_calls[1].arguments.colour", "create_ticket has no parameter 'colour'"),
-        ("expected_function_calls[1].functionName", "'create_ticket' is both expected and forbidden"),
-        ("expected_function_calls", "a perfect agent scores Success 0 (failed: calls_correct, no_forbidden_calls)")]
-    # Expecting nothing at all: an empty conversation may succeed; expecting only optional look-ups too.
-    assert case_problems(lint_case(expected_function_calls=[], expected_outputs=[]), Rules()) == []
-
-
-@pytest.mark.slow
-def test_lint_command_on_the_sample_suite_and_a_broken_dataset(tmp_path, capsys):
-    dataset = generate(SAMPLE_SUITE, tmp_path / "d.jsonl", cases_per_scenario=1, seed=5).path
-    assert main(["lint", "--dataset", str(dataset), "--suite", str(SAMPLE_SUITE), "--target", BOT]) == 0
-    assert "lint: 0 problem(s)" in capsys.readouterr().out
-    cases = read_jsonl(dataset)
-    cases[0]["expected_function_calls"][0]["arguments"]["department_code"] = "NOPE"
-    write_jsonl(dataset, cases)
-    assert main(["lint", "--dataset", str(dataset), "--suite", str(SAMPLE_SUITE), "--target", BOT]) == 2
-    err = capsys.readouterr().err
-    assert (f"{dataset}: case {cases[0]['case_id']}: field 'expected_function_calls[0]': create_support_ticket fails "
-            f"on the target: 'NOPE' is not a valid department code") in err

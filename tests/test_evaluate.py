@@ -162,6 +162,7 @@ def test_evaluate_notebook_glues_results_and_metrics(files):
 
 def test_with_an_embedding_model_free_text_is_compared_by_meaning_and_embedded_once(tmp_path, monkeypatch):
     from lobeval.evaluate import with_embeddings
+    from lobeval.roles import resolve
     from lobeval.scoring import Rules, score_conversation
     from lobeval.testing import FakeOpenAI
 
@@ -176,9 +177,9 @@ def test_with_an_embedding_model_free_text_is_compared_by_meaning_and_embedded_o
         for name, value in {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url,
                             "LOBEVAL_EMBEDDING_MODEL": "fake-embedder", "LOBEVAL_CACHE_DIR": str(tmp_path)}.items():
             monkeypatch.setenv(name, value)
-        rules = with_embeddings(Rules(), work)
+        rules = with_embeddings(Rules(), work, resolve("embedder").embedder)
         assert len(server.requests) == 1 and len(server.requests[0]["input"]) == 3   # one batch, each text once
-        with_embeddings(Rules(), work)
+        with_embeddings(Rules(), work, resolve("embedder").embedder)
         assert len(server.requests) == 1                                             # cached
     assert rules.text_mode == "semantic"
     assert [score_conversation(c, k, rules)["Recall_args"] for c, k in work] == [1.0, 0.0]

@@ -108,6 +108,13 @@ TEMPLATE_ERRORS = [
      {"expected_function_calls": [{"functionName": "create_action",
                                    "arguments": {"ticket_id": {"$ref": "create_ticket.result.ticket_id"}}}]},
      "expected_function_calls[0].arguments.ticket_id", "not an earlier expected call"),
+    ("malformed $match",
+     {"expected_function_calls": [{"functionName": "create_ticket",
+                                   "arguments": {"title": {"$match": "roughly", "value": "x"}}}]},
+     "expected_function_calls[0].arguments.title", "$match must be one of exact, fuzzy, semantic, any"),
+    ("expected and forbidden",
+     {"forbidden_function_calls": ["create_ticket"]},
+     "expected_function_calls[0].functionName", "'create_ticket' is both expected and forbidden"),
     ("unknown forbidden function",
      {"forbidden_function_calls": ["drop_tables"]}, "forbidden_function_calls", "unknown function 'drop_tables'"),
     ("missing required field",
@@ -164,8 +171,3 @@ def test_failed_generation_leaves_an_earlier_dataset_untouched(tmp_path):
     out.write_text("earlier\n")
     assert main(["generate", "--suite", str(suite), "--out", str(out)]) == 2
     assert out.read_text() == "earlier\n"
-
-
-def test_missing_suite_file_is_bad_input(tmp_path, capsys):
-    assert main(["generate", "--suite", str(tmp_path), "--out", str(tmp_path / "d.jsonl")]) == 2
-    assert "suite.json: file: not found" in capsys.readouterr().err

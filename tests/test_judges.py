@@ -7,9 +7,12 @@ from lobeval.cli import main
 from lobeval.errors import ConfigError
 from lobeval.evaluate import evaluate
 from lobeval.judges import (
-    azure_inputs, azure_verdict, final_score, parse_failure, parse_goal, parse_turn_scores, selected_judges,
+    ConversationJudges, azure_inputs, azure_verdict, final_score, parse_failure, parse_goal, parse_turn_scores,
+    selected_judges,
 )
+from lobeval.llm import LLMClient, resolve_model
 from lobeval.records import write_jsonl
+from lobeval.suite import load_suite
 from lobeval.testing import FakeOpenAI, json_reply, text
 from helpers import make_suite
 
@@ -69,7 +72,9 @@ def run(tmp_path, server, judge_env, judges=None, conversation=CONVERSATION):
     suite = tmp_path / "scenarios" / "toy"
     if not suite.exists():
         make_suite(tmp_path)
-    return evaluate(dataset, convs, tmp_path / "r.json", suite=suite, judges=judges, progress=False).results
+    client = LLMClient(resolve_model("judge"), role="judge", cache=True)
+    built = ConversationJudges(client, selected_judges(judges), list(load_suite(suite).tools.values()))
+    return evaluate(dataset, convs, tmp_path / "r.json", suite=suite, judges=built, progress=False).results
 
 
 # ---- arithmetic and validation (no model) ----
@@ -269,3 +274,26 @@ def test_asking_for_judges_without_a_model_is_bad_input(tmp_path, monkeypatch, c
                  "--out", str(tmp_path / "r.json")]) == 2
     assert "--judges goal needs a judge model: set LOBEVAL_JUDGE_MODEL" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_rerun_asks_again_where_a_judge_reply_was_unusable(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy(goal=text("maybe"))) as server:
+        first = run(tmp_path, server, judge_env, judges=["goal"])
+        server.policy = judge_policy()
+        second = run(tmp_path, server, judge_env, judges=["goal"])
+        assert server.count == 3
+    assert first["rows"][0]["judges"]["goal"] is None
+    assert second["rows"][0]["judges"]["goal"] == {"score": 1, "reason": "the ticket was created"}
+
+
+def test_an_azure_evaluator_without_a_verdict_is_retried_then_an_error_and_not_cached(tmp_path, judge_env):
+    with FakeOpenAI(lambda request: text("no verdict")) as server:
+        first = run(tmp_path, server, judge_env, judges=["intent_resolution"])
+        sent = server.count
+        server.policy = judge_policy()
+        second = run(tmp_path, server, judge_env, judges=["intent_resolution"])
+    [error] = first["rows"][0]["judges"]["errors"]
+    assert error["judge"] == "intent_resolution" and error["error"].startswith("judge reply unusable after 2 attempts")
+    assert first["rows"][0]["judges"]["azure"]["intent_resolution"] == {"error": error["error"], "raw": None}
+    assert (sent, server.count) == (2, 3)
+    assert second["rows"][0]["judges"]["azure"]["intent_resolution"]["score"] == 4.0

@@ -1,11 +1,12 @@
-"""lobeval.llm against the fake OpenAI server: configuration, retries, usage, cache, budget, key hygiene."""
+"""lobeval.llm against the fake OpenAI server: configuration, retries, usage, cache, budget, validated
+JSON answers, key hygiene. Races are driven by events, never by measuring time."""
 from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import json
 import threading
-import time
 import traceback
 from pathlib import Path
 
@@ -14,10 +15,10 @@ import pytest
 
 from lobeval.errors import ConfigError
 from lobeval.llm import (
-    Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, Usage, _assistant_message, _Unusable, parse_json_object,
-    resolve_model,
+    Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, ReplyError, Usage, _assistant_message, _Unusable,
+    parse_json_object, resolve_model,
 )
-from lobeval.testing import FakeOpenAI, json_reply, tool_calls
+from lobeval.testing import FakeOpenAI, json_reply, text, tool_calls
 
 SECRET = "sk-test-SECRET123456789"
 HI = [{"role": "user", "content": "hi"}]
@@ -48,6 +49,11 @@ def client(server: FakeOpenAI, model: str = "gpt-4o-mini", **kw) -> LLMClient:
 
 def chat(llm: LLMClient, messages=HI, **kw):
     return asyncio.run(llm.chat(messages, **kw))
+
+
+def blocked_until(release: threading.Event) -> None:
+    """Waits for the test to release it; the timeout only keeps a failing test from hanging."""
+    assert release.wait(timeout=30), "never released"
 
 
 # --- resolve_model -----------------------------------------------------------------------------------
@@ -168,36 +174,75 @@ def test_a_completion_of_the_wrong_shape_is_unusable(completion, problem):
 
 
 def test_concurrency_is_bounded(server):
-    in_flight, peak, lock = 0, 0, threading.Lock()
+    state = {"in_flight": 0, "peak": 0}
+    changed, release = threading.Condition(), threading.Event()
 
     def policy(request):
-        nonlocal in_flight, peak
-        with lock:
-            in_flight += 1
-            peak = max(peak, in_flight)
-        time.sleep(0.05)
-        with lock:
-            in_flight -= 1
+        with changed:
+            state["in_flight"] += 1
+            state["peak"] = max(state["peak"], state["in_flight"])
+            changed.notify_all()
+        blocked_until(release)
+        with changed:
+            state["in_flight"] -= 1
         return "ok"
+
+    def two_held():
+        with changed:
+            return changed.wait_for(lambda: state["in_flight"] >= 2, timeout=30)
 
     server.policy = policy
     llm = client(server, concurrency=2)
+    posted, post = [], llm._post
+
+    async def counted_post(sdk, path, body):
+        posted.append(body)
+        return await post(sdk, path, body)
+
+    llm._post = counted_post
 
     async def many():
-        return await asyncio.gather(*(llm.chat([{"role": "user", "content": f"{i}"}]) for i in range(6)))
+        replies = asyncio.gather(*(llm.chat([{"role": "user", "content": f"{i}"}]) for i in range(6)))
+        try:
+            # Every chat started before the first request could reach the server: one the bound let
+            # through would have been posted by now.
+            assert await asyncio.to_thread(two_held) and len(posted) == 2
+        finally:
+            release.set()
+        return await replies
 
     assert len(asyncio.run(many())) == 6
-    assert peak == 2
+    assert state["peak"] == 2 and len(posted) == server.count == 6
 
 
 # --- retries -----------------------------------------------------------------------------------------
 
+def recorded_sleeps(llm: LLMClient) -> list[float]:
+    """The waits the client's retries ask for, recorded instead of slept."""
+    sleeps = []
+
+    async def sleep(seconds):
+        sleeps.append(seconds)
+
+    llm._sleep = sleep
+    return sleeps
+
+
 def test_429_waits_for_retry_after(server):
-    server.fail_next("429", retry_after=1)
-    started = time.perf_counter()
-    assert chat(client(server)).message["content"] == "hi"
-    assert time.perf_counter() - started >= 0.95
-    assert server.count == 2
+    server.fail_next("429", retry_after=7)
+    llm = client(server)
+    sleeps = recorded_sleeps(llm)
+    assert chat(llm).message["content"] == "hi"
+    assert sleeps == [7.0] and server.count == 2
+
+
+def test_retry_after_is_capped_and_backoff_used_without_it(server):
+    server.fail_next("429", retry_after=3600)
+    server.fail_next("503")
+    llm = client(server)
+    sleeps = recorded_sleeps(llm)
+    assert chat(llm).message["content"] == "hi"
+    assert sleeps[0] == 60.0 and 0 < sleeps[1] <= 0.1   # the backoff's maximum
 
 
 @pytest.mark.parametrize("kind, times", [("500", 2), ("503", 1), ("malformed", 1), ("empty", 2), ("408", 1)])
@@ -208,8 +253,17 @@ def test_transient_faults_are_retried(server, kind, times):
 
 
 def test_timeout_is_retried(server):
-    server.fail_next("timeout", seconds=1.0)
-    assert chat(client(server, timeout=0.3)).message["content"] == "hi"
+    arrivals, retried = itertools.count(), threading.Event()
+
+    def policy(request):
+        if next(arrivals) == 0:
+            blocked_until(retried)   # answers only once the client gave up on it and asked again
+            return "too late"
+        retried.set()
+        return "hi"
+
+    server.policy = policy
+    assert chat(client(server, timeout=1.0)).message["content"] == "hi"
     assert server.count == 2
 
 
@@ -350,6 +404,106 @@ def test_budget_from_env():
     assert Budget.from_env({"LOBEVAL_BUDGET_USD": "2.5"}).limit_usd == 2.5
     with pytest.raises(ConfigError, match="LOBEVAL_BUDGET_USD"):
         Budget.from_env({"LOBEVAL_BUDGET_USD": "lots"})
+
+
+# --- validated answers: ask_json and ask --------------------------------------------------------------
+
+def parse_score(text: str) -> int:
+    score = parse_json_object(text).get("score")
+    if not isinstance(score, int):
+        raise ValueError(f"no whole score in {text!r}")
+    return score
+
+
+def ask(llm: LLMClient, **kw):
+    return asyncio.run(llm.ask_json(HI, parse_score, **kw))
+
+
+def test_ask_json_a_valid_reply_first_time(server):
+    server.policy = lambda request: json_reply({"score": 4})
+    llm, mine = client(server), Usage()
+    assert ask(llm, usage=(mine,)) == 4
+    [request] = server.requests
+    assert (request["response_format"], request["temperature"], request["seed"]) == ({"type": "json_object"}, 0.0, 0)
+    assert mine == llm.usage and mine.calls == 1 and mine.prompt_tokens > 0 and mine.cost_usd > 0
+
+
+def test_ask_json_an_unusable_reply_is_asked_again_with_another_seed(server):
+    server.policy = lambda request: json_reply({"score": 4}) if request["seed"] == 1 else text("four, I think")
+    llm = client(server)
+    assert ask(llm) == 4
+    assert [request["seed"] for request in server.requests] == [0, 1] and llm.usage.calls == 2
+
+
+def test_ask_json_unusable_twice_is_a_reply_error_with_the_raw_text_and_both_attempts_counted(server):
+    server.policy = lambda request: text("no idea")
+    one = chat(client(server))   # what a single attempt uses
+    llm, mine = client(server), Usage()
+    with pytest.raises(ReplyError, match=r"unusable after 2 attempts: no JSON object") as caught:
+        ask(llm, usage=(mine,))
+    assert (caught.value.raw, caught.value.attempts) == ("no idea", 2) and isinstance(caught.value, LLMError)
+    assert mine == llm.usage and (mine.calls, mine.cached_calls) == (2, 0)
+    assert (mine.prompt_tokens, mine.completion_tokens) == (2 * one.prompt_tokens, 2 * one.completion_tokens)
+    assert mine.cost_usd == pytest.approx(2 * one.cost_usd)
+
+
+def test_ask_json_an_endpoint_that_gives_up_is_an_llm_error_not_a_reply_error(server):
+    server.fail_next("400", message="bad request")
+    with pytest.raises(LLMError, match="HTTP 400: bad request") as caught:
+        ask(client(server))
+    assert not isinstance(caught.value, ReplyError) and server.count == 1
+
+
+def test_ask_json_unusable_replies_are_not_cached_so_a_rerun_asks_again(server):
+    llm = client(server, cache=True)
+    server.policy = lambda request: text("not yet")
+    with pytest.raises(ReplyError):
+        ask(llm)
+    server.policy = lambda request: json_reply({"score": 4}) if request["seed"] == 1 else text("hmm")
+    assert ask(llm) == 4
+    assert ask(llm) == 4
+    # the rerun sends seed 0 again (its reply was unusable) and takes seed 1 from the cache
+    assert [request["seed"] for request in server.requests] == [0, 1, 0, 1, 0]
+    assert llm.usage.cached_calls == 1
+
+
+def test_ask_json_a_valid_reply_is_served_from_the_cache(server):
+    server.policy = lambda request: json_reply({"score": 4})
+    ask(client(server, cache=True))
+    llm, mine = client(server, cache=True), Usage()
+    assert ask(llm, usage=(mine,)) == 4
+    assert server.count == 1 and (mine.calls, mine.cached_calls, mine.cost_usd) == (1, 1, 0.0)
+
+
+def test_ask_json_is_stopped_by_the_budget(server):
+    budget = Budget(1e-9)
+    server.policy = lambda request: json_reply({"score": 4})
+    llm = client(server, budget=budget)
+    ask(llm)
+    with pytest.raises(BudgetExceeded):
+        asyncio.run(llm.ask_json([{"role": "user", "content": "again"}], parse_score))
+    assert server.count == 1
+
+
+def test_ask_with_another_answerer_prices_its_tokens_and_retries_what_it_could_not_answer(server):
+    """The path the azure evaluators take: their answer comes from elsewhere, the rest is the same."""
+    llm = client(server, cache=True)
+    asked = []
+
+    async def answer(attempt):
+        asked.append(attempt)
+        if attempt == 0:
+            raise ValueError("the evaluator raised")
+        return {"content": '{"score": 2}', "prompt_tokens": 1000, "completion_tokens": 100}
+
+    assert asyncio.run(llm.ask({"kind": "other"}, answer, parse_score)) == 2
+    assert (llm.usage.calls, llm.usage.prompt_tokens, llm.usage.completion_tokens) == (1, 1000, 100)
+    assert llm.usage.cost_usd == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)
+    assert asyncio.run(llm.ask({"kind": "other"}, answer, parse_score)) == 2
+    assert asked == [0, 1, 0] and llm.usage.cached_calls == 1
+    with pytest.raises(ReplyError, match="unusable after 1 attempts: the evaluator raised") as caught:
+        asyncio.run(llm.ask({"kind": "another"}, answer, parse_score, attempts=1))
+    assert caught.value.raw is None and server.count == 0
 
 
 # --- embeddings --------------------------------------------------------------------------------------

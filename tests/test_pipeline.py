@@ -50,7 +50,7 @@ def finished_run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("chain") / "runs"
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)
-        patch.setattr(pipeline, "RUNS", runs)
+        patch.setattr("lobeval.runs.RUNS", runs)
         patch.setenv("OPENAI_API_KEY", SECRET)
         for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
             patch.delenv(name, raising=False)
@@ -116,7 +116,7 @@ def test_a_half_finished_run_resumes_without_duplicates(finished_run, monkeypatc
         (run_dir / f"{stage}.ipynb").unlink()
     (run_dir / "report.html").unlink()
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(pipeline, "RUNS", runs)
+    monkeypatch.setattr("lobeval.runs.RUNS", runs)
     again = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1)
     assert again.resumed == ["01_generate"]
     records = read_jsonl(conversations)
@@ -135,7 +135,7 @@ def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
     from lobeval.errors import LobevalError
 
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(pipeline, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr("lobeval.runs.RUNS", tmp_path / "runs")
     from helpers import TEMPLATE, make_suite
 
     suite = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])

@@ -6,7 +6,7 @@ import pytest
 
 from lobeval.analyse import failure_clusters
 from lobeval.llm import LLMClient, LLMError, ModelConfig
-from lobeval.root_causes import excerpt, root_causes, run_root_causes, write_root_causes
+from lobeval.root_causes import root_causes, run_root_causes, write_root_causes
 from lobeval.testing import FakeOpenAI, json_reply, text
 from test_analyse import RESULTS
 
@@ -37,13 +37,6 @@ def llm(monkeypatch, tmp_path):
 
 def run(client):
     return asyncio.run(root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, client))
-
-
-def test_excerpt_numbers_lines_by_user_turn_and_places_calls():
-    assert excerpt(CONVERSATIONS[("a-001", 0)]) == [
-        "[turn 0] ASSISTANT: Hi", "[turn 1] USER: Create a High priority ticket",
-        "[turn 1] ASSISTANT: Created with priority Low.",
-        '[turn 1] CALL create_ticket({"priority": "Low"}) -> {"ticket_id": "TKT-1"}']
 
 
 def test_a_good_reply_gives_the_causes(llm):
@@ -102,24 +95,21 @@ def test_root_causes_file(tmp_path):
     assert json.loads(path.read_text()) == {"schema_version": 1, "root_causes": [CAUSE]}
 
 
-def test_run_root_causes_status_path_and_file(monkeypatch, tmp_path):
-    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"):
-        monkeypatch.delenv(name, raising=False)
+def test_run_root_causes_status_path_and_file(llm, tmp_path):
+    server, client = llm
     out = tmp_path / "root_causes.json"
 
-    def found():
-        return asyncio.run(run_root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, out))
+    def found(client):
+        return asyncio.run(run_root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, out, client))
 
-    assert found() == {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
-    with FakeOpenAI(lambda request: text("sorry, no")) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("LOBEVAL_MODEL", "gpt-4o-mini")
-        failed = found()
-        assert failed["status"].startswith("error: root causes: the model's reply was unusable after 2 attempts")
-        assert (failed["path"], failed["usage"]["calls"]) == (None, 2) and not out.exists()
-        server.policy = lambda request: json_reply({"root_causes": [CAUSE]})
-        done = found()
+    assert found(None) == {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
+    server.policy = lambda request: text("sorry, no")
+    failed = found(client)
+    assert failed["status"].startswith("error: root causes: the model's reply was unusable after 2 attempts")
+    assert (failed["path"], failed["usage"]["calls"]) == (None, 2) and not out.exists()
+    server.policy = lambda request: json_reply({"root_causes": [CAUSE]})
+    done = found(client)
     assert (done["status"], done["path"], done["causes"]) == ("run", str(out), [CAUSE])
     assert json.loads(out.read_text())["root_causes"] == [CAUSE]
+    # the unusable replies were not cached, so the client (a caching one) asked again; the usage is this run's
+    assert server.count == 3 and done["usage"]["calls"] == 1 and client.usage.calls == 3

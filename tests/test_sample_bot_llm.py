@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import pytest
 
-from lobeval.errors import ConfigError
-from lobeval.llm import LLMError
+from lobeval.errors import ConfigError, TargetUnavailable
+from lobeval.llm import LLMClient, resolve_model
+from lobeval.records import Case
 from lobeval.samples.support_tickets import SupportTicketBot
 from lobeval.samples.support_tickets.llm_policy import GAVE_UP, MAX_ROUNDS
+from lobeval.simulate import converse
+from lobeval.targets import load_target
 from lobeval.testing import FakeOpenAI, text, tool_calls
+from lobeval.users import ScriptedUser
 
 TICKET = {"title": "Badge reader broken", "description": "Door 2 ignores badges.", "department_code": "IT",
           "priority": "High", "workflow_type": "Standard", "expected_outcome": "Door 2 opens with a badge.",
@@ -106,10 +111,23 @@ def test_a_model_that_never_stops_calling_tools_is_cut_off(server):
     assert len(reply.function_calls) == MAX_ROUNDS == server.count
 
 
-def test_an_endpoint_failure_propagates_as_llm_error(server):
+def test_an_endpoint_failure_is_raised_as_target_unavailable(server):
     server.fail_next("401")
-    with pytest.raises(LLMError, match="HTTP 401"):
+    with pytest.raises(TargetUnavailable, match="^the bot's model endpoint gave up: .*HTTP 401"):
         exchange("Hello")
+
+
+def test_a_conversation_whose_bot_model_gave_up_is_a_machinery_error(server, monkeypatch):
+    bot = SupportTicketBot("llm")
+    # Retries that exhaust quickly: two attempts, short waits.
+    bot._client = LLMClient(resolve_model("target"), role="target", cache=False, max_attempts=2, backoff=(0.01, 0.02))
+    monkeypatch.setattr(sys.modules[__name__], "the_bot", lambda: bot, raising=False)
+    server.fail_next("500", times=2)
+    case = Case(case_id="create-001", scenario_name="create_ticket", user_instructions="Open a ticket.")
+    record = asyncio.run(converse(case, 0, load_target(f"{__name__}:the_bot"), ScriptedUser()))
+    assert record["termination"]["reason"] == "target_unavailable"
+    assert record["error"].startswith("send failed: TargetUnavailable: the bot's model endpoint gave up: ")
+    assert "gave up after 2 attempts" in record["error"] and server.count == 2
 
 
 def test_the_policy_is_chosen_from_the_argument_then_the_environment(server, monkeypatch):

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from lobeval.scoring import Rules, agrees, pair_calls, score_conversation
-from lobeval.stats import pass_hat_k, summarise
 
 TOOLS = {
     "create_ticket": {"effect": "write", "function": {"name": "create_ticket", "parameters": {"properties": {
@@ -213,30 +212,3 @@ def test_target_error_is_scored_with_success_zero_and_machinery_error_is_not_sco
     assert (broken["status"], broken["Reliability"], broken["Success"]) == ("scored", 1.0, 0)
     machinery = score([expect("create_ticket", title="A")], done, reason="llm_error")
     assert machinery["status"] == "error" and machinery["Reliability"] is None
-
-
-# --- run level ------------------------------------------------------------------------------
-
-def test_pass_hat_k():
-    assert pass_hat_k(2, 3, 1) == pytest.approx(2 / 3)
-    assert pass_hat_k(2, 3, 2) == pytest.approx(1 / 3)   # C(2,2)/C(3,2)
-    assert pass_hat_k(2, 3, 3) == 0.0
-
-
-def test_summarise_means_errors_and_pass_k():
-    def row(case, trial, success, status="scored", scenario="s"):
-        values = {m: (None if status == "error" else float(success)) for m in
-                  ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "Success")}
-        return {"case_id": case, "trial": trial, "scenario_name": scenario, "status": status,
-                "termination": "llm_error" if status == "error" else "user_finished", **values}
-    rows = [row("a", 0, 1), row("a", 1, 1), row("a", 2, 0), row("b", 0, 1), row("b", 1, 1), row("b", 2, 0, "error")]
-    results = summarise(rows)
-    assert results["metrics"]["Success"] == pytest.approx(4 / 5)
-    assert results["counts"] == {"conversations": 6, "scored": 5, "errors": 1, "target_errors": 0, "trials": 3}
-    # pass^2: case a C(2,2)/C(3,2) = 1/3, case b C(2,2)/C(2,2) = 1 → mean 2/3; pass^3 only case a: 0.
-    assert results["pass_k"]["2"]["value"] == pytest.approx(2 / 3)
-    assert results["pass_k"]["3"] == {"value": 0.0, "interval": [0.0, 0.0], "cases": 1}
-    assert results["metrics"]["pass^1"] == pytest.approx((2 / 3 + 1) / 2)
-    assert results["errors"] == [{"case_id": "b", "trial": 2, "scenario_name": "s", "reason": "llm_error", "error": None}]
-    low, high = results["intervals"]["Success"]
-    assert low <= 4 / 5 <= high

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
+from http_target import serve
 from lobeval.cli import main
-from lobeval.llm import LLMClient, resolve_model
+from lobeval.llm import BudgetExceeded, LLMClient, resolve_model
 from lobeval.records import Case, write_jsonl
 from lobeval.simulate import converse, finished_pairs, select_cases, simulate_async
 from lobeval.targets import load_target
@@ -18,6 +19,7 @@ from lobeval.testing import FakeOpenAI, json_reply
 from lobeval.users import LLMUser, ScriptedUser
 from helpers import read_jsonl
 from test_users import BOOKING, leave_case
+from toy_leave_bot import BrokenBot, GatedLeaveBot, LeaveBot, UnavailableBot
 
 
 def leave_dataset(path, n=6):
@@ -78,22 +80,34 @@ def test_rerun_resumes_skipping_finished_pairs_and_cuts_a_torn_last_line(tmp_pat
     assert sorted(r["case_id"] for r in read_jsonl(out)) == [f"book_leave-{i:03d}" for i in range(6)]
 
 
+def complete_lines(path):
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
 def test_resume_survives_kill_9(tmp_path):
     dataset = leave_dataset(tmp_path / "d.jsonl", n=40)
-    out = tmp_path / "c.jsonl"
+    out, gate = tmp_path / "c.jsonl", tmp_path / "gate"
     command = [sys.executable, "-m", "lobeval", "simulate", "--dataset", str(dataset), "--out", str(out),
-               "--target", "toy_leave_bot:SlowLeaveBot", "--concurrency", "2", "--trials", "2"]
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+               "--target", "toy_leave_bot:GatedLeaveBot", "--concurrency", "2", "--trials", "2"]
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__), "TOY_GATE": str(gate)}
+    # The first conversations finish; every later one waits at the gate, so the run is killed
+    # mid-way, with conversations under way, however fast or slow this machine is.
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline and (not out.exists() or out.read_text().count("\n") < 10):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    partial = out.read_text().count("\n")
-    assert 10 <= partial < 80
-    subprocess.run(command, env=env, check=True, capture_output=True)
+    try:
+        deadline = time.monotonic() + 120   # generous: only a broken run takes this long
+        while complete_lines(out) < GatedLeaveBot.OPEN and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    partial = read_jsonl(out)
+    assert GatedLeaveBot.OPEN <= len(partial) < 80
+    assert [r["termination"]["reason"] for r in partial[:GatedLeaveBot.OPEN]] == ["user_finished"] * GatedLeaveBot.OPEN
+    partial = [(r["case_id"], r["trial"]) for r in partial]
+    gate.touch()
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
     pairs = [(r["case_id"], r["trial"]) for r in read_jsonl(out)]
+    assert pairs[:len(partial)] == partial
     assert len(pairs) == len(set(pairs)) == 80
 
 
@@ -130,6 +144,80 @@ def test_a_broken_target_is_recorded_on_the_conversation_not_raised(tmp_path):
     assert record["termination"]["reason"] == "target_error"
     assert record["error"] == "send failed: RuntimeError: database connection lost"
     assert [m["role"] for m in record["messages"]] == ["assistant", "user", "assistant", "user"]
+
+
+def test_a_target_whose_infrastructure_failed_is_a_machinery_error():
+    record = asyncio.run(converse(leave_case(), 0, load_target("toy_leave_bot:UnavailableBot"), ScriptedUser()))
+    assert record["termination"]["reason"] == "target_unavailable"
+    assert record["error"] == "send failed: TargetUnavailable: database connection lost"
+    assert [m["role"] for m in record["messages"]] == ["assistant", "user", "assistant", "user"]
+
+
+def test_an_http_target_answering_503_is_a_machinery_error():
+    async def talk(url):
+        target = load_target(url)
+        try:
+            return await converse(leave_case(), 0, target, ScriptedUser())
+        finally:
+            await target.aclose()
+
+    with serve(UnavailableBot()) as server:
+        record = asyncio.run(talk(server.url))
+    assert record["termination"]["reason"] == "target_unavailable"
+    assert record["error"] == "send failed: HTTP 503: Service Unavailable database connection lost"
+
+
+def test_a_target_that_misses_the_deadline_is_a_machinery_error():
+    target = load_target("toy_leave_bot:HangingBot", timeout=0.01)
+    record = asyncio.run(converse(leave_case(), 0, target, ScriptedUser()))
+    assert record["termination"]["reason"] == "target_unavailable"
+    assert record["error"] == "send failed: timed out after 0.01 s"
+
+
+def test_a_spent_budget_ends_the_conversation_as_budget_spent():
+    class Broke:
+        name = "llm:fake-model"
+
+        def start(self, case):
+            return self
+
+        async def reply(self, bot_text):
+            raise BudgetExceeded("budget of $1.00 spent ($1.0020)")
+
+    record = asyncio.run(converse(leave_case(), 0, load_target("toy_leave_bot:LeaveBot"), Broke()))
+    assert (record["termination"]["reason"], record["error"]) == ("budget_spent", "budget of $1.00 spent ($1.0020)")
+
+
+def test_retry_errors_reruns_only_the_machinery_errors_of_the_selection(tmp_path, monkeypatch):
+    class Flaky:
+        """book_leave-001 and -003: the backend is down; -002: the bot itself fails; the rest work."""
+
+        async def start(self, case):
+            number = int(case["case_id"][-1])
+            return await {1: UnavailableBot, 2: BrokenBot, 3: UnavailableBot}.get(number, LeaveBot)().start(case)
+
+    monkeypatch.setattr(sys.modules[__name__], "Flaky", Flaky, raising=False)
+    dataset, out = leave_dataset(tmp_path / "d.jsonl", n=4), tmp_path / "c.jsonl"
+    run_sim(dataset, out, target=load_target(f"{__name__}:Flaky"))
+    first = out.read_text().splitlines()
+    endings = {r["case_id"]: r["termination"]["reason"] for r in read_jsonl(out)}
+    assert endings == {"book_leave-000": "user_finished", "book_leave-001": "target_unavailable",
+                       "book_leave-002": "target_error", "book_leave-003": "target_unavailable"}
+
+    assert run_sim(dataset, out).written == 0                         # a plain resume skips them
+    result = run_sim(dataset, out, limit=2, retry_errors=True)      # only book_leave-001 is selected
+    assert (result.written, result.skipped, result.retried) == (1, 1, 1)
+    assert "(1 already there, 1 machinery errors run again)" in result.summary()[0]
+    result = run_sim(dataset, out, retry_errors=True)
+    assert (result.written, result.skipped, result.retried) == (1, 3, 1)
+
+    records = read_jsonl(out)
+    assert sorted((r["case_id"], r["trial"]) for r in records) == [(f"book_leave-{i:03d}", 0) for i in range(4)]
+    assert {r["case_id"]: r["termination"]["reason"] for r in records} == {
+        "book_leave-000": "user_finished", "book_leave-001": "user_finished",
+        "book_leave-002": "target_error", "book_leave-003": "user_finished"}
+    kept = [line for line in first if '"book_leave-000"' in line or '"book_leave-002"' in line]
+    assert out.read_text().splitlines()[:2] == kept                 # the other records are left as they were
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ import datetime
 import json
 import logging
 import sys
-import time
+import threading
 
 import pytest
 
-from http_target import serve
-from lobeval.errors import RoleError
-from lobeval.targets import Reply, TargetError, load_target
+from http_target import Status, serve
+from lobeval.errors import RoleError, TargetUnavailable
+from lobeval.targets import Reply, TargetError, TargetUnavailableError, load_target
 
 CASE = {"case_id": "c-1", "business_data": {"ticket": {"id": 7}}}
 ECHO_HI = Reply("echo 1: hi", [{"functionName": "echo", "arguments": {"message": "hi"},
@@ -79,8 +79,10 @@ def parrot_bot() -> _Parrot:
 
 class FaultySession:
     async def send(self, message: str) -> Reply:
-        if message == "slow":
-            await asyncio.sleep(5)
+        if message == "hang":
+            await asyncio.Event().wait()   # until the deadline cancels it
+        if message == "down":
+            raise TargetUnavailable("model endpoint gave up after 5 attempts")
         raise RuntimeError("backend down\ntry later")
 
     def state(self) -> list:
@@ -107,10 +109,10 @@ def target(attr: str, timeout: float = 60.0):
     return load_target(f"{__name__}:{attr}", timeout=timeout)
 
 
-def adhoc_target(monkeypatch, factory):
+def adhoc_target(monkeypatch, factory, timeout: float = 60.0):
     """Load a bot defined inside a test, through a real module:attr spec."""
     monkeypatch.setattr(sys.modules[__name__], "adhoc_bot", factory, raising=False)
-    return target("adhoc_bot")
+    return target("adhoc_bot", timeout)
 
 
 def started(cls):
@@ -274,6 +276,14 @@ def test_exception_in_send_names_the_operation_and_the_cause():
     with pytest.raises(TargetError) as info:
         in_session(target("FaultyBot"), lambda session: session.send("hi"))
     assert str(info.value) == "send failed: RuntimeError: backend down try later"
+    assert info.value.reason == "target_error" and not isinstance(info.value, TargetUnavailableError)
+
+
+def test_a_target_whose_infrastructure_failed_is_unavailable():
+    with pytest.raises(TargetUnavailableError) as info:
+        in_session(target("FaultyBot"), lambda session: session.send("down"))
+    assert str(info.value) == "send failed: TargetUnavailable: model endpoint gave up after 5 attempts"
+    assert info.value.reason == "target_unavailable"
 
 
 def test_exception_in_start():
@@ -281,11 +291,28 @@ def test_exception_in_start():
         run(target("FaultyBot").start({"fail": True}))
 
 
-def test_timeout():
-    started_at = time.monotonic()
-    with pytest.raises(TargetError, match=r"^send failed: timed out after 0\.1 s$"):
-        in_session(target("FaultyBot", timeout=0.1), lambda session: session.send("slow"))
-    assert time.monotonic() - started_at < 2
+def test_a_call_that_misses_the_deadline_is_unavailable():
+    with pytest.raises(TargetUnavailableError, match=r"^send failed: timed out after 0\.01 s$"):
+        in_session(target("FaultyBot", timeout=0.01), lambda session: session.send("hang"))
+
+
+def test_a_sync_call_that_misses_the_deadline_is_unavailable(monkeypatch):
+    release = threading.Event()
+
+    @started
+    class Stuck:
+        def send(self, message):
+            release.wait(60)   # bounded only so that a broken test cannot hang the suite
+            return Reply("late")
+
+    async def act(session):
+        try:
+            return await session.send("hi")
+        finally:
+            release.set()   # the worker thread must return before asyncio.run can finish
+
+    with pytest.raises(TargetUnavailableError, match=r"^send failed: timed out after 0\.01 s$"):
+        in_session(adhoc_target(monkeypatch, Stuck, timeout=0.01), act)
 
 
 def test_state_that_is_not_an_object():
@@ -334,6 +361,21 @@ def test_http_error_status_names_the_status_and_body():
     with serve(FaultyBot()) as server, pytest.raises(TargetError) as info:
         in_session(load_target(server.url), lambda session: session.send("hi"))
     assert str(info.value) == "send failed: HTTP 500: Internal Server Error RuntimeError: backend down try later"
+    assert info.value.reason == "target_error"
+
+
+@pytest.mark.parametrize("status, reason", [(429, "target_unavailable"), (502, "target_unavailable"),
+                                            (503, "target_unavailable"), (504, "target_unavailable"),
+                                            (400, "target_error"), (501, "target_error")])
+def test_http_statuses_that_say_the_target_is_unavailable(status, reason):
+    @started
+    class Gateway:
+        async def send(self, message):
+            raise Status(status)
+
+    with serve(Gateway()) as server, pytest.raises(TargetError) as info:
+        in_session(load_target(server.url), lambda session: session.send("hi"))
+    assert (str(info.value), info.value.reason) == (f"send failed: HTTP {status}: status {status}", reason)
 
 
 def test_http_body_that_is_not_json():

@@ -6,7 +6,7 @@ import pytest
 from lobeval.records import Case
 from lobeval.simulate import converse
 from lobeval.targets import load_target
-from lobeval.users import (ScriptedUser, asked_field, asks_confirmation, label, numbered_options,
+from lobeval.users import (ScriptedUser, agenda, asked_field, asks_confirmation, label, numbered_options,
                            reports_problem, says_stop_phrase)
 
 BOOKING = {"employee_email": "ana@example.org", "start_date": "2026-12-21", "end_date": "2026-12-24",
@@ -74,6 +74,14 @@ def test_user_with_nothing_to_do_states_its_instructions_then_ends():
 def test_max_turns_stops_a_conversation_that_goes_nowhere():
     record = talk(leave_case(), max_turns=2)
     assert record["termination"] == {"reason": "max_turns", "turns": 2}
+
+
+def test_agenda_knows_the_first_literal_of_each_argument_and_which_call_gives_a_reference():
+    arguments = {"booking_id": {"$ref": "book_leave.result.booking_id"}, "note": {"$match": "any"},
+                 "reason": {"$oneOf": [{"$match": "fuzzy", "value": "ill"}, "sick"]}, "email": "ana@example.org"}
+    item = agenda(leave_case(calls=[{"functionName": "LeavePlugin-cancel_leave", "arguments": arguments}]))[0]
+    assert (item.function, item.values, item.refs) == ("cancel_leave", {"reason": "ill", "email": "ana@example.org"},
+                                                       {"booking_id": "book_leave"})
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -5,9 +5,13 @@ It asks its questions in plain sentences (no bold, no field names in code style)
 """
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from lobeval import TargetUnavailable
 from lobeval.targets import Reply
 
 MENU = "Hi, I'm the HR helper. I can:\n1) Book leave\n2) Cancel a leave booking\n3) Check a leave balance\nWhat do you need?"
@@ -98,20 +102,22 @@ class LeaveBot:
         return LeaveSession()
 
 
-class SlowLeaveBot(LeaveBot):
-    """The same bot, taking 50 ms per reply: slow enough to be killed in the middle of a run."""
+class GatedLeaveBot(LeaveBot):
+    """The same bot, but only its first OPEN conversations start at once: every later one waits at
+    its start until the file named by $TOY_GATE exists. A run stops making progress at a known
+    point, to be killed there, whatever order the conversations run in."""
+
+    OPEN = 10
+
+    def __init__(self) -> None:
+        self.started = 0
 
     async def start(self, case: dict) -> LeaveSession:
-        session = SlowSession()
-        return session
-
-
-class SlowSession(LeaveSession):
-    async def send(self, message: str) -> Reply:
-        import asyncio
-
-        await asyncio.sleep(0.05)
-        return await super().send(message)
+        self.started += 1
+        gate = Path(os.environ["TOY_GATE"])
+        while self.started > self.OPEN and not gate.exists():
+            await asyncio.sleep(0.01)
+        return await super().start(case)
 
 
 class BrokenBot:
@@ -125,4 +131,32 @@ class BrokenSession(LeaveSession):
     async def send(self, message: str) -> Reply:
         if any(self.slots.values()) or self.task:
             raise RuntimeError("database connection lost")
+        return await super().send(message)
+
+
+class UnavailableBot:
+    """Like BrokenBot, but says that its own infrastructure failed: a machinery error, not the bot's."""
+
+    async def start(self, case: dict) -> "UnavailableSession":
+        return UnavailableSession()
+
+
+class UnavailableSession(LeaveSession):
+    async def send(self, message: str) -> Reply:
+        if any(self.slots.values()) or self.task:
+            raise TargetUnavailable("database connection lost")
+        return await super().send(message)
+
+
+class HangingBot:
+    """Never answers the second message (until cancelled): it misses any deadline."""
+
+    async def start(self, case: dict) -> "HangingSession":
+        return HangingSession()
+
+
+class HangingSession(LeaveSession):
+    async def send(self, message: str) -> Reply:
+        if any(self.slots.values()) or self.task:
+            await asyncio.Event().wait()
         return await super().send(message)

@@ -1,7 +1,7 @@
 """Error analysis over `evaluation_results.json`: breakdown tables, plots and failure signatures.
 
-Every function takes the results dict (as written by `lobeval evaluate`) and returns a DataFrame
-or a matplotlib Figure; nothing here calls a model. Function names are grouped by
+Every function takes the results dict (as `lobeval.records.read_results` reads it) and returns a
+DataFrame or a matplotlib Figure; nothing here calls a model. Function names are grouped by
 `suite.function_key` (case and the `Plugin-` prefix do not split a function in two).
 """
 from __future__ import annotations
@@ -14,26 +14,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from lobeval.errors import RecordError
-from lobeval.records import read_conversations
-from lobeval.replay import replay_html, replay_widget  # noqa: F401  (lobeval.analyse is the lane's public surface)
-from lobeval.scoring import METRICS
+from lobeval.records import METRICS, read_conversations
 from lobeval.suite import function_key
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RecordError(path, "file", None, "not found") from None
-    except json.JSONDecodeError as exc:
-        raise RecordError(path, "file", None, f"invalid JSON: {exc.msg}") from None
-    if not isinstance(results, dict) or not isinstance(results.get("rows"), list):
-        raise RecordError(path, "file", "rows", "is required (a list of conversation rows)")
-    return results
 
 
 def load_conversations(paths: str | Path | list[str | Path]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -293,3 +277,31 @@ def plot_pass_k(results: dict[str, Any]) -> Figure | None:
     sns.lineplot(x=ks, y=[entry["value"] for _, entry in points], marker="o", ax=ax, label="pass^k")
     ax.set(title="pass^k: every one of k trials succeeds", xlabel="k", ylabel="pass^k", ylim=(0, 1.02), xticks=ks)
     return figure
+
+
+def metric_table(results: dict[str, Any]) -> pd.DataFrame:
+    """The headline metrics with their 95 % intervals, one row each."""
+    rows = [{"metric": name, "value": value, "low": (results["intervals"].get(name) or [None, None])[0],
+             "high": (results["intervals"].get(name) or [None, None])[1]}
+            for name, value in results["metrics"].items() if not name.startswith("judge.")]
+    return pd.DataFrame(rows, columns=["metric", "value", "low", "high"]).set_index("metric").round(3)
+
+
+def judge_table(results: dict[str, Any]) -> pd.DataFrame:
+    """The judges' means with intervals (errors and "not applicable" left out), or why they did not run."""
+    judges = results["judges"]
+    if judges["status"] != "run":
+        return pd.DataFrame([{"judges": judges["status"]}])
+    rows = [{"judge": name.removeprefix("judge."), "mean": value, "low": (results["intervals"].get(name) or [None] * 2)[0],
+             "high": (results["intervals"].get(name) or [None] * 2)[1]}
+            for name, value in results["metrics"].items() if name.startswith("judge.")]
+    return pd.DataFrame(rows, columns=["judge", "mean", "low", "high"]).set_index("judge").round(3)
+
+
+def claims_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per claim the bot made without doing it, and per write it never told the user about."""
+    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"], "kind": kind,
+              "what": item.get("claim") or item.get("functionName"), "text": item.get("text", "")}
+             for row in results["rows"] for kind in ("claimed_not_done", "done_not_told")
+             for item in (row.get("claims") or {}).get(kind, [])]
+    return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])

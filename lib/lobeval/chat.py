@@ -2,20 +2,11 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 from typing import Any
 
+from lobeval.render import call_lines, escape
 from lobeval.targets import Reply, Session, TargetError, load_target
-
-
-def format_calls(reply: Reply) -> list[str]:
-    """The debug view of a reply: each function call with its arguments and result or error."""
-    lines = []
-    for call in reply.function_calls:
-        outcome = f"error: {call['error']}" if call.get("error") else f"-> {json.dumps(call.get('result'), default=str)}"
-        lines.append(f"  [{call['functionName']}({json.dumps(call['arguments'], ensure_ascii=False)}) {outcome}]")
-    return lines
 
 
 async def chat_loop(spec: str, *, debug: bool = False, read=input, write=print) -> None:
@@ -46,7 +37,7 @@ async def chat_loop(spec: str, *, debug: bool = False, read=input, write=print) 
 
 def _show(reply: Reply, debug: bool, write) -> None:
     if debug:
-        for line in format_calls(reply):
+        for line in call_lines(reply.function_calls):
             write(line)
     write(f"bot> {reply.text}")
 
@@ -64,8 +55,8 @@ def chat_widget(spec: str, *, debug: bool = True) -> Any:
     lines: list[str] = []
 
     def add(who: str, text: str, calls: list[str] = ()) -> None:
-        lines.append(f"<p><b>{who}:</b> {html.escape(text).replace(chr(10), '<br>')}</p>")
-        lines.extend(f"<pre style='margin:0;color:#666'>{html.escape(c)}</pre>" for c in calls)
+        lines.append(f"<p><b>{who}:</b> {escape(text).replace(chr(10), '<br>')}</p>")
+        lines.extend(f"<pre style='margin:0;color:#666'>{escape(c)}</pre>" for c in calls)
         log.value = "".join(lines)
 
     async def send(message: str) -> None:
@@ -77,7 +68,7 @@ def chat_widget(spec: str, *, debug: bool = True) -> Any:
         add("you", message)
         try:
             reply = await state["session"].send(message)
-            add("bot", reply.text, format_calls(reply) if debug else [])
+            add("bot", reply.text, call_lines(reply.function_calls) if debug else [])
         except TargetError as exc:
             add("error", str(exc))
 

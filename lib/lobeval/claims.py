@@ -1,15 +1,22 @@
 """Claimed but not done, and done but not told: a deterministic check of what the bot said
 against the calls it made. No model is needed.
 
-A claim is a statement (not a question) in an assistant message with an action verb in the past
-tense ("created", "has been updated", "I've cancelled") and no negation, or an identifier such as
-TKT-1042 that neither the user nor any earlier call produced. A claim is backed when a successful
-write call of the same action family was made in that message or before it.
+A claim is a statement in an assistant message with an action verb in the past tense ("created",
+"has been updated", "I've cancelled") and no negation, or an identifier such as TKT-1042 that neither
+the user nor any earlier call produced. Questions, examples ("e.g. ACT-5017", "such as") and requests
+("Please give its id") claim nothing.
+
+A claim is backed by a successful write call of the same action family, made in that message or
+before it, that fits what was claimed: when the sentence names an entity (a word of a function name
+other than its verb, as "action item" in create_action_item), the call's name has it; when the
+sentence gives identifiers, one of them is in the call's arguments or result. A write is told only by
+a claim it backs: reading out its identifier alone does not tell the user what was done.
 """
 from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from lobeval.suite import function_key, strip_plugin_prefix
@@ -29,8 +36,21 @@ _CLAIM = {family: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for family, (wo
 _NEGATION = re.compile(r"\b(?:not|never|no|unable|failed|fail|cannot|couldn't|can't|wasn't|weren't|didn't|hasn't|"
                        r"haven't|won't|error)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# A sentence ends at . ! ? before a space, but not at the abbreviations "e.g." and "i.e.".
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+")
+# "like" only before a quote or an identifier: "ids look like TKT-1042", not "I'd like to confirm ...".
+_EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
+                      re.IGNORECASE)
+_CLAUSE = re.compile(r"\s*[,;]\s*")
+_ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
+       r"let me know)\b"
+_REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|and|also|finally)\W+)*"
+                      rf"(?:please\s+|kindly\s+)?{_ASK}|\bplease\s+{_ASK}|^\W*(?:can|could|would|will)\s+you\b",
+                      re.IGNORECASE)
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check")
+_VERBS = {stem for _, stems in FAMILIES.values() for stem in stems} | set(_READ_PREFIXES)
+_NOT_ENTITIES = _VERBS | {"a", "an", "the", "by", "for", "to", "of", "in", "on", "with", "from", "and", "or", "all",
+                          "my", "over", "id", "ids", "info", "details", "data"}
 
 
 def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -38,6 +58,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     done_not_told [{actual_index, functionName, turn}]. `tools` maps function keys to tools.json
     entries, for effects; without an entry, a name that starts with get/list/search/... is a read."""
     calls = _calls_by_message(conversation)
+    entities = _entity_vocabulary(conversation, tools)
     claimed_not_done, told = [], set()
     said = ""    # everything the user said so far
     known = ""   # ... and every call returned, for identifiers
@@ -53,14 +74,14 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
         writes += [call for call in made if is_write(call["call"]["functionName"], tools)]
         for claim, sentence in claims_in(text, said, known):
             if claim in FAMILIES:
-                backing = [call for call in writes if family_of(call["call"]["functionName"]) == claim]
+                backing = [call for call in writes if family_of(call["call"]["functionName"]) == claim
+                           and fits(call["call"], sentence, entities)]
                 if backing:
                     told.update(call["actual_index"] for call in backing)
                     continue
             elif claim in known:
                 continue
             claimed_not_done.append({"message_index": index, "claim": claim, "text": sentence[:200]})
-        told.update(call["actual_index"] for call in writes if _mentions_result(text, call["call"]))
     done_not_told = [{"actual_index": call["actual_index"], "functionName": call["call"]["functionName"],
                       "turn": call["call"].get("turn")}
                      for call in writes if call["actual_index"] not in told]
@@ -72,12 +93,14 @@ def claims_in(text: str, said: str = "", known: str = "") -> list[tuple[str, str
     bot repeats from the user's words ("our registered trademark ...") or from data it read (a status
     "Cancelled") is not a claim."""
     found = []
-    for sentence in (s.strip() for s in _SENTENCE.findall(text)):
-        if not sentence or sentence.endswith("?") or _NEGATION.search(sentence):
+    for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
+        if not sentence or sentence.endswith("?") or _NEGATION.search(sentence) or _EXAMPLE.search(sentence):
             continue
+        # "Ticket TKT-5 has been created, please tell me ...": the request alone claims nothing.
+        stated = "; ".join(clause for clause in _CLAUSE.split(sentence) if not _REQUEST.search(clause))
         found += [(family, sentence) for family, pattern in _CLAIM.items()
-                  if any(not _quoted(sentence, match, said, known) for match in pattern.finditer(sentence))]
-        found += [(identifier, sentence) for identifier in _IDENTIFIER.findall(sentence)]
+                  if any(not _quoted(stated, match, said, known) for match in pattern.finditer(stated))]
+        found += [(identifier, sentence) for identifier in _IDENTIFIER.findall(stated)]
     return found
 
 
@@ -88,13 +111,52 @@ def _quoted(sentence: str, match: re.Match, said: str, known: str) -> bool:
     return " ".join(words).lower() in " ".join(re.findall(r"\w+", said)).lower()
 
 
+def fits(call: dict[str, Any], sentence: str, entities: set[str]) -> bool:
+    """Whether the claim in `sentence` can be about `call`: the entities it names (of `entities`,
+    the known ones) include one of the call's, and the identifiers it gives one of the call's."""
+    named = _words(sentence) & entities
+    if named and not named & entity_words(call["functionName"]):
+        return False
+    identifiers = set(_IDENTIFIER.findall(sentence))
+    return not identifiers or bool(identifiers & set(_IDENTIFIER.findall(
+        json.dumps([call.get("arguments"), call.get("result")], default=str))))
+
+
 def family_of(function_name: str) -> str | None:
     """The action family a function name belongs to, from its first word that names one."""
-    for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", strip_plugin_prefix(function_name)):
+    for word in _name_words(function_name):
         for family, (_, stems) in FAMILIES.items():
-            if word.lower() in stems:
+            if word in stems:
                 return family
     return None
+
+
+@lru_cache(maxsize=4096)
+def entity_words(function_name: str) -> frozenset[str]:
+    """What a function acts on: the words of its name but its verbs ("create_action_item" → action, item)."""
+    return frozenset(_singular(word) for word in _name_words(function_name) if word not in _NOT_ENTITIES)
+
+
+def _entity_vocabulary(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> set[str]:
+    """The entity words of every function the suite or the conversation names."""
+    names = [(tool.get("function") or {}).get("name") or key for key, tool in tools.items()]
+    names += [call.get("functionName") or "" for call in conversation.get("function_calls") or []]
+    names += [call.get("functionName") or "" for message in conversation.get("messages") or []
+              for call in message.get("function_calls") or []]
+    return {word for name in names for word in entity_words(name)}
+
+
+def _name_words(function_name: str) -> list[str]:
+    return [word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", strip_plugin_prefix(function_name))
+            if word]
+
+
+def _words(text: str) -> set[str]:
+    return {_singular(word.lower()) for word in re.findall(r"[A-Za-z]+", text)}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
@@ -125,9 +187,3 @@ def _calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, 
                 by_message.setdefault(index, []).append({"actual_index": actual, "call": call})
                 break
     return by_message
-
-
-def _mentions_result(text: str, call: dict[str, Any]) -> bool:
-    """The message names an identifier the call returned (e.g. "TKT-1042 is now High priority")."""
-    identifiers = set(_IDENTIFIER.findall(json.dumps(call.get("result"), default=str)))
-    return any(identifier in text for identifier in identifiers)

@@ -1,4 +1,4 @@
-"""The `lobeval` command (SPEC §7). Exit status: 0 done, 1 gate failed, 2 bad input."""
+"""The `lobeval` command. Exit status: 0 done, 1 a quality gate failed (gate, run), 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -23,19 +23,18 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 async def _simulate_async(args: argparse.Namespace) -> int:
-    from lobeval.roles import make_completion_judge, make_user
+    from lobeval.roles import resolve
     from lobeval.simulate import parse_shard, simulate_async
-    from lobeval.targets import load_target
 
-    user = make_user(args.user, stop_phrase=args.stop_phrase, concurrency=args.concurrency)
-    judge = make_completion_judge(args.concurrency)
-    target = load_target(args.target)
+    parts = resolve("user", "completion_judge", "target", target=args.target, user=args.user,
+                    concurrency=args.concurrency, stop_phrase=args.stop_phrase, target_timeout=args.target_timeout)
+    target = parts.target
     try:
         result = await simulate_async(
-            args.dataset, args.out, target=target, user=user, judge=judge, trials=args.trials,
+            args.dataset, args.out, target=target, user=parts.user, judge=parts.completion_judge, trials=args.trials,
             concurrency=args.concurrency, max_turns=args.max_turns, stop_phrase=args.stop_phrase,
             scenarios=args.scenarios.split(",") if args.scenarios else None, limit=args.limit,
-            shard=parse_shard(args.shard) if args.shard else None)
+            shard=parse_shard(args.shard) if args.shard else None, retry_errors=args.retry_errors)
     finally:
         await target.aclose()
     for line in result.summary():
@@ -45,10 +44,11 @@ async def _simulate_async(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from lobeval.evaluate import evaluate
+    from lobeval.roles import resolve
 
-    result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite,
-                      judges=args.judges.split(",") if args.judges else None, labels=args.labels,
-                      target=args.target)
+    parts = resolve("judges", "embedder", judges=args.judges.split(",") if args.judges else None, suite=args.suite)
+    result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite, judges=parts.judges,
+                      embedder=parts.embedder, labels=args.labels, target=args.target)
     for line in result.summary():
         print(line)
     return 0
@@ -103,10 +103,12 @@ def _run(args: argparse.Namespace) -> int:
     result = run(suite=args.suite, run_id=args.run_id, cases_per_scenario=args.cases_per_scenario, seed=args.seed,
                  target=args.target, user=args.user, trials=args.trials, concurrency=args.concurrency,
                  judges=args.judges.split(",") if args.judges else None,
-                 gate=dict(parse_minimum(text) for text in args.min) if args.min else None)
+                 gate=dict(parse_minimum(text) for text in args.min) if args.min else None,
+                 max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
+                 retry_errors=args.retry_errors)
     for line in result.summary():
         print(line)
-    return 0
+    return 0 if result.gate_passed else 1
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -120,9 +122,19 @@ def _gate(args: argparse.Namespace) -> int:
     from lobeval.compare import format_gate, gate, parse_minimum
 
     minimums = dict(parse_minimum(text) for text in args.min or [])
-    checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate)
+    checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate,
+                  min_judge_coverage=args.min_judge_coverage)
     print(format_gate(checks))
     return 0 if all(check["passed"] for check in checks) else 1
+
+
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="a target call that takes longer ends the conversation as target_unavailable, a "
+                             "machinery error (default 60)")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="on resume, run again the conversations that ended in a machinery error "
+                             "(llm_error, target_unavailable, budget_spent)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--scenarios", metavar="A,B", help="only these scenarios")
     sim.add_argument("--limit", type=int, metavar="N", help="only the first N cases (a smoke run)")
     sim.add_argument("--shard", metavar="I/N", help="only every N-th case, starting at the I-th")
+    _target_options(sim)
     sim.add_argument("--out", required=True, help="conversations file (JSONL), appended to")
     sim.set_defaults(handler=_simulate)
 
@@ -185,8 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--latency", type=float, default=0.1, help="seconds per model completion")
     bench.set_defaults(handler=_bench)
 
-    run = commands.add_parser("run", help="run the five stage notebooks into runs/<run_id>/ and write the report; "
-                                          "the same --run-id again resumes")
+    run = commands.add_parser("run", help="run the five stage notebooks into runs/<run_id>/, write the report and "
+                                          "print the quality gate's verdict: exit 1 when the gate fails; the same "
+                                          "--run-id again resumes")
     run.add_argument("--suite", default="scenarios/support_tickets")
     run.add_argument("--run-id", help="default: the time and the suite's name")
     run.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
@@ -198,7 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
                                                      "(default all; none to switch them off)")
     run.add_argument("--min", action="append", metavar="METRIC=VALUE",
-                     help="the report's quality gate (default Reliability=0.8 and Success=0.8)")
+                     help="the quality gate's minimums (default Reliability=0.8 and Success=0.8); repeatable")
+    _target_options(run)
+    run.add_argument("--max-error-rate", type=float, default=0.05, metavar="R",
+                     help="the gate fails when more than this share of conversations failed in the machinery "
+                          "(default 0.05)")
     run.set_defaults(handler=_run)
 
     compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "
@@ -213,7 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--min", action="append", metavar="METRIC=VALUE",
                       help="fail when the run's metric is below VALUE or not measured; repeatable")
     gate.add_argument("--max-error-rate", type=float, metavar="R",
-                      help="fail when more than this share of conversations failed in the machinery")
+                      help="fail when more than this share of conversations failed in the machinery "
+                           "(machinery errors and judge errors)")
+    gate.add_argument("--min-judge-coverage", type=float, default=1.0, metavar="SHARE",
+                      help="a --min on a judge metric fails when fewer than this share of the scored "
+                           "conversations were judged (default 1.0: all)")
     gate.set_defaults(handler=_gate)
     return parser
 

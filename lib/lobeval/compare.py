@@ -25,15 +25,16 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest, permutation_test
 
-from lobeval.analyse import load_results
 from lobeval.errors import ConfigError, RecordError
-from lobeval.scoring import METRICS
+from lobeval.records import METRICS, read_results
+from lobeval.runs import RESULTS_FILE
 from lobeval.stats import CONFIDENCE, RESAMPLES, SEED
 
-RESULTS_FILE = "evaluation_results.json"
 REGRESSION_MARGIN = 0.05
 SIGNIFICANCE = 0.05
 JUDGE_SCORE = "judge.final_score"
+DEFAULT_GATE = {"Reliability": 0.8, "Success": 0.8}
+DEFAULT_MAX_ERROR_RATE = 0.05
 GATE_METRICS = (*METRICS, "pass^1", JUDGE_SCORE)
 
 
@@ -45,25 +46,23 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     path = run_dir / RESULTS_FILE
     if not path.is_file():
         raise RecordError(path, "file", None, "not found (run `lobeval evaluate` or `lobeval run` first)")
-    results = load_results(path)
+    results = read_results(path)
     if not results["rows"]:
         raise RecordError(path, "file", "rows", "no rows: nothing was evaluated")
-    for index, row in enumerate(results["rows"]):
-        for field in ("case_id", "trial", "status"):
-            if not isinstance(row, dict) or row.get(field) is None:
-                raise RecordError(path, f"row {index}", field, "is required")
-    counts = results.get("counts")
-    if not isinstance(counts, dict) or not all(isinstance(counts.get(key), int) for key in ("errors", "conversations")):
-        raise RecordError(path, "file", "counts", "needs whole numbers 'errors' and 'conversations'")
-    if not isinstance(results.get("metrics"), dict):
-        raise RecordError(path, "file", "metrics", "is required (an object of metric values)")
     results["path"] = str(path)
     return results
 
 
 def error_rate(results: dict[str, Any]) -> float:
+    """The share of conversations the machinery failed on: machinery errors, and judge errors."""
     counts = results["counts"]
-    return counts["errors"] / counts["conversations"] if counts["conversations"] else 0.0
+    failed = counts["errors"] + judge_errored(results)
+    return failed / counts["conversations"] if counts["conversations"] else 0.0
+
+
+def judge_errored(results: dict[str, Any]) -> int:
+    """Scored conversations on which at least one judge failed (its endpoint gave up, or its reply stayed unusable)."""
+    return int((results.get("judges") or {}).get("errored_conversations") or 0)
 
 
 def _values(results: dict[str, Any]) -> pd.DataFrame:
@@ -201,10 +200,12 @@ def _check(name: str, passed: bool, reason: str) -> dict[str, Any]:
 
 
 def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
-         max_error_rate: float | None = None) -> list[dict[str, Any]]:
+         max_error_rate: float | None = None, min_judge_coverage: float = 1.0) -> list[dict[str, Any]]:
     """The gate's checks on a run, each {"check", "passed", "reason"}; the run passes when all pass.
 
-    A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails.
+    A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
+    does a minimum on a judge metric that covers less than `min_judge_coverage` of the scored
+    conversations: a mean over the conversations that happened to be judged is not the run's.
     With a baseline, each compared metric is a check that fails on a significant regression.
     """
     minimums = minimums or {}
@@ -215,18 +216,16 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     unknown = [name for name in minimums if name not in known]
     if unknown:
         raise ConfigError(f"--min: unknown metric {', '.join(unknown)}; known: {', '.join(known)}")
-    checks = []
-    for name, minimum in minimums.items():
-        value = run["metrics"].get(name)
-        if not isinstance(value, (int, float)):
-            checks.append(_check(f"{name} >= {minimum:g}", False, f"{name} not measured in {run['path']}"))
-        else:
-            checks.append(_check(f"{name} >= {minimum:g}", value >= minimum,
-                                 f"{name} = {value:.3f} {'>=' if value >= minimum else '<'} {minimum:g}"))
+    for option, share in (("--min-judge-coverage", min_judge_coverage), ("--max-error-rate", max_error_rate)):
+        if share is not None and not 0 <= share <= 1:
+            raise ConfigError(f"{option} {share:g}: expected a share from 0 to 1")
+    checks = [_minimum_check(run, name, minimum, min_judge_coverage) for name, minimum in minimums.items()]
     if max_error_rate is not None:
-        rate, counts = error_rate(run), run["counts"]
+        rate, counts, judged_badly = error_rate(run), run["counts"], judge_errored(run)
+        failed = f"{counts['errors'] + judged_badly}/{counts['conversations']}"
+        detail = f" ({counts['errors']} machinery errors, {judged_badly} with judge errors)" if judged_badly else ""
         checks.append(_check(f"error rate <= {max_error_rate:g}", rate <= max_error_rate,
-                             f"{counts['errors']}/{counts['conversations']} conversations failed in the machinery "
+                             f"{failed} conversations failed in the machinery{detail} "
                              f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))
     if baseline is not None:
         comparison = compare_runs(baseline, run_dir)
@@ -238,6 +237,25 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                 reason += f": worse by more than {REGRESSION_MARGIN} and significant"
             checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason))
     return checks
+
+
+def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage: float) -> dict[str, Any]:
+    value = run["metrics"].get(name)
+    title = f"{name} >= {minimum:g}"
+    if not isinstance(value, (int, float)):
+        return _check(title, False, f"{name} not measured in {run['path']}")
+    reason = f"{name} = {value:.3f} {'>=' if value >= minimum else '<'} {minimum:g}"
+    if not name.startswith("judge."):
+        return _check(title, value >= minimum, reason)
+    coverage = ((run.get("judges") or {}).get("coverage") or {}).get(name)
+    if coverage is None:
+        return _check(title, False, f"{reason}, but its coverage is not recorded (results older than the coverage "
+                                    f"check): evaluate again")
+    judged, of, errors = coverage["judged"], coverage["of"], coverage["errors"]
+    reason += f" over {judged} of {of} conversations judged ({errors} judge errors)"
+    if judged < min_coverage * of or of == 0:
+        return _check(title, False, f"{reason}: below the {min_coverage:.0%} coverage a gate needs")
+    return _check(title, value >= minimum, reason)
 
 
 def format_gate(checks: list[dict[str, Any]]) -> str:

@@ -25,3 +25,12 @@ class RecordError(LobevalError):
 
 class RoleError(LobevalError):
     """A target, simulated user or judge cannot be constructed from its spec."""
+
+
+class TargetUnavailable(Exception):
+    """Raise it from a target when its own infrastructure failed (its model endpoint, its database).
+
+    The conversation is then a machinery error: left out of every metric, counted in the error
+    rate and run again by `lobeval simulate --retry-errors`, never scored as the bot's failure.
+    Over HTTP a target says the same with status 429, 502, 503 or 504.
+    """

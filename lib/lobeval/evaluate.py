@@ -3,7 +3,8 @@
 `evaluate()` reads as its steps: read the cases and the conversations (one file or several),
 load the suite's rules and the analysts' labels, score each conversation through
 azure-ai-evaluation's `evaluate()` (so results have its shape and can be logged to an Azure AI
-Foundry project), add the claims check and the judges, summarise, write.
+Foundry project), add the claims check, the end-state check and the judges, summarise, write.
+It receives its parts (the judges, the embedder) and builds none: `lobeval.roles` does.
 """
 from __future__ import annotations
 
@@ -20,16 +21,19 @@ from typing import Any
 import numpy as np
 
 from lobeval.claims import find_claims
-from lobeval.errors import ConfigError, RecordError
-from lobeval.judges import judge_all, selected_judges, summarise_judges
-from lobeval.llm import Usage, run_sync
-from lobeval.records import read_cases, read_conversations, read_labels, with_changes, write_json
-from lobeval.scoring import METRICS, Rules, concrete, fuzzy_similar, resolver, score_conversation, state_differences
+from lobeval.endstate import replay_cases, state_differences
+from lobeval.errors import RecordError
+from lobeval.llm import LLMClient, Usage, run_sync
+from lobeval.records import (
+    METRICS, SCHEMA_VERSION, RunResults, read_cases, read_conversations, read_labels, with_changes, write_json,
+)
+from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
 from lobeval.stats import summarise
 from lobeval.suite import Suite, function_key, load_suite
 
-SCHEMA_VERSION = 1
 EVALUATOR = "function_calls"
+NO_JUDGE_MODEL = "not run: no judge model configured"
+JUDGES_OFF = "not run: switched off (--judges none)"
 _CASE_FIELDS = ("scenario_name", "expected_function_calls", "expected_outputs", "allowed_function_calls",
                 "forbidden_function_calls", "ordered", "task_completion", "user_instructions")
 
@@ -66,20 +70,39 @@ class FunctionCallEvaluator:
 
 
 def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | Path], out: str | Path, *,
-             suite: str | Path | None = None, judges: list[str] | None = None, labels: str | Path | None = None,
-             target: str | None = None, progress: bool = True) -> EvaluationResult:
-    """`target` replays the expected calls for the end-state check; default: the target each conversation names."""
+             suite: str | Path | None = None, judges: Any = NO_JUDGE_MODEL, embedder: LLMClient | None = None,
+             labels: str | Path | None = None, target: str | None = None, progress: bool = True) -> EvaluationResult:
+    """Score the conversations and write the results.
+
+    `judges`: the conversation judges to run (`lobeval.judges.ConversationJudges`), or the reason they
+    do not run. `embedder`: a client for the embedding model, for semantic comparison of free text.
+    `target` replays the expected calls for the end-state check; default: the target each conversation names.
+    """
     cases = {case.case_id: case.model_dump() for case in read_cases(dataset)} if dataset else {}
     records = read_conversations(conversations)
     loaded = load_suite(suite) if suite else None
     labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
     rules = make_rules(loaded, read_labels(labels_path) if labels_path and labels_path.exists() else [])
     work = [(record, case_for(record, cases, path, line)) for path, line, record in records]
-    rules = with_embeddings(rules, work)
+    if embedder is not None:
+        rules = with_embeddings(rules, work, embedder)
     rows, studio_url = score_with_azure(work, rules)
     rows = add_claims(rows, work, rules)
     rows = add_end_states(rows, work, target)
-    rows, judge_summary = add_judges(rows, work, loaded, judges, progress)
+    rows, judge_summary = add_judges(rows, work, judges, progress)
+    config = {"dataset": str(dataset) if dataset else None,
+              "conversations": [str(p) for p in ([conversations] if isinstance(conversations, str | Path)
+                                                 else conversations)],
+              "suite": str(loaded.dir) if loaded else None, "labels": len(rules.labels),
+              "labels_path": str(labels_path) if labels_path else None,
+              "text_comparison": rules.text_mode, "judges": judge_summary.get("selected", [])}
+    return EvaluationResult(*write_results(out, rows, judge_summary, config, studio_url))
+
+
+def write_results(out: str | Path, rows: list[dict[str, Any]], judge_summary: dict[str, Any], config: dict[str, Any],
+                  studio_url: str | None) -> tuple[Path, dict[str, Any]]:
+    """Summarise the rows into the results document, check it against its schema, write it whole."""
+    judge_summary = dict(judge_summary)
     results = {"schema_version": SCHEMA_VERSION, **summarise(rows)}
     results["metrics"].update(judge_summary.pop("metrics", {}))
     results["intervals"].update(judge_summary.pop("intervals", {}))
@@ -87,16 +110,35 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
         "judges": judge_summary,
         "claims": {kind: sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
                    for kind in ("claimed_not_done", "done_not_told")},
-        "usage": total_usage(rows),
-        "config": {"dataset": str(dataset) if dataset else None,
-                   "conversations": [str(p) for p in ([conversations] if isinstance(conversations, str | Path)
-                                                      else conversations)],
-                   "suite": str(loaded.dir) if loaded else None, "labels": len(rules.labels),
-                   "labels_path": str(labels_path) if labels_path else None,
-                   "text_comparison": rules.text_mode, "judges": judge_summary.get("selected", [])},
-        "studio_url": studio_url, "rows": rows})
+        "usage": total_usage(rows), "config": config, "studio_url": studio_url, "rows": rows})
     add_scenario_findings(results)
-    return EvaluationResult(write_json(out, results), results)
+    RunResults.model_validate(results)
+    return write_json(out, results), results
+
+
+def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: str | Path) -> dict[str, Any]:
+    """The run of `results` scored again with the labels now in `labels_path`. Labels change only the
+    function-call metrics, so the claims, the end-state check and the judges are taken from `results`:
+    no model is called and the bot under test is not loaded."""
+    config = results["config"]
+    cases = {case.case_id: case.model_dump() for case in read_cases(config["dataset"])} if config["dataset"] else {}
+    loaded = load_suite(config["suite"]) if config["suite"] else None
+    labels_path = Path(labels_path)
+    rules = make_rules(loaded, read_labels(labels_path) if labels_path.exists() else [])
+    earlier = {(row["case_id"], row["trial"]): row for row in results["rows"]}
+    rows = []
+    for path, line, record in read_conversations(config["conversations"]):
+        row = score_conversation(record, case_for(record, cases, path, line), rules)
+        kept = earlier.get((row["case_id"], row["trial"]), {})
+        rows.append({**row, **{key: kept.get(key) for key in ("claims", "state", "judges") if key in kept}})
+    judge_summary = {key: value for key, value in results["judges"].items()}
+    judge_summary["metrics"] = {name: value for name, value in results["metrics"].items() if name.startswith("judge.")}
+    judge_summary["intervals"] = {name: value for name, value in results["intervals"].items()
+                                  if name.startswith("judge.")}
+    _, rescored = write_results(out, rows, judge_summary,
+                                {**config, "labels": len(rules.labels), "labels_path": str(labels_path)},
+                                results.get("studio_url"))
+    return rescored
 
 
 def make_rules(suite: Suite | None, labels: list[dict[str, Any]]) -> Rules:
@@ -112,7 +154,8 @@ def case_for(conversation: dict[str, Any], cases: dict[str, dict[str, Any]], pat
     """The case a conversation is scored against: from the dataset, or inline in an imported record."""
     case = cases.get(conversation["case_id"])
     if "expected_function_calls" in conversation:
-        return {**(case or {}), **{key: conversation[key] for key in _CASE_FIELDS if key in conversation}}
+        return {"case_id": conversation["case_id"], **(case or {}),
+                **{key: conversation[key] for key in _CASE_FIELDS if key in conversation}}
     if case is None:
         raise RecordError(path, f"line {line}", "case_id",
                           f"case {conversation['case_id']!r} is not in the dataset and the record carries no "
@@ -120,13 +163,8 @@ def case_for(conversation: dict[str, Any], cases: dict[str, dict[str, Any]], pat
     return case
 
 
-def with_embeddings(rules: Rules, work: list[tuple[dict, dict]]) -> Rules:
-    """Semantic comparison of free text when LOBEVAL_EMBEDDING_MODEL is set: every text embedded once."""
-    from lobeval.roles import model_client
-
-    client = model_client("embedding", cache=True)
-    if client is None:
-        return rules
+def with_embeddings(rules: Rules, work: list[tuple[dict, dict]], embedder: LLMClient) -> Rules:
+    """Semantic comparison of free text with the embedding model: every text embedded once."""
     texts = sorted({text for conversation, case in work for text in _texts(case.get("expected_function_calls"))}
                    | {text for conversation, _ in work for text in _texts(conversation.get("function_calls"))})
     vectors: dict[str, np.ndarray] = {}
@@ -134,7 +172,7 @@ def with_embeddings(rules: Rules, work: list[tuple[dict, dict]]) -> Rules:
     async def embed_all() -> None:
         for start in range(0, len(texts), 256):
             batch = texts[start:start + 256]
-            for text, vector in zip(batch, await client.embed(batch)):
+            for text, vector in zip(batch, await embedder.embed(batch)):
                 vectors[text] = np.asarray(vector) / (np.linalg.norm(vector) or 1.0)
 
     run_sync(embed_all())
@@ -149,8 +187,6 @@ def with_embeddings(rules: Rules, work: list[tuple[dict, dict]]) -> Rules:
 
 def _texts(value: Any) -> set[str]:
     """Every normalised string of several words inside a value (arguments, calls)."""
-    from lobeval.scoring import normal_text
-
     if isinstance(value, str):
         text = normal_text(value)
         return {text} if len(text.split()) > 1 else set()
@@ -207,81 +243,40 @@ def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules:
 def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
                    target: str | None) -> list[dict[str, Any]]:
     """Compare each recorded end state with the state the expected calls leave on a fresh session."""
-    recorded = [(conversation, case) for conversation, case in work if conversation.get("state_changes") is not None]
-    specs = {target or conversation.get("target") for conversation, _ in recorded} - {None}
-    if not specs:
+    recorded = [(conversation, case) for conversation, case in work
+                if conversation.get("state_changes") is not None and (target or conversation.get("target"))]
+    if not recorded:
         return [{**row, "state": None} for row in rows]
-    expected = run_sync(_replay_all(recorded, target))
+    wanted = {(target or conversation["target"], case["case_id"]): case for conversation, case in recorded}
+    expected = run_sync(replay_cases(wanted))
     states = {}
     for conversation, case in recorded:
         replay = expected.get((target or conversation["target"], case["case_id"]))
+        key = (conversation["case_id"], conversation.get("trial", 0))
         if replay is not None and "error" in replay:
-            states[conversation["case_id"], conversation.get("trial", 0)] = replay
+            states[key] = replay
         elif replay is not None:
-            states[conversation["case_id"], conversation.get("trial", 0)] = {
-                "differences": state_differences(replay["initial"], replay["expected"],
-                                                 with_changes(replay["initial"], conversation["state_changes"])),
-                "replay_errors": replay["replay_errors"]}
+            states[key] = {"differences": state_differences(replay["initial"], replay["expected"],
+                                                            with_changes(replay["initial"], conversation["state_changes"])),
+                           "replay_errors": replay["replay_errors"]}
     return [{**row, "state": states.get((row["case_id"], row["trial"]))} for row in rows]
 
 
-async def replay_expected(session: Any, case: dict[str, Any]) -> dict[str, Any] | None:
-    """Run the case's expected calls on a fresh session as a perfect agent; None without apply()."""
-    initial = await session.state()
-    made: list[dict[str, Any]] = []
-    for call in case.get("expected_function_calls") or []:
-        done = await session.apply([{"functionName": call["functionName"],
-                                     "arguments": concrete(call.get("arguments") or {}, resolver(made))}])
-        if done is None or initial is None:
-            return None
-        made += done
-    return {"initial": initial, "expected": await session.state(), "calls": made,
-            "replay_errors": [{"functionName": c["functionName"], "error": c["error"]} for c in made if c.get("error")]}
+def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], judges: Any,
+               progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The conversation judges on every scored conversation; "not run" with its reason (never a number)
+    when `judges` is that reason."""
+    from lobeval.judges import judge_all, summarise_judges
 
-
-async def _replay_all(recorded: list[tuple[dict, dict]], target: str | None) -> dict[tuple[str, str], Any]:
-    from lobeval.targets import TargetError, load_target
-
-    wanted = {(target or conversation["target"], case["case_id"]): case for conversation, case in recorded}
-    loaded = {spec: load_target(spec) for spec in {spec for spec, _ in wanted}}
-    found: dict[tuple[str, str], Any] = {}
-    for (spec, case_id), case in wanted.items():
-        session = None
-        try:
-            session = await loaded[spec].start(case)
-            found[spec, case_id] = await replay_expected(session, case)
-        except TargetError as exc:
-            found[spec, case_id] = {"error": f"replaying the expected calls failed: {exc}"}
-        finally:
-            if session is not None:
-                await session.close()
-    for bot in loaded.values():
-        await bot.aclose()
-    return found
-
-
-def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], suite: Suite | None,
-               selection: list[str] | None, progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The model judges on every scored conversation; "not run" (never a number) without a judge model.
-    `selection` None runs every judge when a judge model is configured."""
-    from lobeval.roles import model_client
-
-    names = selected_judges(selection)
-    client = model_client("judge", cache=True) if names else None
-    if client is None:
-        if names and selection is not None:
-            raise ConfigError(f"--judges {','.join(selection)} needs a judge model: set LOBEVAL_JUDGE_MODEL or "
-                              f"LOBEVAL_MODEL, and OPENAI_API_KEY (or the AZURE_OPENAI_* variables)")
-        status = "not run: no judge model configured" if names else "not run: switched off (--judges none)"
-        return ([{**row, "judges": {"status": status}} for row in rows],
-                {"status": status, "selected": [], "errors": 0, "usage": Usage().to_dict()})
+    if isinstance(judges, str):
+        return ([{**row, "judges": {"status": judges}} for row in rows],
+                {"status": judges, "selected": [], "errors": 0, "usage": Usage().to_dict()})
     scored = [(conversation, case) for row, (conversation, case) in zip(rows, work) if row["status"] == "scored"]
-    tools = list(suite.tools.values()) if suite else []
-    verdicts, usage = judge_all(client, names, tools, scored, progress=progress)
+    verdicts, usage = judge_all(judges, scored, progress=progress)
     rows = [{**row, "judges": verdicts.get((row["case_id"], row["trial"]),
                                            {"status": "not run: the conversation ended in a machinery error"})}
             for row in rows]
-    return rows, summarise_judges(rows, names, usage)
+    return rows, summarise_judges(rows, judges.selection, usage)
 
 
 def add_scenario_findings(results: dict[str, Any]) -> None:
@@ -290,7 +285,8 @@ def add_scenario_findings(results: dict[str, Any]) -> None:
         rows = [row for row in results["rows"] if row["scenario_name"] == entry["scenario_name"]]
         for kind in ("claimed_not_done", "done_not_told"):
             entry[kind] = sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
-        finals = [row["judges"].get("final_score") for row in rows if row["judges"].get("final_score") is not None]
+        finals = [row["judges"].get("final_score") for row in rows
+                  if (row.get("judges") or {}).get("final_score") is not None]
         entry["judge.final_score"] = sum(finals) / len(finals) if finals else None
 
 
@@ -303,37 +299,3 @@ def total_usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     into[key] = into.get(key, 0) + value
     return totals
-
-
-def metric_table(results: dict[str, Any]) -> "pd.DataFrame":
-    """The headline metrics with their 95 % intervals, one row each."""
-    import pandas as pd
-
-    rows = [{"metric": name, "value": value, "low": (results["intervals"].get(name) or [None, None])[0],
-             "high": (results["intervals"].get(name) or [None, None])[1]}
-            for name, value in results["metrics"].items() if not name.startswith("judge.")]
-    return pd.DataFrame(rows).set_index("metric").round(3)
-
-
-def judge_table(results: dict[str, Any]) -> "pd.DataFrame":
-    """The judges' means with intervals (errors and "not applicable" left out), or why they did not run."""
-    import pandas as pd
-
-    judges = results["judges"]
-    if judges["status"] != "run":
-        return pd.DataFrame([{"judges": judges["status"]}])
-    rows = [{"judge": name.removeprefix("judge."), "mean": value, "low": (results["intervals"].get(name) or [None] * 2)[0],
-             "high": (results["intervals"].get(name) or [None] * 2)[1]}
-            for name, value in results["metrics"].items() if name.startswith("judge.")]
-    return pd.DataFrame(rows, columns=["judge", "mean", "low", "high"]).set_index("judge").round(3)
-
-
-def claims_table(results: dict[str, Any]) -> "pd.DataFrame":
-    """One row per claim the bot made without doing it, and per write it never told the user about."""
-    import pandas as pd
-
-    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"], "kind": kind,
-              "what": item.get("claim") or item.get("functionName"), "text": item.get("text", "")}
-             for row in results["rows"] for kind in ("claimed_not_done", "done_not_told")
-             for item in (row.get("claims") or {}).get(kind, [])]
-    return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])

@@ -9,18 +9,19 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from lobeval import operators
 from lobeval.errors import RecordError
-from lobeval.records import write_jsonl
+from lobeval.records import SCHEMA_VERSION, write_jsonl
 from lobeval.suite import Entity, Suite, function_key, load_suite
 
 PLACEHOLDER = re.compile(r"\{([^{}\s\"]+)\}")
-MATCH_MODES = ("exact", "fuzzy", "semantic", "any")
 TEXT_FIELDS = ("user_instructions", "task_completion", "persona")
 
 
@@ -95,10 +96,10 @@ def check_template(suite: Suite, template: dict[str, Any]) -> None:
             raise RecordError(file, where, path.lstrip("."),
                               f"unknown field in {{{text}}}: {entity.csv} has no column '{field_name}' "
                               f"(columns: {', '.join(entity.fields)})")
-    earlier: set[str] = set()
-    for position, call in enumerate(template["expected_function_calls"]):
-        _check_call(suite, template, position, call, earlier)
-        earlier.add(function_key(call["functionName"]))
+    problems = expected_call_problems(template["expected_function_calls"], suite.tools,
+                                      template["forbidden_function_calls"])
+    if problems:
+        raise RecordError(file, where, *problems[0])
     for key in ("allowed_function_calls", "forbidden_function_calls"):
         for name in template[key]:
             if suite.tool(name) is None:
@@ -109,48 +110,38 @@ def check_template(suite: Suite, template: dict[str, Any]) -> None:
             raise RecordError(file, where, f"user_mistakes.{arg}", "is not an argument of any expected call")
 
 
-def _check_call(suite: Suite, template: dict[str, Any], position: int, call: dict[str, Any],
-                earlier: set[str]) -> None:
-    file, where = suite.templates_file, _where(template)
-    prefix = f"expected_function_calls[{position}]"
-    tool = suite.tool(call["functionName"])
-    if tool is None:
-        raise RecordError(file, where, f"{prefix}.functionName",
-                          f"unknown function '{call['functionName']}' (not in {suite.tools_file.name})")
+def expected_call_problems(calls: list[dict[str, Any]], tools: Mapping[str, dict[str, Any]] | None,
+                           forbidden: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(field, problem) for every problem of a scenario's expected calls, in order: an unknown function
+    or argument (checked when `tools`, function key → tools.json entry, is given), a malformed operator,
+    a `$ref` to no earlier expected call, a call that is also forbidden."""
+    forbidden_keys = {function_key(name) for name in forbidden}
+    found = []
+    for position, call in enumerate(calls):
+        prefix, name = f"expected_function_calls[{position}]", call["functionName"]
+        earlier = {function_key(c["functionName"]) for c in calls[:position]}
+        found += _call_problems(prefix, call, tools, earlier)
+        if function_key(name) in forbidden_keys:
+            found.append((f"{prefix}.functionName", f"'{name}' is both expected and forbidden"))
+    return found
+
+
+def _call_problems(prefix: str, call: dict[str, Any], tools: Mapping[str, dict[str, Any]] | None,
+                   earlier: set[str]) -> list[tuple[str, str]]:
+    name, found = call["functionName"], []
+    tool = tools.get(function_key(name)) if tools is not None else None
+    if tools is not None and tool is None:
+        found.append((f"{prefix}.functionName", f"unknown function '{name}' (not in tools.json)"))
     if not isinstance(call.get("optional", False), bool):
-        raise RecordError(file, where, f"{prefix}.optional", "must be true or false")
-    properties = tool["function"].get("parameters", {}).get("properties", {})
-    for arg, value in call.get("arguments", {}).items():
+        found.append((f"{prefix}.optional", "must be true or false"))
+    properties = tool["function"].get("parameters", {}).get("properties", {}) if tool else None
+    for arg, value in (call.get("arguments") or {}).items():
         field = f"{prefix}.arguments.{arg}"
-        if arg not in properties:
-            raise RecordError(file, where, field,
-                              f"'{call['functionName']}' has no argument '{arg}' in {suite.tools_file.name} "
-                              f"(arguments: {', '.join(properties) or 'none'})")
-        _check_operator(file, where, field, value, earlier)
-
-
-def _check_operator(file: Path, where: str, field: str, value: Any, earlier: set[str]) -> None:
-    if not isinstance(value, dict):
-        return
-    if "$ref" in value:
-        ref = value["$ref"]
-        parts = ref.split(".") if isinstance(ref, str) else []
-        if len(parts) < 3 or parts[1] != "result":
-            raise RecordError(file, where, field, f"$ref {ref!r} must look like '<function>.result.<path>'")
-        if function_key(parts[0]) not in earlier:
-            raise RecordError(file, where, field,
-                              f"$ref to '{parts[0]}', which is not an earlier expected call of this scenario")
-    elif "$oneOf" in value:
-        if not isinstance(value["$oneOf"], list) or not value["$oneOf"]:
-            raise RecordError(file, where, field, "$oneOf must be a non-empty list of values")
-    elif "$match" in value:
-        if value["$match"] not in MATCH_MODES:
-            raise RecordError(file, where, field, f"$match must be one of {', '.join(MATCH_MODES)}")
-        if value["$match"] != "any" and "value" not in value:
-            raise RecordError(file, where, field, "$match needs a 'value'")
-        threshold = value.get("threshold", 0.8)
-        if not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-            raise RecordError(file, where, field, "$match threshold must be a number in (0, 1]")
+        if properties is not None and arg not in properties:
+            found.append((field, f"'{name}' has no argument '{arg}' in tools.json "
+                                 f"(arguments: {', '.join(properties) or 'none'})"))
+        found += [(field, problem) for problem in operators.problems(value, earlier)]
+    return found
 
 
 # --- sampling and filling --------------------------------------------------------------------
@@ -217,8 +208,6 @@ def fill(value: Any, records: dict[str, dict[str, Any]]) -> Any:
         return PLACEHOLDER.sub(lambda m: _render(records[m.group(1).split(".")[0]][m.group(1).split(".")[1]]),
                                value)
     if isinstance(value, dict):
-        if "$ref" in value:
-            return dict(value)
         return {key: fill(item, records) for key, item in value.items()}
     if isinstance(value, list):
         return [fill(item, records) for item in value]
@@ -228,6 +217,7 @@ def fill(value: Any, records: dict[str, dict[str, Any]]) -> Any:
 def fill_case(template: dict[str, Any], records: dict[str, dict[str, Any]], index: int, seed: int) -> dict:
     filled = {key: fill(template[key], records) for key in TEXT_FIELDS}
     return {
+        "schema_version": SCHEMA_VERSION,
         "case_id": f"{template['scenario_name']}-{index + 1:03d}",
         "scenario_name": template["scenario_name"],
         **filled,
@@ -245,17 +235,6 @@ def fill_case(template: dict[str, Any], records: dict[str, dict[str, Any]], inde
 
 # --- checks after filling --------------------------------------------------------------------
 
-def _argument_values(value: Any) -> list[Any]:
-    """The literal values an expected argument stands for ($ref is checked at run time)."""
-    if isinstance(value, dict) and "$ref" in value:
-        return []
-    if isinstance(value, dict) and "$oneOf" in value:
-        return [v for option in value["$oneOf"] for v in _argument_values(option)]
-    if isinstance(value, dict) and "$match" in value:
-        return [] if value["$match"] == "any" else _argument_values(value["value"])
-    return [value]
-
-
 def check_case(suite: Suite, case: dict[str, Any]) -> None:
     sources = ", ".join(f"{name} {record[suite.entities[name].id]!r}" for name, record in case["business_data"].items())
     where = f"scenario '{case['scenario_name']}', case {case['case_id']}" + (f" (from {sources})" if sources else "")
@@ -263,7 +242,7 @@ def check_case(suite: Suite, case: dict[str, Any]) -> None:
         schema = suite.tool(call["functionName"])["function"]["parameters"]["properties"]
         for arg, value in call.get("arguments", {}).items():
             validator = Draft202012Validator(schema[arg], format_checker=Draft202012Validator.FORMAT_CHECKER)
-            for literal in _argument_values(value):
+            for literal in operators.literals(value):
                 error = next(iter(validator.iter_errors(literal)), None)
                 if error is not None:
                     raise RecordError(suite.templates_file, where,

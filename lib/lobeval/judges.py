@@ -7,16 +7,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import diskcache
 import numpy as np
 from tqdm.auto import tqdm
 
 from lobeval.errors import ConfigError
 from lobeval.llm import (
-    LLMClient, LLMError, ModelConfig, Usage, api_key, cache_dir, load_prices, parse_json_object, request_key,
-    run_sync, scrub_key,
+    LLMClient, LLMError, ModelConfig, ReplyError, Usage, api_key, parse_json_object, run_sync, scrub_key,
 )
 from lobeval.records import Case
+from lobeval.render import transcript_text
 from lobeval.stats import interval
 
 COMPLETION_PROMPT = """You decide whether a conversation between a user and a business chatbot has
@@ -30,18 +29,6 @@ actually happened (a successful call, or the information given to the user) — 
 merely says it will do something has not done it.
 
 Answer with a JSON object and nothing else: {{"reason": "<one or two sentences>", "complete": true|false}}"""
-
-
-def render_transcript(messages: list[dict[str, Any]]) -> str:
-    """The conversation as plain text, calls and results included, for a judge to read."""
-    lines = []
-    for message in messages:
-        lines.append(f"{message['role'].upper()}: {message['content']}")
-        for call in message.get("function_calls") or []:
-            outcome = f"ERROR {call['error']}" if call.get("error") else json.dumps(call.get("result"), default=str)
-            lines.append(f"  [call {call['functionName']}({json.dumps(call['arguments'], ensure_ascii=False)})"
-                         f" -> {outcome}]")
-    return "\n".join(lines)
 
 
 def parse_verdict(text: str) -> tuple[bool, str]:
@@ -58,26 +45,17 @@ def parse_verdict(text: str) -> tuple[bool, str]:
 class CompletionJudge:
     """Asks after each bot turn whether the case's `task_completion` is met (yes/no with a reason)."""
 
-    attempts = 2
-
     def __init__(self, client: LLMClient):
         self.client = client
 
     async def is_complete(self, case: Case, messages: list[dict[str, Any]], usage: Usage) -> tuple[bool, str]:
-        """An unparseable verdict after two tries counts as "not yet": the conversation goes on."""
+        """A verdict still unusable after the retry counts as "not yet": the conversation goes on."""
         prompt = [{"role": "system", "content": COMPLETION_PROMPT.format(task_completion=case.task_completion)},
-                  {"role": "user", "content": render_transcript(messages)}]
-        for attempt in range(self.attempts):
-            # A different seed makes the retry a different request, so the cache does not replay the bad reply.
-            result = await self.client.chat(prompt, response_format={"type": "json_object"},
-                                            temperature=0.0, seed=attempt)
-            usage.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                      cost_usd=result.cost_usd, cached=result.cached)
-            try:
-                return parse_verdict(result.message.get("content") or "")
-            except ValueError as exc:
-                problem = str(exc)
-        return False, f"judge reply unusable: {problem}"
+                  {"role": "user", "content": transcript_text(messages)}]
+        try:
+            return await self.client.ask_json(prompt, parse_verdict, usage=(usage,))
+        except ReplyError as exc:
+            return False, f"judge reply unusable: {exc.problem}"
 
 
 # ---- Judges of a finished conversation (lobeval evaluate --judges) ----
@@ -139,14 +117,6 @@ call or the information given to the user. Saying it will be done, or a call tha
 is not achievement (0).
 
 Answer with a JSON object and nothing else: {{"score": 0 or 1, "reason": "<one or two sentences>"}}"""
-
-
-class JudgeReplyError(ValueError):
-    """A judge's reply that stayed unusable; carries the raw text for the record."""
-
-    def __init__(self, problem: str, raw: str | None):
-        super().__init__(problem)
-        self.raw = raw
 
 
 def parse_turn_scores(text: str) -> dict[str, dict[str, Any]]:
@@ -212,15 +182,14 @@ def selected_judges(selection: list[str] | None) -> list[str]:
 
 
 class ConversationJudges:
-    """The selected judges on one judge model: per-turn quality with behaviour failures, goal
-    completion, and azure-ai-evaluation's conversation evaluators. Usage is counted per judge."""
-
-    attempts = 2
+    """The selected judges (`selected_judges`) on one judge model: per-turn quality with behaviour
+    failures, goal completion, and azure-ai-evaluation's conversation evaluators, which need the
+    suite's `tools`. Usage is counted per judge."""
 
     def __init__(self, client: LLMClient, selection: list[str], tools: list[dict[str, Any]]):
-        self.client, self.selection, self.tools = client, selection, tools
+        self.client, self.selection = client, selection
         self.usage = {name: Usage() for name in selection}
-        self._azure = AzureJudges(client.config, tools, client.concurrency) if set(selection) & set(AZURE_JUDGES) else None
+        self._azure = AzureJudges(client, tools) if set(selection) & set(AZURE_JUDGES) else None
 
     async def judge(self, conversation: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
         """The row's `judges` value (the "run" shape)."""
@@ -245,21 +214,7 @@ class ConversationJudges:
         return result
 
     async def _ask(self, judge: str, prompt: list[dict[str, Any]], parse: Callable[[str], Any], usage: Usage) -> Any:
-        """A parsed reply; a reply that stays unusable after a retry raises JudgeReplyError with the raw text."""
-        raw = None
-        for attempt in range(self.attempts):
-            # Another seed makes the retry a different request, so the cache does not replay the bad reply.
-            result = await self.client.chat(prompt, response_format={"type": "json_object"}, temperature=0.0,
-                                            seed=attempt)
-            for into in (usage, self.usage[judge]):
-                into.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                         cost_usd=result.cost_usd, cached=result.cached)
-            raw = result.message.get("content") or ""
-            try:
-                return parse(raw)
-            except ValueError as exc:
-                problem = str(exc)
-        raise JudgeReplyError(f"judge reply unusable after {self.attempts} attempts: {problem}", raw)
+        return await self.client.ask_json(prompt, parse, usage=(usage, self.usage[judge]))
 
     async def _turns(self, conversation: dict[str, Any], case: dict[str, Any], errors: list, usage: Usage) -> list:
         messages = conversation.get("messages") or []
@@ -268,7 +223,7 @@ class ConversationJudges:
 
     async def _turn(self, messages: list[dict[str, Any]], index: int, case: dict[str, Any], errors: list,
                     usage: Usage) -> dict[str, Any]:
-        transcript = _marked_transcript(messages[:index + 1])
+        transcript = transcript_text(messages[:index + 1], marked=index)
         business_data = json.dumps(case.get("business_data") or {}, ensure_ascii=False, default=str)
         criteria = "\n".join(f"- {name}: {question}" for name, question in TURN_CRITERIA.items())
         prompt = [{"role": "system", "content": TURN_PROMPT.format(business_data=business_data, criteria=criteria)},
@@ -276,7 +231,7 @@ class ConversationJudges:
         turn: dict[str, Any] = {"message_index": index, "scores": None, "failed": None, "failure": None}
         try:
             turn["scores"] = await self._ask("per_turn", prompt, parse_turn_scores, usage)
-        except (JudgeReplyError, LLMError) as exc:
+        except LLMError as exc:
             errors.append(_error("per_turn", index, exc))
             return turn
         low = [name for name, entry in turn["scores"].items() if entry["score"] < PASSING_TURN_SCORE]
@@ -288,7 +243,7 @@ class ConversationJudges:
                 low=", ".join(low), categories=categories, business_data=business_data, transcript=transcript)}]
             try:
                 turn["failure"] = await self._ask("per_turn", prompt, parse_failure, usage)
-            except (JudgeReplyError, LLMError) as exc:
+            except LLMError as exc:
                 errors.append(_error("behaviour_failure", index, exc))
         return turn
 
@@ -296,88 +251,76 @@ class ConversationJudges:
                     usage: Usage) -> dict[str, Any] | None:
         goal = case.get("task_completion") or "; ".join(case.get("expected_outputs") or []) or case.get("user_instructions")
         prompt = [{"role": "system", "content": GOAL_PROMPT.format(task_completion=goal)},
-                  {"role": "user", "content": render_transcript(conversation.get("messages") or [])}]
+                  {"role": "user", "content": transcript_text(conversation.get("messages") or [])}]
         try:
             return await self._ask("goal", prompt, parse_goal, usage)
-        except (JudgeReplyError, LLMError) as exc:
+        except LLMError as exc:
             errors.append(_error("goal", None, exc))
             return None
 
 
-def _marked_transcript(messages: list[dict[str, Any]]) -> str:
-    lines = render_transcript(messages).split("\n")
-    last = max(i for i, line in enumerate(lines) if line.startswith("ASSISTANT:"))
-    lines[last] = ">>> " + lines[last]
-    return "\n".join(lines)
-
-
-def _error(judge: str, message_index: int | None, exc: Exception) -> dict[str, Any]:
-    return {"judge": judge, "message_index": message_index, "error": str(exc), "raw": getattr(exc, "raw", None)}
+def _error(judge: str, message_index: int | None, exc: LLMError) -> dict[str, Any]:
+    """A judge error for the record: a reply that stayed unusable comes with its raw text."""
+    if isinstance(exc, ReplyError):
+        problem = f"judge reply unusable after {exc.attempts} attempts: {exc.problem}"
+        return {"judge": judge, "message_index": message_index, "error": problem, "raw": exc.raw}
+    return {"judge": judge, "message_index": message_index, "error": str(exc), "raw": None}
 
 
 class AzureJudges:
-    """azure-ai-evaluation's conversation evaluators on the judge model. They are synchronous, so
-    each runs on a worker thread; a finished verdict is cached like any model call."""
+    """azure-ai-evaluation's conversation evaluators on the judge model, asked through the judge
+    client's `ask` (its cache, prices, usage and budget). The evaluators are synchronous, so each runs
+    on a worker thread; one that raises or gives no score is retried, then recorded as an error."""
 
-    attempts = 2
-
-    def __init__(self, config: ModelConfig, tools: list[dict[str, Any]], concurrency: int):
-        self.config = config
+    def __init__(self, client: LLMClient, tools: list[dict[str, Any]]):
+        self.client = client
         self.tool_definitions = [{"name": tool["function"]["name"], "description": tool["function"].get("description", ""),
                                   "parameters": tool["function"].get("parameters", {})} for tool in tools]
-        self._cache = diskcache.Cache(str(cache_dir()))
-        self._price = load_prices().get(config.model)
-        self._threads = threading.BoundedSemaphore(concurrency)
+        self._threads = threading.BoundedSemaphore(client.concurrency)
 
     async def judge(self, names: list[str], conversation: dict[str, Any], case: dict[str, Any], errors: list,
                     usage: Usage, per_judge: dict[str, Usage]) -> dict[str, Any]:
         inputs = azure_inputs(conversation, case, self.tool_definitions)
-        verdicts = await asyncio.gather(*(asyncio.to_thread(self._verdict, name, inputs[name]) for name in names))
-        found = {}
-        for name, (verdict, tokens) in zip(names, verdicts):
-            for into in (usage, per_judge[name]):
-                if tokens is not None:
-                    into.add(**tokens, cost_usd=self._cost(tokens), cost_known=self._price is not None)
-            if "error" in verdict:
-                errors.append({"judge": name, "message_index": None, **verdict})
-            found[name] = verdict
-        return found
+        verdicts = await asyncio.gather(*(self._verdict(name, inputs[name], (usage, per_judge[name]), errors)
+                                          for name in names))
+        return dict(zip(names, verdicts))
 
-    def _verdict(self, name: str, inputs: dict[str, Any] | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """(verdict, tokens used or None when nothing was sent). `inputs` as a str: not applicable, why."""
+    async def _verdict(self, name: str, inputs: dict[str, Any] | str, usage: tuple[Usage, ...],
+                       errors: list) -> dict[str, Any]:
+        """The evaluator's verdict, or its error (also added to `errors`); `inputs` as a str: not applicable, why."""
         if isinstance(inputs, str):
-            return {"result": "not applicable", "reason": inputs}, None
-        key = "azure:" + request_key({"judge": name, **self.config.describe(), **inputs})
-        stored = self._cache.get(key)
-        if stored is not None:
-            return stored, {"cached": True}
-        problem = ""
-        with self._threads:
-            for _ in range(self.attempts):
-                try:
-                    output = self._evaluator(name)(**inputs)
-                except Exception as exc:  # the SDK raises its own and the model client's errors alike
-                    problem = f"{type(exc).__name__}: {exc}"
-                    continue
-                verdict, tokens = azure_verdict(name, output)
-                self._cache.set(key, verdict)
-                return verdict, tokens
-        return {"error": scrub_key(self.config, f"gave up after {self.attempts} attempts: {problem}")[:500],
-                "raw": None}, None
+            return {"result": "not applicable", "reason": inputs}
 
-    def _evaluator(self, name: str) -> Any:
+        async def answer(attempt: int) -> dict[str, Any]:
+            try:
+                output = await asyncio.to_thread(self._evaluate, name, inputs)
+            except Exception as exc:  # the SDK raises its own and the model client's errors alike
+                raise ValueError(scrub_key(self.client.config, f"{type(exc).__name__}: {exc}")[:500]) from None
+            tokens = azure_verdict(name, output)[1] or {"prompt_tokens": 0, "completion_tokens": 0}
+            return {"content": json.dumps(output, default=str), **tokens}
+
+        def parse(content: str) -> dict[str, Any]:
+            verdict = azure_verdict(name, json.loads(content))[0]
+            if "error" in verdict:
+                raise ValueError(verdict["error"])
+            return verdict
+
+        try:
+            return await self.client.ask({"kind": f"azure:{name}", "inputs": inputs}, answer, parse, usage=usage)
+        except LLMError as exc:
+            error = _error(name, None, exc)
+            errors.append(error)
+            return {"error": error["error"], "raw": error["raw"]}
+
+    def _evaluate(self, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         from azure.ai.evaluation import (
             IntentResolutionEvaluator, ResponseCompletenessEvaluator, TaskAdherenceEvaluator, ToolCallAccuracyEvaluator,
         )
 
         kinds = {"tool_call_accuracy": ToolCallAccuracyEvaluator, "intent_resolution": IntentResolutionEvaluator,
                  "task_adherence": TaskAdherenceEvaluator, "response_completeness": ResponseCompletenessEvaluator}
-        return kinds[name](azure_model_config(self.config))
-
-    def _cost(self, tokens: dict[str, Any]) -> float:
-        if self._price is None or tokens.get("cached"):
-            return 0.0
-        return (tokens["prompt_tokens"] * self._price["input"] + tokens["completion_tokens"] * self._price["output"]) / 1e6
+        with self._threads:
+            return kinds[name](azure_model_config(self.client.config))(**inputs)
 
 
 def azure_model_config(config: ModelConfig) -> dict[str, Any]:
@@ -450,12 +393,9 @@ def azure_verdict(name: str, output: dict[str, Any]) -> tuple[dict[str, Any], di
             "threshold": output.get(f"{name}_threshold"), "reason": reason}, tokens
 
 
-def judge_all(client: LLMClient, names: list[str], tools: list[dict[str, Any]],
-              work: list[tuple[dict[str, Any], dict[str, Any]]], *,
+def judge_all(judges: ConversationJudges, work: list[tuple[dict[str, Any], dict[str, Any]]], *,
               progress: bool = True) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Every conversation judged: ({(case_id, trial): the row's `judges`}, usage by judge)."""
-    judges = ConversationJudges(client, names, tools)
-
+    """Every (conversation, case) of `work` judged: ({(case_id, trial): the row's `judges`}, usage by judge)."""
     async def everything() -> dict[tuple[str, int], dict[str, Any]]:
         with tqdm(total=len(work), desc="judges", unit="conv", disable=not progress) as bar:
             async def one(conversation: dict[str, Any], case: dict[str, Any]) -> tuple[tuple[str, int], dict]:

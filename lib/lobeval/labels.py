@@ -1,8 +1,8 @@
 """The analysts' labels (SPEC §3): an unpaired call or an extra argument marked as legitimate.
 
-`scenarios/<suite>/labels.jsonl` holds one label per line; `lobeval evaluate` applies them when it
-re-scores. Every write replaces the whole file through a temporary file, so a crash never leaves
-half a line behind.
+`scenarios/<suite>/labels.jsonl` holds one label per line; scoring applies them
+(`lobeval evaluate`, or `evaluate.rescore_with_labels` without re-running anything else). Every write
+replaces the whole file through a temporary file, so a crash never leaves half a line behind.
 """
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from lobeval.errors import ConfigError
-from lobeval.evaluate import evaluate
-from lobeval.records import LABEL_KINDS, read_labels, write_jsonl
-from lobeval.scoring import METRICS
+from lobeval.errors import ConfigError, RecordError
+from lobeval.records import METRICS, SCHEMA_VERSION, label_problem, read_labels, write_jsonl
 
 LABEL_COLUMNS = ["id", "scenario_name", "functionName", "kind", "argument", "note", "author", "created_at"]
 
@@ -28,18 +26,15 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def add_label(labels_path: str | Path, *, kind: str, function_name: str, scenario_name: str | None = None,
               argument: str | None = None, note: str, author: str) -> dict[str, Any]:
     """Append one label; `scenario_name=None` makes it hold for the whole suite."""
-    if kind not in LABEL_KINDS:
-        raise ConfigError(f"label kind must be one of {', '.join(LABEL_KINDS)}, got {kind!r}")
-    if not function_name:
-        raise ConfigError("a label needs the function name")
-    if (kind == "allowed_extra_argument") != bool(argument):
-        raise ConfigError("an argument is required for allowed_extra_argument labels, and only for them")
-    label = {"id": uuid.uuid4().hex[:12], "scenario_name": scenario_name, "functionName": function_name,
-             "kind": kind, "note": note, "author": author,
+    label = {"schema_version": SCHEMA_VERSION, "id": uuid.uuid4().hex[:12], "scenario_name": scenario_name,
+             "functionName": function_name, "kind": kind, "note": note, "author": author,
              "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if argument:
         label["argument"] = argument
     path = Path(labels_path)
+    problem = label_problem(label)
+    if problem is not None:
+        raise RecordError(path, "new label", *problem)
     write_jsonl(path, [*_read(path), label])
     return label
 
@@ -63,11 +58,3 @@ def compare_labels(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFram
                           "after": {metric: after["metrics"].get(metric) for metric in METRICS}}, dtype=float)
     table["change"] = table["after"] - table["before"]
     return table
-
-
-def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: str | Path) -> dict[str, Any]:
-    """The run of `results` scored again (same dataset, conversations and suite) with the labels now in
-    `labels_path`; the judges are not re-run, as labels change no judge score."""
-    config = results["config"]
-    return evaluate(config["dataset"], config["conversations"], out, suite=config["suite"], judges=[],
-                    labels=labels_path, progress=False).results

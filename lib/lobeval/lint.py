@@ -9,9 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lobeval.endstate import replay_cases
+from lobeval.generate import expected_call_problems
 from lobeval.llm import run_sync
+from lobeval.operators import concrete, refs, resolver, split_ref
 from lobeval.records import read_cases
-from lobeval.scoring import Rules, concrete, resolver, score_conversation
+from lobeval.scoring import Rules, score_conversation
 from lobeval.suite import function_key, load_suite
 
 
@@ -34,49 +37,21 @@ def _results_referenced(case: dict[str, Any], position: int) -> dict[str, Any]:
     name = function_key(calls[position]["functionName"])
     result: dict[str, Any] = {}
     for later in calls[position + 1:]:
-        for ref in _refs(later.get("arguments")):
-            function, _, path = ref.partition(".result")
-            if function_key(function) != name:
+        for ref in refs(later.get("arguments")):
+            function, path = split_ref(ref)
+            if function_key(function) != name or not path:
                 continue
             node = result
-            parts = [p for p in path.split(".") if p]
-            for part in parts[:-1]:
+            for part in path[:-1]:
                 node = node.setdefault(part, {})
-            if parts:
-                node[parts[-1]] = f"<{ref}>"
+            node[path[-1]] = f"<{ref}>"
     return result
 
 
-def _refs(value: Any) -> list[str]:
-    if isinstance(value, dict) and "$ref" in value:
-        return [value["$ref"]]
-    if isinstance(value, dict):
-        return [ref for item in value.values() for ref in _refs(item)]
-    if isinstance(value, list):
-        return [ref for item in value for ref in _refs(item)]
-    return []
-
-
 def case_problems(case: dict[str, Any], rules: Rules) -> list[tuple[str, str]]:
-    """(field, problem) for one case."""
-    problems = []
-    expected = case.get("expected_function_calls") or []
-    for position, call in enumerate(expected):
-        where = f"expected_function_calls[{position}]"
-        earlier = {function_key(c["functionName"]) for c in expected[:position]}
-        for ref in _refs(call.get("arguments")):
-            if function_key(ref.partition(".result")[0]) not in earlier:
-                problems.append((f"{where}.arguments", f"$ref {ref!r} points at a function no earlier expected call makes"))
-        if rules.tools:
-            tool = rules.tools.get(function_key(call["functionName"]))
-            if tool is None:
-                problems.append((f"{where}.functionName", f"{call['functionName']!r} is not in tools.json"))
-                continue
-            properties = tool.get("function", {}).get("parameters", {}).get("properties", {})
-            problems += [(f"{where}.arguments.{name}", f"{call['functionName']} has no parameter {name!r}")
-                         for name in call.get("arguments") or {} if name not in properties]
-        if function_key(call["functionName"]) in {function_key(f) for f in case.get("forbidden_function_calls") or []}:
-            problems.append((f"{where}.functionName", f"{call['functionName']!r} is both expected and forbidden"))
+    """(field, problem) for one case; the tools are checked when the rules know them."""
+    problems = expected_call_problems(case.get("expected_function_calls") or [], rules.tools or None,
+                                      case.get("forbidden_function_calls") or [])
     perfect = score_conversation(perfect_conversation(case), case, rules)
     if perfect["Success"] != 1:
         failed = [name for name, ok in perfect["checks"].items() if not ok]
@@ -89,33 +64,14 @@ def case_problems(case: dict[str, Any], rules: Rules) -> list[tuple[str, str]]:
     return problems
 
 
-async def _replay_problems(cases: list[dict[str, Any]], spec: str) -> dict[str, list[tuple[str, str]]]:
-    from lobeval.evaluate import replay_expected
-    from lobeval.targets import TargetError, load_target
-
-    target = load_target(spec)
-    found: dict[str, list[tuple[str, str]]] = {}
-    try:
-        for case in cases:
-            session = None
-            try:
-                session = await target.start(case)
-                replay = await replay_expected(session, case)
-            except TargetError as exc:
-                found[case["case_id"]] = [("target", str(exc))]
-                continue
-            finally:
-                if session is not None:
-                    await session.close()
-            if replay is None:
-                found[case["case_id"]] = [("target", f"{spec} offers no apply(): the expected calls cannot be replayed")]
-                continue
-            found[case["case_id"]] = [(f"expected_function_calls[{i}]", f"{call['functionName']} fails on the target: "
-                                                                      f"{call['error']}")
-                                      for i, call in enumerate(replay["calls"]) if call.get("error")]
-    finally:
-        await target.aclose()
-    return found
+def _replay_problems(replay: dict[str, Any] | None, spec: str) -> list[tuple[str, str]]:
+    """(field, problem) for one case's expected calls replayed on the target `spec` (see replay_cases)."""
+    if replay is None:
+        return [("target", f"{spec} offers no apply(): the expected calls cannot be replayed")]
+    if "error" in replay:
+        return [("target", replay["error"])]
+    return [(f"expected_function_calls[{i}]", f"{call['functionName']} fails on the target: {call['error']}")
+            for i, call in enumerate(replay["calls"]) if call.get("error")]
 
 
 def lint(dataset: str | Path, *, suite: str | Path | None = None, target: str | None = None) -> list[str]:
@@ -124,9 +80,10 @@ def lint(dataset: str | Path, *, suite: str | Path | None = None, target: str | 
 
     rules = make_rules(load_suite(suite) if suite else None, [])
     cases = [case.model_dump() for case in read_cases(dataset)]
-    replayed = run_sync(_replay_problems(cases, target)) if target else {}
+    replays = run_sync(replay_cases({(target, case["case_id"]): case for case in cases})) if target else {}
     messages = []
     for case in cases:
-        for field, problem in case_problems(case, rules) + replayed.get(case["case_id"], []):
+        replayed = _replay_problems(replays[target, case["case_id"]], target) if target else []
+        for field, problem in case_problems(case, rules) + replayed:
             messages.append(f"{dataset}: case {case['case_id']}: field '{field}': {problem}")
     return messages

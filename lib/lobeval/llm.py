@@ -1,4 +1,5 @@
-"""The one way lobeval talks to a model: configuration, retries, cache, usage and budget.
+"""The one way lobeval talks to a model: configuration, retries, cache, usage and budget, and
+validated answers (`LLMClient.ask_json`; `LLMClient.ask` for an answer produced another way).
 
 Configuration comes from the environment (SPEC §6). The API key is read only when the SDK
 client is built; it is never held in a config, a cache key, a log line or an exception.
@@ -13,10 +14,10 @@ import logging
 import os
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import diskcache
 import openai
@@ -25,6 +26,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from lobeval.errors import ConfigError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ROLES = ("user", "target", "judge", "embedding")
 RETRY_STATUSES = {408, 409, 429}
@@ -51,6 +53,14 @@ class LLMError(Exception):
 
 class BudgetExceeded(LLMError):
     """The shared budget is spent, so no new model call is started."""
+
+
+class ReplyError(LLMError):
+    """The model answered every attempt, never usably: what was wrong with the last reply, and its raw text."""
+
+    def __init__(self, problem: str, raw: str | None, attempts: int):
+        super().__init__(f"the model's reply was unusable after {attempts} attempts: {problem}")
+        self.problem, self.raw, self.attempts = problem, raw, attempts
 
 
 class _Unusable(Exception):
@@ -221,6 +231,7 @@ class LLMClient:
         self.concurrency, self.timeout, self.max_attempts = concurrency, timeout, max_attempts
         self.usage = usage if usage is not None else Usage()
         self._wait_backoff = wait_exponential_jitter(multiplier=backoff[0], max=backoff[1], jitter=backoff[0])
+        self._sleep = asyncio.sleep   # between retries; a test records the waits instead
         self._cache = diskcache.Cache(str(cache_dir())) if cache else None
         self._price = load_prices().get(config.model)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -235,6 +246,52 @@ class LLMClient:
         stored, cached, cost = await self._call("chat", request)
         return ChatResult(stored["message"], cached, stored["prompt_tokens"], stored["completion_tokens"], cost)
 
+    async def ask_json(self, messages: list[dict[str, Any]], parse: Callable[[str], T], *, attempts: int = 2,
+                       usage: Sequence[Usage] = ()) -> T:
+        """The model's JSON-mode reply as `parse` reads it; a ValueError from `parse` makes the reply
+        unusable and the next attempt asks again with another seed. See `ask`."""
+        request = {"messages": messages, "response_format": {"type": "json_object"}, "temperature": 0.0}
+
+        async def answer(seed: int) -> dict[str, Any]:
+            stored = await self._with_retries(lambda sdk: self._send_chat(sdk, {**request, "seed": seed}))
+            return {"content": stored["message"].get("content") or "", "prompt_tokens": stored["prompt_tokens"],
+                    "completion_tokens": stored["completion_tokens"]}
+
+        return await self.ask({"kind": "json", **request}, answer, parse, attempts=attempts, usage=usage)
+
+    async def ask(self, request: dict[str, Any], answer: Callable[[int], Awaitable[dict[str, Any]]],
+                  parse: Callable[[str], T], *, attempts: int = 2, usage: Sequence[Usage] = ()) -> T:
+        """The one path for an answer that must be validated: `parse(content)` of attempt 0, 1, ... until one
+        parses; ReplyError (with the last raw content) when none did, LLMError when the endpoint gave up.
+
+        `request` names the question in the cache (with this client's model and the attempt number);
+        `answer(attempt)` produces {"content", "prompt_tokens", "completion_tokens"} when the cache has
+        none, or raises ValueError when it got nothing to parse. Only an answer that parsed is cached, so
+        a rerun asks again where a reply was unusable. Every attempt is counted on this client's usage
+        and on each of `usage`, cached ones as cached calls; sent ones are charged to the budget."""
+        problem, raw = "", None
+        for attempt in range(attempts):
+            key = self._key({**request, "attempt": attempt})
+            stored = self._recall(key)
+            fresh = stored is None
+            if fresh:
+                self._check_budget()
+                try:
+                    stored = await answer(attempt)
+                except ValueError as exc:
+                    problem, raw = str(exc), None
+                    continue
+            self._count(stored if fresh else None, usage)
+            try:
+                value = parse(stored["content"])
+            except ValueError as exc:
+                problem, raw = str(exc), stored["content"]
+                continue
+            if fresh:
+                self._remember(key, stored)
+            return value
+        raise ReplyError(problem, raw, attempts)
+
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order."""
         if not texts:
@@ -243,23 +300,46 @@ class LLMClient:
         return stored["vectors"]
 
     async def _call(self, kind: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool, float]:
-        key = request_key({"kind": kind, **self.config.describe(), **request})
-        stored = self._cache.get(key) if self._cache is not None else None
+        key = self._key({"kind": kind, **request})
+        stored = self._recall(key)
         if stored is not None:
-            self.usage.add(cached=True)
+            self._count(None)
             return stored, True, 0.0
-        if self.budget is not None:
-            self.budget.check()
+        self._check_budget()
         send = self._send_chat if kind == "chat" else self._send_embeddings
         stored = await self._with_retries(lambda sdk: send(sdk, request))
-        cost = self._cost(stored["prompt_tokens"], stored["completion_tokens"])
-        self.usage.add(prompt_tokens=stored["prompt_tokens"], completion_tokens=stored["completion_tokens"],
-                       cost_usd=cost, cost_known=self._price is not None)
-        if self.budget is not None:
-            self.budget.charge(cost)
+        cost = self._count(stored)
+        self._remember(key, stored)
+        return stored, False, cost
+
+    def _key(self, request: dict[str, Any]) -> str:
+        return request_key({**self.config.describe(), **request})
+
+    def _recall(self, key: str) -> dict[str, Any] | None:
+        return self._cache.get(key) if self._cache is not None else None
+
+    def _remember(self, key: str, stored: dict[str, Any]) -> None:
         if self._cache is not None:
             self._cache.set(key, stored)
-        return stored, False, cost
+
+    def _check_budget(self) -> None:
+        if self.budget is not None:
+            self.budget.check()
+
+    def _count(self, sent: dict[str, Any] | None, usage: Sequence[Usage] = ()) -> float:
+        """Counts one call on this client's usage and on each of `usage`: a cached one (`sent` None) costs
+        nothing; a sent one's tokens are priced and charged to the budget. Returns the cost."""
+        if sent is None:
+            for into in (self.usage, *usage):
+                into.add(cached=True)
+            return 0.0
+        cost = self._cost(sent["prompt_tokens"], sent["completion_tokens"])
+        for into in (self.usage, *usage):
+            into.add(prompt_tokens=sent["prompt_tokens"], completion_tokens=sent["completion_tokens"], cost_usd=cost,
+                     cost_known=self._price is not None)
+        if self.budget is not None:
+            self.budget.charge(cost)
+        return cost
 
     async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
         completion = await self._post(sdk, "/chat/completions", request)
@@ -293,7 +373,7 @@ class LLMClient:
             async with semaphore:
                 return await send(sdk)
 
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait,
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait, sleep=self._sleep,
                                  retry=retry_if_exception(_retryable), before_sleep=self._log_retry, reraise=True)
         try:
             return await retrying(attempt)

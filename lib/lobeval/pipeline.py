@@ -7,7 +7,6 @@ stage). The report is the last notebook exported to HTML; `runs/index.jsonl` lis
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import tempfile
@@ -22,21 +21,19 @@ import papermill
 import scrapbook
 from traitlets.config import Config
 
+from lobeval import runs
+from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import ROLES, resolve_model
-from lobeval.records import write_json
+from lobeval.records import SCHEMA_VERSION, write_json
+from lobeval.runs import HEADLINE
 from lobeval.suite import load_suite
 
 NOTEBOOKS = Path("notebooks")
-RUNS = Path("runs")
-INDEX = "index.jsonl"
 # Each stage, and the glue the next stages need from it (its presence marks the stage as done).
 STAGES = {"01_generate": ("dataset_path",), "02_simulate": ("conversations_path", "terminations"),
           "03_evaluate": ("results_path", "metrics", "counts"), "04_error_analysis": ("top_clusters",),
-          "05_report": ("report_ready",)}
-DEFAULT_GATE = {"Reliability": 0.8, "Success": 0.8}
-HEADLINE = ("Reliability", "Success", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "pass^1",
-            "judge.final_score")
+          "05_report": ("gate_passed", "gate_checks")}
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
@@ -49,39 +46,49 @@ class RunResult:
     report: Path
     metrics: dict[str, Any]
     counts: dict[str, Any]
+    gate_passed: bool
+    gate_checks: list[dict[str, Any]]
     executed: list[Path] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
 
     def summary(self) -> list[str]:
+        """What `lobeval run` prints: the stages, the numbers, the gate's checks and verdict, the report last."""
         lines = [f"kept from the earlier attempt: {stage}" for stage in self.resumed]
         lines += [f"executed {path}" for path in self.executed]
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += [f"{name:>16} {self.metrics[name]:.3f}" for name in HEADLINE
                   if isinstance(self.metrics.get(name), int | float)]
+        lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"
+                  for check in self.gate_checks]
+        lines.append(f"gate: {'passed' if self.gate_passed else 'FAILED'} · run folder {self.run_dir}")
         lines.append(str(self.report))
         return lines
 
 
 def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int = 3, seed: int = 42,
         target: str | None = None, user: str = "scripted", trials: int = 1, concurrency: int = 4,
-        judges: list[str] | None = None, gate: dict[str, float] | None = None) -> RunResult:
+        judges: list[str] | None = None, gate: dict[str, float] | None = None,
+        max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
+        retry_errors: bool = False) -> RunResult:
+    """Run the chain; the result carries the gate's verdict (the report's, so both always agree)."""
     if not NOTEBOOKS.is_dir():
         raise ConfigError(f"no {NOTEBOOKS}/ folder in {Path.cwd()}: run lobeval from the repository root")
     suite_dir = Path(suite).resolve()
     spec = load_suite(suite_dir)
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
-    run_dir = (RUNS / run_id).resolve()
+    run_dir = runs.run_folder(run_id)
     config = {"run_id": run_id, "suite": str(suite_dir), "suite_name": spec.name, "seed": seed,
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
-              "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE}
+              "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
+              "max_error_rate": max_error_rate}
     config = start_or_resume(run_dir, config)
-    index = (RUNS / INDEX).resolve()
+    index = runs.index_path()
     parameters = {
         "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
                         "out": str(run_dir / "dataset.jsonl")},
         "02_simulate": lambda glue: {"dataset": glue["dataset_path"], "target": config["target"], "user": user,
-                                     "trials": trials, "concurrency": concurrency,
-                                     "out": str(run_dir / "conversations.jsonl")},
+                                     "trials": trials, "concurrency": concurrency, "target_timeout": target_timeout,
+                                     "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
         "03_evaluate": lambda glue: {"dataset": glue["dataset_path"], "conversations": [glue["conversations_path"]],
                                      "suite": config["suite"], "judges": judges,
                                      "out": str(run_dir / "evaluation_results.json")},
@@ -106,15 +113,16 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
                                    f"see the executed notebook {output}")
         glue.update(done)
     report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html")
-    add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
-    return RunResult(run_dir, report, glue["metrics"], glue["counts"], executed, resumed)
+    runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
+    return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
+                     executed, resumed)
 
 
 def start_or_resume(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
     """Write config.json for a new run; for an existing one, check the same configuration is asked for."""
-    path = run_dir / "config.json"
+    path = run_dir / runs.CONFIG_FILE
     if path.exists():
-        earlier = json.loads(path.read_text(encoding="utf-8"))
+        earlier = runs.read_config(run_dir)
         changed = sorted(key for key in config if earlier.get(key) != config[key])
         if changed:
             raise ConfigError(f"run {config['run_id']} exists with another configuration "
@@ -122,7 +130,7 @@ def start_or_resume(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
                               f"resume it with the same options or choose another --run-id")
         return earlier
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(path, {**config, "models": resolved_models(), "versions": versions(),
+    write_json(path, {"schema_version": SCHEMA_VERSION, **config, "models": resolved_models(), "versions": versions(),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     return config
 
@@ -182,23 +190,3 @@ def export_report(notebook: Path, html: Path) -> Path:
     tmp.write_text(report, encoding="utf-8")
     tmp.replace(html)
     return html
-
-
-def add_to_index(index: Path, config: dict[str, Any], run_dir: Path, metrics: dict[str, Any],
-                 counts: dict[str, Any]) -> None:
-    """One line per finished run; a resumed run that had finished already is not listed twice."""
-    entry = {"run_id": config["run_id"], "suite_name": config["suite_name"],
-             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir),
-             "metrics": {name: metrics.get(name) for name in HEADLINE if name in metrics}, "counts": counts}
-    if any(earlier["run_id"] == config["run_id"] for earlier in read_index(index)):
-        return
-    index.parent.mkdir(parents=True, exist_ok=True)
-    with index.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(entry) + "\n")
-
-
-def read_index(index: str | Path) -> list[dict[str, Any]]:
-    path = Path(index)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

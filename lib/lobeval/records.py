@@ -6,11 +6,21 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from lobeval.errors import RecordError
+
+SCHEMA_VERSION = 1
+"""The version of every record and file a stage writes; readers accept it and files without one."""
+
+TerminationReason = Literal["user_finished", "judged_complete", "max_turns", "target_error", "target_unavailable",
+                            "llm_error", "budget_spent", "imported"]
+"""Why a conversation ended: a closed set. `imported` marks a transcript recorded elsewhere."""
+NORMAL_ENDINGS: tuple[str, ...] = ("user_finished", "judged_complete", "imported")
+MACHINERY_ERRORS: tuple[str, ...] = ("llm_error", "target_unavailable", "budget_spent")
+"""Failures of the machinery (lobeval's models, the target's own infrastructure, the budget): never scores."""
 
 
 class Case(BaseModel):
@@ -18,12 +28,13 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    schema_version: int = SCHEMA_VERSION
     case_id: str
     scenario_name: str
     user_instructions: str
     task_completion: str = ""
     persona: str = ""
-    user_style: str = "conversational"
+    user_style: Literal["conversational", "terse", "one_fact", "all_in_one"] = "conversational"
     """How the scripted user talks: conversational, terse, one_fact or all_in_one."""
     user_mistakes: dict[str, Any] = {}
     """Argument values the user gives wrongly first, then corrects when the bot objects."""
@@ -33,7 +44,7 @@ class Case(BaseModel):
     expected_outputs: list[str] = []
     allowed_function_calls: list[str] = []
     forbidden_function_calls: list[str] = []
-    ordered: bool = False
+    ordered: StrictBool = False
     seed: int | None = None
 
 
@@ -73,6 +84,7 @@ class Conversation(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    schema_version: int = SCHEMA_VERSION
     case_id: str
     trial: int = Field(0, ge=0)
     messages: list[Message]
@@ -176,21 +188,142 @@ def read_cases(path: str | Path) -> list[Case]:
 LABEL_KINDS = ("allowed_extra_call", "allowed_extra_argument")
 
 
+def label_problem(label: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, problem) of the first thing wrong with an analyst's label, or None. A wrong label would
+    silently change scores, so every label is checked, on reading and before it is written."""
+    if label.get("kind") not in LABEL_KINDS:
+        return "kind", f"must be one of {', '.join(LABEL_KINDS)}, got {label.get('kind')!r}"
+    if not isinstance(label.get("functionName"), str) or not label["functionName"]:
+        return "functionName", "is required (a function name)"
+    argument = label.get("argument")
+    if label["kind"] == "allowed_extra_argument" and (not isinstance(argument, str) or not argument):
+        return "argument", "is required for an allowed_extra_argument label"
+    if label["kind"] == "allowed_extra_call" and argument is not None:
+        return "argument", "is only for allowed_extra_argument labels"
+    if label.get("scenario_name") is not None and not isinstance(label["scenario_name"], str):
+        return "scenario_name", "must be a scenario name, or absent for the whole suite"
+    return None
+
+
 def read_labels(path: str | Path) -> list[dict[str, Any]]:
-    """The analysts' labels (SPEC §3), each checked: a wrong label would silently change scores."""
+    """The analysts' labels (one JSON object a line), each checked with `label_problem`."""
     labels = []
     for number, label in iter_jsonl(path):
-        where = f"line {number}"
-        if label.get("kind") not in LABEL_KINDS:
-            raise RecordError(path, where, "kind", f"must be one of {', '.join(LABEL_KINDS)}, got {label.get('kind')!r}")
-        if not isinstance(label.get("functionName"), str) or not label["functionName"]:
-            raise RecordError(path, where, "functionName", "is required (a function name)")
-        if label["kind"] == "allowed_extra_argument" and not isinstance(label.get("argument"), str):
-            raise RecordError(path, where, "argument", "is required for an allowed_extra_argument label")
-        if label.get("scenario_name") is not None and not isinstance(label["scenario_name"], str):
-            raise RecordError(path, where, "scenario_name", "must be a scenario name, or absent for the whole suite")
+        problem = label_problem(label)
+        if problem is not None:
+            raise RecordError(path, f"line {number}", *problem)
         labels.append(label)
     return labels
+
+
+# --- evaluation results ----------------------------------------------------------------------
+
+METRICS = ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "Success")
+
+
+class ResultRow(BaseModel):
+    """One conversation's row of `evaluation_results.json`: its metrics and the evidence behind them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    case_id: str
+    trial: int = Field(ge=0)
+    scenario_name: str | None = None
+    status: Literal["scored", "error"]
+    """"error": the machinery failed (lobeval's models, the target's infrastructure, the budget); not scored."""
+    termination: TerminationReason | None = None
+    turns: int | None = None
+    error: str | None = None
+    duration_s: float | None = None
+    usage: dict[str, dict[str, Any]] = {}
+    cost_usd: float | None = None
+    Reliability: float | None = None
+    Recall_fn: float | None = None
+    Precision_fn: float | None = None
+    Recall_args: float | None = None
+    Precision_args: float | None = None
+    Success: int | None = None
+    checks: dict[str, bool] = {}
+    """Each condition of Success, by name."""
+    pairs: list[dict[str, Any]] = []
+    unpaired_expected: list[dict[str, Any]] = []
+    unpaired_actual: list[dict[str, Any]] = []
+    wrong_arguments: list[dict[str, Any]] = []
+    missing_arguments: list[dict[str, Any]] = []
+    extra_arguments: list[dict[str, Any]] = []
+    missing_outputs: list[Any] = []
+    forbidden_calls: list[dict[str, Any]] = []
+    claims: dict[str, list[dict[str, Any]]] | None = None
+    state: dict[str, Any] | None = None
+    """The end-state check: differences from the state the expected calls leave, or why it failed."""
+    judges: dict[str, Any] = {}
+
+
+class Counts(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    conversations: int = Field(ge=0)
+    scored: int = Field(0, ge=0)
+    errors: int = Field(ge=0)
+    """Machinery errors: left out of every mean."""
+    target_errors: int = Field(0, ge=0)
+    trials: int = Field(0, ge=0)
+
+
+class RunResults(BaseModel):
+    """`evaluation_results.json`: azure-ai-evaluation's result shape (metrics, rows, studio_url) and the
+    run-level analysis (intervals, pass^k, per scenario, counts, errors, judges, claims, usage, config)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    rows: list[ResultRow]
+    schema_version: int = SCHEMA_VERSION
+    metrics: dict[str, float | None]
+    intervals: dict[str, list[float] | None] = {}
+    pass_k: dict[str, dict[str, Any]] = {}
+    scenarios: list[dict[str, Any]] = []
+    counts: Counts
+    errors: list[dict[str, Any]] = []
+    judges: dict[str, Any] = {}
+    claims: dict[str, int] = {}
+    usage: dict[str, dict[str, Any]] = {}
+    config: dict[str, Any] = {}
+    studio_url: str | None = None
+
+
+def read_json(path: str | Path) -> Any:
+    """A whole JSON file; RecordError when it is missing or not JSON."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(path, "file", None, "not found") from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise RecordError(path, "file", None, f"cannot be read as UTF-8 text ({type(exc).__name__})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, "file", None, f"invalid JSON: {exc.msg} (line {exc.lineno})") from None
+    except RecursionError:
+        raise RecordError(path, "file", None, "nested too deeply") from None
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """`evaluation_results.json`, validated; every problem is a RecordError naming the file, row and field."""
+    path = Path(path)
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise RecordError(path, "file", None, "must be a JSON object")
+    try:
+        RunResults.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        location = [str(part) for part in error["loc"]]
+        where = f"row {location[1]}" if location[:1] == ["rows"] and len(location) > 1 else "file"
+        field = ".".join(location[2:] if where != "file" else location)
+        problem = "is required" if error["type"] == "missing" else error["msg"]
+        raise RecordError(path, where, field, problem) from None
+    return raw
 
 
 def state_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:

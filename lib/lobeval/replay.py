@@ -8,7 +8,6 @@ with controls to label false-positive penalties.
 from __future__ import annotations
 
 import getpass
-import html
 import json
 import uuid
 from pathlib import Path
@@ -18,14 +17,10 @@ import ipywidgets as widgets
 
 from lobeval.errors import LobevalError
 from lobeval.labels import add_label
+from lobeval.render import escape, json_text, outcome_text
 from lobeval.scoring import METRICS
 
-RESULT_CHARS = 600
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def outcome(row: dict[str, Any]) -> str:
@@ -57,24 +52,20 @@ def _argument_rows(call: dict[str, Any], pair: dict[str, Any] | None) -> list[di
     for argument in [*checks, *(name for name in actual if name not in checks)]:
         if argument in checks:
             check = checks[argument]
-            shown_actual = "" if check["status"] == "missing" else _shown(check.get("actual"))
-            rows.append({"argument": argument, "actual": shown_actual, "expected": _shown(check.get("expected")),
+            shown_actual = "" if check["status"] == "missing" else json_text(check.get("actual"))
+            rows.append({"argument": argument, "actual": shown_actual, "expected": json_text(check.get("expected")),
                          "status": check["status"]})
         else:
             status = ("extra_allowed" if extra[argument].get("allowed") else "extra") if argument in extra else ""
-            rows.append({"argument": argument, "actual": _shown(actual[argument]), "expected": "", "status": status})
+            rows.append({"argument": argument, "actual": json_text(actual[argument]), "expected": "", "status": status})
     return rows
 
 
 def _call_record(index: int, call: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
     pair = verdict.get("pair")
-    if call.get("error"):
-        outcome_text = f"error: {call['error']}"
-    else:
-        outcome_text = "→ " + _shown(call.get("result"))[:RESULT_CHARS]
     return {"index": index, "functionName": call.get("functionName", ""),
             "expected": pair["functionName"] if pair else "", "verdict": verdict.get("verdict", "ignored"),
-            "arguments": _argument_rows(call, pair), "outcome": outcome_text}
+            "arguments": _argument_rows(call, pair), "outcome": outcome_text(call)}
 
 
 def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -85,7 +76,7 @@ def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, 
             steps.append({"turn": len(steps), "messages": [], "calls": []})
         content = message.get("content")
         steps[-1]["messages"].append({"role": str(message.get("role", "")),
-                                      "content": content if isinstance(content, str) else _shown(content)})
+                                      "content": content if isinstance(content, str) else json_text(content)})
     verdicts = _verdicts(row)
     for index, call in enumerate(conversation.get("function_calls", [])):
         turn = call.get("turn")
@@ -231,39 +222,37 @@ def filter_records(records: list[dict[str, Any]], scenario: str = "all", outcome
             and outcome in ("all", record["outcome"])]
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
-
-
 def _call_html(call: dict[str, Any]) -> str:
     title = f"#{call['index']} {call['functionName']} — {call['verdict']}"
     if call["expected"]:
         title += f" (expected {call['expected']})"
     table = ""
     if call["arguments"]:
-        cells = "".join(f"<tr class='a-{_e(arg['status'])}'><td>{_e(arg['argument'])}</td><td>{_e(arg['actual'])}</td>"
-                        f"<td>{_e(arg['expected'])}</td><td>{_e(arg['status'])}</td></tr>" for arg in call["arguments"])
-        table = f"<table><tr><th>argument</th><th>actual</th><th>expected</th><th>status</th></tr>{cells}</table>"
-    return (f"<div class='call v-{_e(call['verdict'])}'><div class='head'>{_e(title)}</div>{table}"
-            f"<div class='outcome'>{_e(call['outcome'])}</div></div>")
+        columns = ("argument", "actual", "expected", "status")
+        cells = "".join(f"<tr class='a-{escape(arg['status'])}'>"
+                        f"{''.join(f'<td>{escape(arg[column])}</td>' for column in columns)}</tr>"
+                        for arg in call["arguments"])
+        table = f"<table><tr>{''.join(f'<th>{column}</th>' for column in columns)}</tr>{cells}</table>"
+    return (f"<div class='call v-{escape(call['verdict'])}'><div class='head'>{escape(title)}</div>{table}"
+            f"<div class='outcome'>{escape(call['outcome'])}</div></div>")
 
 
 def step_html(record: dict[str, Any], step: int) -> str:
     """One step of a replay record as HTML for the widget; every value escaped."""
     parts = [f"<style>{CSS}</style><div class='lobeval-replay'>",
-             f"<div class='head'>{_e(record['id'])} — {_e(record['scenario_name'])} — {_e(record['outcome'])}</div>",
-             f"<div class='summary'>{_e(record['summary'])}</div>"]
+             f"<div class='head'>{escape(record['id'])} — {escape(record['scenario_name'])} — {escape(record['outcome'])}</div>",
+             f"<div class='summary'>{escape(record['summary'])}</div>"]
     if record["missed"]:
-        parts.append(f"<div class='warn'>expected but not called: {_e(', '.join(record['missed']))}</div>")
+        parts.append(f"<div class='warn'>expected but not called: {escape(', '.join(record['missed']))}</div>")
     if record["missing_outputs"]:
-        parts.append(f"<div class='warn'>not told to the user: {_e(', '.join(record['missing_outputs']))}</div>")
+        parts.append(f"<div class='warn'>not told to the user: {escape(', '.join(record['missing_outputs']))}</div>")
     if not record["steps"]:
         parts.append("<div>(no transcript)</div>")
     else:
         shown = record["steps"][step]
         for message in shown["messages"]:
             role = "user" if message["role"] == "user" else "assistant"
-            parts.append(f"<div class='m {role}'>{_e(message['role'])}: {_e(message['content'])}</div>")
+            parts.append(f"<div class='m {role}'>{escape(message['role'])}: {escape(message['content'])}</div>")
         parts += [_call_html(call) for call in shown["calls"]]
     parts.append("</div>")
     return "".join(parts)
@@ -370,13 +359,13 @@ class ReplayWidget(widgets.VBox):
                 label = add_label(self.labels_path, **label_request(item, row, scope=scope.value, note=note.value,
                                                                       author=self.author.value))
             except LobevalError as exc:
-                self.feedback.value = f"<span style='color:#b00020'>{_e(exc)}</span>"
+                self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
                 return
             button.disabled, button.description = True, "labelled"
-            self.feedback.value = _e(f"label {label['id']} added to {self.labels_path}")
+            self.feedback.value = escape(f"label {label['id']} added to {self.labels_path}")
 
         button.on_click(mark)
-        return widgets.HBox([widgets.HTML(_e(item["text"]), layout=widgets.Layout(width="320px")), scope, note, button])
+        return widgets.HBox([widgets.HTML(escape(item["text"]), layout=widgets.Layout(width="320px")), scope, note, button])
 
 
 def replay_widget(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],

@@ -18,9 +18,9 @@ import nbformat
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lobeval.compare import gate
-from lobeval.errors import ConfigError, LobevalError
-from lobeval.pipeline import HEADLINE, read_index
+from lobeval.compare import DEFAULT_MAX_ERROR_RATE, gate
+from lobeval.errors import ConfigError
+from lobeval.runs import HEADLINE, RESULTS_FILE, earlier_runs
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -66,9 +66,7 @@ def _band(interval: list[float] | None) -> str:
 
 def baseline_run(index: str | Path, config: dict[str, Any]) -> str | None:
     """The last earlier finished run of the same suite, to compare with."""
-    earlier = [entry for entry in read_index(index)
-               if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]
-               and Path(entry["run_dir"], "evaluation_results.json").exists()]
+    earlier = [entry for entry in earlier_runs(index, config) if Path(entry["run_dir"], RESULTS_FILE).exists()]
     return earlier[-1]["run_dir"] if earlier else None
 
 
@@ -76,10 +74,11 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], index: str | Path)
     """The quality gate of the run's configuration (minimums), against the previous run of the suite
     when there is one with shared cases."""
     baseline = baseline_run(index, config)
+    limits = {"minimums": config["gate"], "max_error_rate": config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)}
     try:
-        checks = gate(run_dir, minimums=config["gate"], baseline=baseline)
-    except ConfigError:   # no shared cases with the baseline: gate on the minimums alone
-        checks = gate(run_dir, minimums=config["gate"])
+        checks = gate(run_dir, baseline=baseline, **limits)
+    except ConfigError:   # no shared cases with the baseline: gate on the limits alone
+        checks = gate(run_dir, **limits)
     return all(check["passed"] for check in checks), checks
 
 
@@ -109,9 +108,7 @@ def scenario_summary(results: dict[str, Any]) -> pd.DataFrame:
 
 def trend_table(index: str | Path, config: dict[str, Any], metrics: dict[str, Any]) -> pd.DataFrame:
     """The headline metrics of the earlier runs of this suite, and this run last."""
-    earlier = [entry for entry in read_index(index)
-               if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]]
-    rows = [{"run_id": entry["run_id"], **entry["metrics"]} for entry in earlier]
+    rows = [{"run_id": entry["run_id"], **entry["metrics"]} for entry in earlier_runs(index, config)]
     rows.append({"run_id": config["run_id"], **{name: metrics.get(name) for name in HEADLINE if name in metrics}})
     return pd.DataFrame(rows).set_index("run_id")
 
@@ -146,14 +143,3 @@ def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
 
 def config_html(config: dict[str, Any]) -> str:
     return f"<pre>{html.escape(json.dumps(config, indent=1, default=str))}</pre>"
-
-
-def load_run_files(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(config, evaluation results) of a run folder."""
-    run_dir = Path(run_dir)
-    try:
-        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-        results = json.loads((run_dir / "evaluation_results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise LobevalError(f"{run_dir}: not a finished run folder ({exc})") from None
-    return config, results

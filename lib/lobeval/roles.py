@@ -1,48 +1,124 @@
-"""One resolver from the names in parameters and options to role objects: target, user, judges.
+"""One resolver from configuration (environment, command-line options, notebook parameters) to the
+parts a stage combines: target, simulated user, completion judge, conversation judges, embedder,
+root-cause model.
 
-Stages receive these objects; they never build models themselves. Every model client of a
-process shares one budget (LOBEVAL_BUDGET_USD).
+Stages receive these objects and build none themselves. Every model client of a process shares one
+budget (LOBEVAL_BUDGET_USD). A role asked for explicitly whose model is not configured is a
+ConfigError naming the variables to set; one asked for implicitly is simply left off. A part's
+module is imported only when the part is built, so a command pays only for the parts it uses
+(`lobeval gate` loads no model client).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from lobeval.errors import ConfigError
-from lobeval.llm import Budget, LLMClient, resolve_model
-from lobeval.users import STOP_PHRASE, LLMUser, ScriptedUser, SimulatedUser
+from lobeval.users import STOP_PHRASE, ScriptedUser, SimulatedUser
 
 DEFAULT_TARGET = "lobeval.samples.support_tickets:SupportTicketBot"
 USER_KINDS = ("scripted", "llm")
+PARTS = ("target", "user", "completion_judge", "judges", "embedder", "root_cause_model")
+NO_MODEL_HINT = "and OPENAI_API_KEY (or the AZURE_OPENAI_* variables)"
+
+
+@dataclass
+class Parts:
+    """What a stage is given. A part not asked for, or whose model is not configured, is None;
+    `judges` is then the reason the conversation judges do not run."""
+
+    target: Any = None
+    user: SimulatedUser | None = None
+    completion_judge: Any = None
+    judges: Any = None
+    embedder: Any = None
+    root_cause_model: Any = None
 
 
 @lru_cache(maxsize=1)
-def shared_budget() -> Budget | None:
+def shared_budget() -> Any:
+    from lobeval.llm import Budget
+
     return Budget.from_env()
 
 
-def model_client(role: str, *, cache: bool, concurrency: int = 8) -> LLMClient | None:
-    """The client for a role's configured model, or None when no model is configured (offline)."""
+def model_client(role: str, *, cache: bool, concurrency: int = 8) -> Any:
+    """The client (`lobeval.llm.LLMClient`) for a role's configured model, or None when no model is
+    configured (offline)."""
+    from lobeval.llm import LLMClient, resolve_model
+
     config = resolve_model(role)
     if config is None:
         return None
     return LLMClient(config, role=role, cache=cache, budget=shared_budget(), concurrency=concurrency)
 
 
+def resolve(*parts: str, target: str | None = None, user: str = "scripted", judges: list[str] | None = None,
+            suite: str | Path | None = None, concurrency: int = 8, stop_phrase: str = STOP_PHRASE,
+            target_timeout: float = 60.0) -> Parts:
+    """Build the named parts (see PARTS). `judges`: None runs every judge when a judge model is
+    configured; a list names them (["none"] switches them off)."""
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise ConfigError(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    built = Parts()
+    if "target" in parts:
+        from lobeval.targets import load_target
+
+        built.target = load_target(target or DEFAULT_TARGET, timeout=target_timeout)
+    if "user" in parts:
+        built.user = make_user(user, stop_phrase=stop_phrase, concurrency=concurrency)
+    if "completion_judge" in parts:
+        built.completion_judge = make_completion_judge(concurrency)
+    if "judges" in parts:
+        built.judges = make_judges(judges, suite, concurrency)
+    if "embedder" in parts:
+        built.embedder = model_client("embedding", cache=True, concurrency=concurrency)
+    if "root_cause_model" in parts:
+        built.root_cause_model = model_client("judge", cache=True, concurrency=concurrency)
+    return built
+
+
 def make_user(kind: str, *, stop_phrase: str = STOP_PHRASE, concurrency: int = 8) -> SimulatedUser:
     if kind == "scripted":
         return ScriptedUser(stop_phrase)
     if kind == "llm":
+        from lobeval.users import LLMUser
+
         client = model_client("user", cache=False, concurrency=concurrency)
         if client is None:
-            raise ConfigError("--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL, and "
-                              "OPENAI_API_KEY (or the AZURE_OPENAI_* variables)")
+            raise ConfigError(f"--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL, {NO_MODEL_HINT}")
         return LLMUser(client, stop_phrase)
     raise ConfigError(f"unknown user simulator {kind!r}; choose one of {', '.join(USER_KINDS)}")
 
 
-def make_completion_judge(concurrency: int = 8):
+def make_completion_judge(concurrency: int = 8) -> Any:
     """The judge that may end a conversation early, when a judge model is configured."""
     from lobeval.judges import CompletionJudge
 
     client = model_client("judge", cache=True, concurrency=concurrency)
     return CompletionJudge(client) if client is not None else None
+
+
+def make_judges(selection: list[str] | None, suite: str | Path | None, concurrency: int = 8) -> Any:
+    """The conversation judges, or the reason ("not run: ...") they do not run."""
+    from lobeval.evaluate import JUDGES_OFF, NO_JUDGE_MODEL
+    from lobeval.judges import ConversationJudges, selected_judges
+
+    names = selected_judges(selection)
+    if not names:
+        return JUDGES_OFF
+    client = model_client("judge", cache=True, concurrency=concurrency)
+    if client is None:
+        if selection is not None:
+            raise ConfigError(f"--judges {','.join(selection)} needs a judge model: set LOBEVAL_JUDGE_MODEL or "
+                              f"LOBEVAL_MODEL, {NO_MODEL_HINT}")
+        return NO_JUDGE_MODEL
+    tools = []
+    if suite is not None:
+        from lobeval.suite import load_suite
+
+        tools = list(load_suite(suite).tools.values())
+    return ConversationJudges(client, names, tools)

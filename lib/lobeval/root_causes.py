@@ -2,11 +2,10 @@
 
 The reply is validated (pydantic, and every conversation it cites must be one it was shown); a
 reply still unusable after a retry raises `LLMError`: the caller records it, and no cause is made up.
-The model is the judge role's (LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL, SPEC §6).
+The caller passes the client (the judge role's model, SPEC §6).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,14 +13,12 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lobeval.analyse import failure_signatures
-from lobeval.llm import LLMClient, LLMError, parse_json_object
+from lobeval.llm import LLMClient, LLMError, ReplyError, Usage, parse_json_object
 from lobeval.records import write_json
-from lobeval.roles import model_client
+from lobeval.render import excerpt
 
 MAX_CLUSTERS = 20
 MAX_CONVERSATIONS = 12
-LINE_CHARS = 300
-EXCERPT_LINES = 40
 
 PROMPT = """You analyse why a business chatbot failed automated tests. The chatbot serves users by
 calling functions (creating and updating records, looking things up). Each test conversation was
@@ -65,34 +62,6 @@ class RootCause(BaseModel):
 
 class RootCauses(BaseModel):
     root_causes: list[RootCause]
-
-
-def _short(text: Any) -> str:
-    text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= LINE_CHARS else text[:LINE_CHARS] + "…"
-
-
-def excerpt(conversation: dict[str, Any]) -> list[str]:
-    """The transcript as numbered lines (turn, speaker or call), each shortened, at most EXCERPT_LINES."""
-    lines, turn = [], 0
-    calls: dict[int, list[dict[str, Any]]] = {}
-    for call in conversation.get("function_calls", []):
-        calls.setdefault(call.get("turn") if isinstance(call.get("turn"), int) else -1, []).append(call)
-
-    def add_calls(at: int) -> None:
-        for call in calls.pop(at, []):
-            outcome = f"ERROR {call['error']}" if call.get("error") else f"-> {_short(call.get('result'))}"
-            lines.append(f"[turn {at}] CALL {call.get('functionName')}({_short(call.get('arguments'))}) {outcome}")
-
-    for message in conversation.get("messages", []):
-        if message.get("role") == "user":
-            add_calls(turn)
-            turn += 1
-        lines.append(f"[turn {turn}] {str(message.get('role')).upper()}: {_short(message.get('content') or '')}")
-    for at in sorted(calls):
-        add_calls(at)
-    return lines if len(lines) <= EXCERPT_LINES else [*lines[:EXCERPT_LINES], "... (cut)"]
 
 
 def _conversation_ids(clusters: pd.DataFrame) -> list[str]:
@@ -142,20 +111,16 @@ def parse_root_causes(text: str, known: list[str]) -> list[dict[str, Any]]:
 
 async def root_causes(clusters: pd.DataFrame, results: dict[str, Any],
                       conversations: dict[tuple[str, int], dict[str, Any]], client: LLMClient,
-                      attempts: int = 2) -> list[dict[str, Any]]:
+                      usage: tuple[Usage, ...] = ()) -> list[dict[str, Any]]:
     """Deduplicated root causes of the clustered failures (`analyse.failure_clusters`); [] without a
-    call when there are none. Usage is counted on `client.usage`."""
+    call when there are none. Usage is counted on `client.usage` and on each of `usage`."""
     if clusters.empty:
         return []
     messages, shown = build_prompt(clusters, failure_signatures(results), conversations)
-    for attempt in range(attempts):
-        # A different seed makes the retry a different request, so the cache does not replay the bad reply.
-        result = await client.chat(messages, response_format={"type": "json_object"}, temperature=0.0, seed=attempt)
-        try:
-            return parse_root_causes(result.message.get("content") or "", shown)
-        except ValueError as exc:
-            problem = str(exc)
-    raise LLMError(f"root causes: the model's reply was unusable after {attempts} attempts: {problem}")
+    try:
+        return await client.ask_json(messages, lambda text: parse_root_causes(text, shown), usage=usage)
+    except ReplyError as exc:
+        raise LLMError(f"root causes: {exc}") from None
 
 
 def write_root_causes(path: str | Path, causes: list[dict[str, Any]]) -> Path:
@@ -164,19 +129,18 @@ def write_root_causes(path: str | Path, causes: list[dict[str, Any]]) -> Path:
 
 
 async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
-                          conversations: dict[tuple[str, int], dict[str, Any]], out: str | Path) -> dict[str, Any]:
-    """What the notebook shows and glues: {"status", "path", "causes", "usage"}.
+                          conversations: dict[tuple[str, int], dict[str, Any]], out: str | Path,
+                          client: LLMClient | None) -> dict[str, Any]:
+    """What the notebook shows and glues: {"status", "path", "causes", "usage"} (usage: this step's).
 
-    status: "run" (causes written to `out`), "not run: no model configured", or "error: ..." when
-    the endpoint gave up or its reply stayed unusable.
+    status: "run" (causes written to `out`), "not run: no model configured" (`client` None), or
+    "error: ..." when the endpoint gave up or its reply stayed unusable.
     """
-    # Not cached: a cached unusable reply would be replayed on every rerun (one call per run is cheap).
-    client = model_client("judge", cache=False)
     if client is None:
         return {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
+    usage = Usage()
     try:
-        causes = await root_causes(clusters, results, conversations, client)
+        causes = await root_causes(clusters, results, conversations, client, usage=(usage,))
     except LLMError as exc:
-        return {"status": f"error: {exc}", "path": None, "causes": [], "usage": client.usage.to_dict()}
-    return {"status": "run", "path": str(write_root_causes(out, causes)), "causes": causes,
-            "usage": client.usage.to_dict()}
+        return {"status": f"error: {exc}", "path": None, "causes": [], "usage": usage.to_dict()}
+    return {"status": "run", "path": str(write_root_causes(out, causes)), "causes": causes, "usage": usage.to_dict()}

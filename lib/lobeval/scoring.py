@@ -20,19 +20,16 @@ from dateutil import parser as dateparser
 from rapidfuzz import fuzz
 from scipy.optimize import linear_sum_assignment
 
+from lobeval import operators
+from lobeval.operators import DEFAULT_THRESHOLD, MISSING
+from lobeval.records import MACHINERY_ERRORS, METRICS, NORMAL_ENDINGS
 from lobeval.suite import function_key
 
-METRICS = ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "Success")
-NORMAL_ENDINGS = ("user_finished", "judged_complete", "imported")
-MACHINERY_ERRORS = ("llm_error",)
-DEFAULT_THRESHOLD = 0.8
-MATCH_MODES = ("exact", "fuzzy", "semantic", "any")
 
 _BOOL_WORDS = {"true": True, "yes": True, "false": False, "no": False}
 _DATE_LIKE = re.compile(
     r"^\d{4}-\d{1,2}-\d{1,2}([ T].*)?$|^\d{1,2}[/.]\d{1,2}[/.]\d{2,4}$"
     r"|^(?=.*\d)(?=.*(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)).{3,40}$", re.IGNORECASE)
-_MISSING = object()
 
 
 Similar = Callable[[str, str, str, float], bool]
@@ -158,23 +155,19 @@ def _texts_agree(expected: Any, actual: Any, rules: Rules, mode: str | None = No
 
 
 def agrees(expected: Any, actual: Any, rules: Rules, schema: dict[str, Any] | None = None,
-           resolve: Callable[[str], Any] = lambda ref: _MISSING) -> bool:
+           resolve: operators.Resolve = lambda ref: MISSING) -> bool:
     """Whether an actual argument value agrees with the expected one (SPEC §8).
 
-    `resolve(path)` gives the result value a `$ref` points at, or a sentinel when there is none.
+    `resolve(ref)` gives the result value a `$ref` points at, or MISSING when there is none.
     """
     schema = schema or {}
-    if isinstance(expected, dict) and "$ref" in expected:
-        target = resolve(expected["$ref"])
-        return target is not _MISSING and agrees(target, actual, rules, schema)
-    if isinstance(expected, dict) and "$oneOf" in expected:
-        return any(agrees(option, actual, rules, schema, resolve) for option in expected["$oneOf"])
-    if isinstance(expected, dict) and "$match" in expected:
-        mode = expected["$match"]
-        if mode == "any":
-            return True
-        return _texts_agree(expected.get("value"), actual, rules, mode,
-                            float(expected.get("threshold", DEFAULT_THRESHOLD)))
+    alternatives = operators.options(expected, resolve)
+    if alternatives is not None:
+        return any(agrees(option, actual, rules, schema, resolve) for option in alternatives)
+    match = operators.text_match(expected)
+    if match is not None:
+        mode, value, threshold = match
+        return mode == "any" or _texts_agree(value, actual, rules, mode, threshold)
     if isinstance(expected, dict):
         properties = schema.get("properties", {})
         return isinstance(actual, dict) and all(
@@ -221,38 +214,18 @@ def _actual_calls(conversation: dict[str, Any], rules: Rules) -> list[dict[str, 
             if function_key(call["functionName"]) not in rules.ignored]
 
 
-def _resolver(calls: list[dict[str, Any]], before: int) -> Callable[[str], Any]:
-    """Resolve `<function>.result.<path>` against the latest successful call made before `before`."""
-    def resolve(ref: str) -> Any:
-        name, _, path = ref.partition(".result")
-        key = function_key(name)
-        earlier = [c for c in calls[:before] if function_key(c["functionName"]) == key and not c.get("error")]
-        if not earlier:
-            return _MISSING
-        value: Any = earlier[-1].get("result")
-        for part in [p for p in path.split(".") if p]:
-            if isinstance(value, dict) and part in value:
-                value = value[part]
-            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-                value = value[int(part)]
-            else:
-                return _MISSING
-        return value
-    return resolve
-
-
-def _shown(want: Any, resolve: Callable[[str], Any]) -> Any:
+def _shown(want: Any, resolve: operators.Resolve) -> Any:
     """An expected value as a row shows it: a `$ref` with the value it resolved to."""
     if isinstance(want, dict) and "$ref" in want:
         target = resolve(want["$ref"])
-        return {**want, "resolved": None if target is _MISSING else target}
+        return {**want, "resolved": None if target is MISSING else target}
     return want
 
 
 def check_arguments(expected: dict[str, Any], actual: dict[str, Any], conversation_calls: list[dict[str, Any]],
                     rules: Rules, scenario: str) -> dict[str, Any]:
     """The argument-by-argument verdict of one (expected, actual) pair."""
-    resolve = _resolver(conversation_calls, actual["index"])
+    resolve = operators.resolver(conversation_calls, actual["index"])
     properties = rules.properties(expected["name"])
     arguments = {}
     for name, want in expected["arguments"].items():
@@ -401,72 +374,3 @@ def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules
                             for p in pair_rows for name, e in p["extra_arguments"].items()],
         "missing_outputs": outputs_missing, "forbidden_calls": forbidden_calls,
     }
-
-
-# --- the perfect agent and the end state -----------------------------------------------------
-
-def concrete(value: Any, resolve: Callable[[str], Any]) -> Any:
-    """An expected value as a perfect agent would send it: a `$ref` resolved, the first `$oneOf`."""
-    if isinstance(value, dict) and "$ref" in value:
-        target = resolve(value["$ref"])
-        return f"<{value['$ref']}>" if target is _MISSING else target
-    if isinstance(value, dict) and "$oneOf" in value:
-        return concrete(value["$oneOf"][0], resolve) if value["$oneOf"] else None
-    if isinstance(value, dict) and "$match" in value:
-        return concrete(value.get("value"), resolve)
-    if isinstance(value, dict):
-        return {key: concrete(item, resolve) for key, item in value.items()}
-    if isinstance(value, list):
-        return [concrete(item, resolve) for item in value]
-    return value
-
-
-def resolver(calls: list[dict[str, Any]]) -> Callable[[str], Any]:
-    """Resolve references against all of `calls` (the ones made so far)."""
-    return _resolver(calls, len(calls))
-
-
-_TIMESTAMP = re.compile(r"(^|_)(at|time|timestamp|created|updated|modified)$")
-
-
-def state_differences(initial: dict[str, Any], expected: dict[str, Any], actual: dict[str, Any]) -> list[dict[str, Any]]:
-    """Field-by-field differences between two end states of tables `{table: {id: record}}`, as τ-bench
-    checks them. Records new since `initial` carry generated IDs: they are paired by content, every
-    generated ID is read as the same placeholder, and timestamp fields are ignored everywhere."""
-    differences: list[dict[str, Any]] = []
-    generated = {key for table in set(expected) | set(actual) for side in (expected, actual)
-                 if isinstance(side.get(table), dict) for key in side[table]
-                 if key not in (initial.get(table) or {})}
-    for table in sorted(set(expected) | set(actual)):
-        before, want, got = initial.get(table) or {}, expected.get(table) or {}, actual.get(table) or {}
-        if not all(isinstance(t, dict) for t in (before, want, got)):
-            if want != got:
-                differences.append({"path": table, "expected": want, "actual": got})
-            continue
-        for key in sorted(set(before) & (set(want) | set(got))):
-            differences += _record_differences(f"{table}.{key}", want.get(key), got.get(key), generated)
-        new_want, new_got = sorted(set(want) - set(before)), sorted(set(got) - set(before))
-        cost = np.array([[len(_record_differences("", want[a], got[b], generated)) for b in new_got] for a in new_want])
-        pairs = list(zip(*linear_sum_assignment(cost))) if cost.size else []
-        for i, j in pairs:
-            differences += _record_differences(f"{table}.<new {new_want[i]}>", want[new_want[i]], got[new_got[j]],
-                                               generated)
-        differences += [{"path": f"{table}.<new {new_want[i]}>", "expected": want[new_want[i]], "actual": None}
-                        for i in range(len(new_want)) if i not in {p[0] for p in pairs}]
-        differences += [{"path": f"{table}.<new {new_got[j]}>", "expected": None, "actual": got[new_got[j]]}
-                        for j in range(len(new_got)) if j not in {p[1] for p in pairs}]
-    return differences
-
-
-def _record_differences(path: str, want: Any, got: Any, generated: set[str]) -> list[dict[str, Any]]:
-    if not isinstance(want, dict) or not isinstance(got, dict):
-        return [] if _same(want, got, generated) else [{"path": path, "expected": want, "actual": got}]
-    return [{"path": f"{path}.{field}", "expected": want.get(field), "actual": got.get(field)}
-            for field in sorted(set(want) | set(got))
-            if not _TIMESTAMP.search(field) and not _same(want.get(field), got.get(field), generated)]
-
-
-def _same(want: Any, got: Any, generated: set[str]) -> bool:
-    def plain(value: Any) -> Any:
-        return "<generated id>" if isinstance(value, str) and value in generated else value
-    return plain(want) == plain(got)

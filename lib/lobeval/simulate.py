@@ -1,8 +1,9 @@
 """Stage 2: turn each test case into a recorded conversation with a target.
 
 `simulate()` reads as its steps: select the cases, skip the (case, trial) pairs the output file
-already holds, run the rest concurrently, append each finished conversation whole. One
-conversation is `converse()`: start, then user and bot take turns until a termination rule fires.
+already holds (with `retry_errors`, first drop those that ended in a machinery error), run the rest
+concurrently, append each finished conversation whole. One conversation is `converse()`: start,
+then user and bot take turns until a termination rule fires.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from lobeval.errors import ConfigError
-from lobeval.llm import LLMError, Usage
-from lobeval.records import Case, dumps, iter_jsonl, read_cases, state_changes
+from lobeval.llm import BudgetExceeded, LLMError, Usage
+from lobeval.records import (
+    MACHINERY_ERRORS, SCHEMA_VERSION, Case, TerminationReason, dumps, iter_jsonl, read_cases, state_changes, write_jsonl,
+)
 from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
 
@@ -46,6 +49,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
     judge_usage = Usage()
     user_session = user.start(case)
     session = None
+    reason: TerminationReason
     try:
         session = await target.start(case.model_dump())
         start_state = await session.state()
@@ -74,14 +78,16 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                     break
         changes = state_changes(start_state, await session.state())
     except TargetError as exc:
-        reason, error = "target_error", str(exc)
+        reason, error = exc.reason, str(exc)
+    except BudgetExceeded as exc:
+        reason, error = "budget_spent", str(exc)
     except LLMError as exc:
         reason, error = "llm_error", str(exc)
     finally:
         if session is not None:
             await session.close()
     return {
-        "case_id": case.case_id, "trial": trial, "scenario_name": case.scenario_name,
+        "schema_version": SCHEMA_VERSION, "case_id": case.case_id, "trial": trial, "scenario_name": case.scenario_name,
         "messages": transcript.messages, "function_calls": transcript.function_calls,
         "termination": {"reason": reason, "turns": transcript.turns,
                         **({"judge_reason": verdict} if verdict is not None else {})},
@@ -107,10 +113,13 @@ class SimulationResult:
     terminations: Counter
     usage: dict[str, dict[str, float]]
     wall_s: float
+    retried: int = 0
+    """Conversations that had ended in a machinery error and were run again (`retry_errors`)."""
 
     def summary(self) -> list[str]:
         endings = ", ".join(f"{reason} {count}" for reason, count in self.terminations.most_common())
-        lines = [f"{self.written} conversations written to {self.path} ({self.skipped} already there)",
+        retried = f", {self.retried} machinery errors run again" if self.retried else ""
+        lines = [f"{self.written} conversations written to {self.path} ({self.skipped} already there{retried})",
                  f"endings: {endings or 'none'}"]
         for role, usage in self.usage.items():
             lines.append(f"usage {role}: {usage['calls']} calls ({usage['cached_calls']} cached), "
@@ -149,18 +158,46 @@ def finished_pairs(path: Path) -> set[tuple[str, int]]:
     """The (case, trial) pairs already in the output; a torn last line (killed mid-write) is cut off."""
     if not path.exists():
         return set()
+    _cut_torn_line(path)
+    return {_pair(record) for _, record in iter_jsonl(path)}
+
+
+def drop_machinery_errors(path: Path, pairs: set[tuple[str, int]]) -> int:
+    """Remove from the output the conversations of `pairs` that ended in a machinery error, so that
+    they run again without a pair ever appearing twice. The file is rewritten whole (a temporary
+    file renamed over it), so a kill leaves either the old file or the new one. Returns how many."""
+    if not path.exists():
+        return 0
+    _cut_torn_line(path)
+
+    def retried(record: dict[str, Any]) -> bool:
+        return _pair(record) in pairs and record["termination"]["reason"] in MACHINERY_ERRORS
+
+    count = sum(retried(record) for _, record in iter_jsonl(path))
+    if count:
+        write_jsonl(path, (record for _, record in iter_jsonl(path) if not retried(record)))
+    return count
+
+
+def _cut_torn_line(path: Path) -> None:
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         with path.open("r+b") as handle:
             handle.truncate(data.rfind(b"\n") + 1)
-    return {(record["case_id"], record.get("trial", 0)) for _, record in iter_jsonl(path)}
+
+
+def _pair(record: dict[str, Any]) -> tuple[str, int]:
+    return record["case_id"], record.get("trial", 0)
 
 
 async def simulate_async(dataset: str | Path, out: str | Path, *, target: Target, user: SimulatedUser,
                          judge: Any = None, trials: int = 1, concurrency: int = 4, max_turns: int = 20,
                          stop_phrase: str = STOP_PHRASE, scenarios: list[str] | None = None,
                          limit: int | None = None, shard: tuple[int, int] | None = None,
-                         progress: bool = True) -> SimulationResult:
+                         retry_errors: bool = False, progress: bool = True) -> SimulationResult:
+    """Run every selected (case, trial) pair not yet in `out` and append its conversation to `out`.
+    With `retry_errors`, the selected pairs whose conversation ended in a machinery error
+    (records.MACHINERY_ERRORS) are run again rather than skipped."""
     from tqdm.auto import tqdm
 
     if trials < 1 or concurrency < 1 or max_turns < 1:
@@ -168,6 +205,8 @@ async def simulate_async(dataset: str | Path, out: str | Path, *, target: Target
     started = time.perf_counter()
     out = Path(out)
     cases = select_cases(read_cases(dataset), scenarios=scenarios, limit=limit, shard=shard)
+    wanted = {(case.case_id, trial) for case in cases for trial in range(trials)}
+    retried = drop_machinery_errors(out, wanted) if retry_errors else 0
     done = finished_pairs(out)
     todo = [(case, trial) for case in cases for trial in range(trials) if (case.case_id, trial) not in done]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -191,8 +230,9 @@ async def simulate_async(dataset: str | Path, out: str | Path, *, target: Target
             for role, numbers in record["usage"].items():
                 usage[role] = usage[role] + Usage(**numbers)
             bar.update()
-    return SimulationResult(out, len(todo), len(cases) * trials - len(todo), terminations,
-                            {role: totals.to_dict() for role, totals in usage.items()}, time.perf_counter() - started)
+    return SimulationResult(out, len(todo), len(wanted) - len(todo), terminations,
+                            {role: totals.to_dict() for role, totals in usage.items()}, time.perf_counter() - started,
+                            retried)
 
 
 def overview(conversations: str | Path) -> "pd.DataFrame":

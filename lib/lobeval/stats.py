@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lobeval.scoring import METRICS
+from lobeval.records import METRICS
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000

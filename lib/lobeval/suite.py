@@ -6,7 +6,6 @@ is a RecordError naming the file, the record and the field.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lobeval.errors import RecordError
+from lobeval.records import read_json
 
 # The seeds' field names are accepted on input and mapped to ours.
 TEMPLATE_ALIASES = {"scenarioType": "scenario_name", "instructions": "user_instructions",
@@ -41,15 +41,6 @@ def function_key(name: str) -> str:
 def snake_case(header: str) -> str:
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", header.strip())
     return re.sub(r"[^0-9a-zA-Z]+", "_", words).strip("_").lower()
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RecordError(path, "file", None, "not found") from None
-    except json.JSONDecodeError as exc:
-        raise RecordError(path, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg}") from None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The target protocol (SPEC §5): the chatbot under test, reached in-process or over HTTP.
 
 A conversation talks to a target only through `load_target(spec)`, `Target` and `Session`:
-everything a target does wrong (raises, hangs, answers nonsense) surfaces as `TargetError`,
-which the simulation records on the conversation instead of crashing the run.
+everything a target does wrong (raises, answers nonsense) surfaces as `TargetError`, which the
+simulation records on the conversation instead of crashing the run. When the target's own
+infrastructure failed (it raised `lobeval.TargetUnavailable`, answered HTTP 429/502/503/504, or
+missed the deadline) the error is a `TargetUnavailableError`: machinery, not the bot's failure.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from urllib.parse import quote
 
 import httpx
 
-from lobeval.errors import RoleError
+from lobeval.errors import RoleError, TargetUnavailable
+from lobeval.records import TerminationReason
 
 
 @dataclass
@@ -39,10 +42,21 @@ class Reply:
 
 
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost_usd")
+UNAVAILABLE_STATUSES = (429, 502, 503, 504)
+"""HTTP statuses by which a target says its own infrastructure failed (SPEC §5)."""
 
 
 class TargetError(Exception):
-    """The target failed: raised, timed out, or returned something outside the protocol."""
+    """The target failed: raised, or returned something outside the protocol. `reason` is how the
+    conversation ends."""
+
+    reason: TerminationReason = "target_error"
+
+
+class TargetUnavailableError(TargetError):
+    """The target's infrastructure failed or it missed the deadline: a machinery error, never a score."""
+
+    reason: TerminationReason = "target_unavailable"
 
 
 log = logging.getLogger(__name__)
@@ -58,7 +72,8 @@ _KINDS = {type(None): "null", bool: "a boolean", str: "a string", int: "a number
 def load_target(spec: str, *, timeout: float = 60.0) -> Target:
     """Resolve a target spec (SPEC §5); a Python target's class or factory is called here, once.
 
-    Raises RoleError when the spec cannot be resolved. `timeout` bounds every later call.
+    Raises RoleError when the spec cannot be resolved. `timeout` (seconds) bounds every later
+    call; a call that misses it is a TargetUnavailableError.
     """
     if spec.startswith(("http://", "https://")):
         backend: _PythonBackend | _HttpBackend = _HttpBackend(spec)
@@ -136,19 +151,21 @@ class Session:
 
 @contextlib.asynccontextmanager
 async def _guard(operation: str, timeout: float) -> AsyncIterator[None]:
-    """Bound one call into the target by `timeout` and turn any failure into a TargetError."""
+    """Bound one call into the target by `timeout` and turn any failure into a TargetError,
+    a TargetUnavailableError when the target's infrastructure failed or the deadline passed."""
     deadline = asyncio.timeout(timeout)
     try:
         async with deadline:
             yield
     except Exception as exc:
         if isinstance(exc, TargetError):
-            cause = str(exc)
+            kind, cause = type(exc), str(exc)
         elif isinstance(exc, TimeoutError) and deadline.expired():
-            cause = f"timed out after {timeout:g} s"
+            kind, cause = TargetUnavailableError, f"timed out after {timeout:g} s"
         else:
+            kind = TargetUnavailableError if isinstance(exc, TargetUnavailable) else TargetError
             cause = _clip(f"{type(exc).__name__}: {exc}")
-        raise TargetError(f"{operation} failed: {cause}") from exc
+        raise kind(f"{operation} failed: {cause}") from exc
 
 
 def _instantiate(spec: str) -> Any:
@@ -275,7 +292,8 @@ def _path(remote: _Remote) -> str:
 
 def _check(response: httpx.Response) -> None:
     if response.status_code >= 400:
-        raise TargetError(f"HTTP {response.status_code}: {_clip(response.text)}")
+        kind = TargetUnavailableError if response.status_code in UNAVAILABLE_STATUSES else TargetError
+        raise kind(f"HTTP {response.status_code}: {_clip(response.text)}")
 
 
 def _json(response: httpx.Response) -> Any:

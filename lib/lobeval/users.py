@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from rapidfuzz import fuzz
 
+from lobeval.operators import first_literal, refs, split_ref
 from lobeval.records import Case
 from lobeval.suite import strip_plugin_prefix
 
@@ -105,25 +106,16 @@ class AgendaItem:
         return {k: v for k, v in self.values.items() if k == "id" or k.endswith("_id")}
 
 
-def _literal(value: Any) -> Any:
-    if isinstance(value, dict) and "$oneOf" in value:
-        return _literal(value["$oneOf"][0])
-    if isinstance(value, dict) and "$match" in value:
-        return None if value["$match"] == "any" else _literal(value["value"])
-    return value
-
-
 def agenda(case: Case) -> list[AgendaItem]:
     items = []
     for call in case.expected_function_calls:
-        name = strip_plugin_prefix(call["functionName"])
-        values, refs = {}, {}
-        for arg, value in call.get("arguments", {}).items():
-            if isinstance(value, dict) and "$ref" in value:
-                refs[arg] = value["$ref"].split(".", 1)[0]
-            elif _literal(value) is not None:
-                values[arg] = _literal(value)
-        items.append(AgendaItem(name, values, refs))
+        item = AgendaItem(strip_plugin_prefix(call["functionName"]), {}, {})
+        for arg, value in (call.get("arguments") or {}).items():
+            if (literal := first_literal(value)) is not None:
+                item.values[arg] = literal
+            elif found := refs(value):
+                item.refs[arg] = split_ref(found[0])[0]
+        items.append(item)
     return items
 
 

@@ -2,7 +2,8 @@
 
 Each user turn runs a tool loop: the model sees the history and the tools of tools.json, every
 tool call it makes is run on the backend and its result (or error) fed back, until it answers
-in text. LLMError propagates: a model endpoint that gave up is a machinery failure, not the bot's.
+in text. A model endpoint that gave up (LLMError) is raised as lobeval.TargetUnavailable: a failure
+of the bot's infrastructure, not of the bot.
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from lobeval.llm import LLMClient
+from lobeval.errors import TargetUnavailable
+from lobeval.llm import LLMClient, LLMError
 from lobeval.samples.support_tickets.backend import SupportBackend
 from lobeval.samples.support_tickets.wording import GREETING
 from lobeval.targets import USAGE_FIELDS, Reply
@@ -56,7 +58,10 @@ class LLMPolicy:
         calls: list[dict[str, Any]] = []
         usage = dict.fromkeys(USAGE_FIELDS, 0)
         for _ in range(MAX_ROUNDS):
-            result = await self.client.chat(self.messages, tools=self.tools)
+            try:
+                result = await self.client.chat(self.messages, tools=self.tools)
+            except LLMError as exc:
+                raise TargetUnavailable(f"the bot's model endpoint gave up: {exc}") from exc
             if not result.cached:
                 for name in USAGE_FIELDS:
                     usage[name] += getattr(result, name)

@@ -14,13 +14,13 @@ from lobeval.samples.support_tickets import wording as w
 from lobeval.samples.support_tickets.backend import SupportBackend, ToolError
 from lobeval.samples.support_tickets.reading import FREE_TEXT, Reader
 from lobeval.targets import Reply
+from lobeval.users import STOP_PHRASE
 
 # Menu order (wording.MENU): task -> (function, the id argument naming the record an update changes)
 TASKS = {"create_ticket": ("create_support_ticket", None), "update_ticket": ("update_support_ticket", "ticket_id"),
          "create_action": ("create_action_item", None), "update_action": ("update_action_item", "action_item_id"),
          "search": ("search_support_tickets", None), "lookup": ("get_support_ticket", None),
          "list_actions": ("list_action_items", None)}
-STOP_PHRASE = "the session is finished"
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 _WORDS = {
     "action": r"\baction(?: items?)?\b|\btasks?\b",

@@ -1,0 +1,44 @@
+"""Run-level numbers: pass^k, means over scored conversations, intervals over cases."""
+import numpy as np
+import pytest
+
+from lobeval.stats import interval, pass_hat_k, summarise
+
+
+def test_pass_hat_k():
+    assert pass_hat_k(2, 3, 1) == pytest.approx(2 / 3)
+    assert pass_hat_k(2, 3, 2) == pytest.approx(1 / 3)   # C(2,2)/C(3,2)
+    assert pass_hat_k(2, 3, 3) == 0.0
+
+
+def test_summarise_means_errors_and_pass_k():
+    def row(case, trial, success, status="scored", scenario="s"):
+        values = {m: (None if status == "error" else float(success)) for m in
+                  ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "Success")}
+        return {"case_id": case, "trial": trial, "scenario_name": scenario, "status": status,
+                "termination": "llm_error" if status == "error" else "user_finished", **values}
+    rows = [row("a", 0, 1), row("a", 1, 1), row("a", 2, 0), row("b", 0, 1), row("b", 1, 1), row("b", 2, 0, "error")]
+    results = summarise(rows)
+    assert results["metrics"]["Success"] == pytest.approx(4 / 5)
+    assert results["counts"] == {"conversations": 6, "scored": 5, "errors": 1, "target_errors": 0, "trials": 3}
+    # pass^2: case a C(2,2)/C(3,2) = 1/3, case b C(2,2)/C(2,2) = 1 → mean 2/3; pass^3 only case a: 0.
+    assert results["pass_k"]["2"]["value"] == pytest.approx(2 / 3)
+    assert results["pass_k"]["3"] == {"value": 0.0, "interval": [0.0, 0.0], "cases": 1}
+    assert results["metrics"]["pass^1"] == pytest.approx((2 / 3 + 1) / 2)
+    assert results["errors"] == [{"case_id": "b", "trial": 2, "scenario_name": "s", "reason": "llm_error", "error": None}]
+    low, high = results["intervals"]["Success"]
+    assert low <= 4 / 5 <= high
+
+
+def test_interval_is_none_without_values_and_a_point_for_one_distinct_value():
+    assert interval(np.array([])) is None
+    assert interval(np.array([0.5, 0.5, 0.5])) == [0.5, 0.5]
+    low, high = interval(np.array([0.0, 1.0] * 20))
+    assert low < 0.5 < high and 0.3 < low and high < 0.7
+
+
+def test_no_scored_conversation_gives_no_means():
+    rows = [{"case_id": "a", "trial": 0, "scenario_name": "s", "status": "error", "termination": "llm_error"}]
+    results = summarise(rows)
+    assert all(value is None for value in results["metrics"].values())
+    assert results["counts"]["scored"] == 0 and results["counts"]["errors"] == 1 and results["pass_k"] == {}

@@ -25,7 +25,7 @@ test: $(STAMP)
 
 lock:
 	rm -rf /tmp/lobeval-lock && $(PYTHON) -m venv /tmp/lobeval-lock
-	/tmp/lobeval-lock/bin/pip install --quiet . pytest pytest-timeout pytest-xdist playwright
+	/tmp/lobeval-lock/bin/pip install --quiet . pytest pytest-timeout pytest-xdist playwright hypothesis
 	{ echo "# The whole stack, pinned (pip freeze of a clean Python 3.11 install of pyproject.toml + test tools)."; \
 	  echo "# Regenerate: make lock"; /tmp/lobeval-lock/bin/pip freeze --all --exclude lobeval --exclude pip; } > requirements.txt
 

@@ -1,4 +1,5 @@
-"""Small builders for test inputs: a suite on disk in a temporary folder."""
+"""Small builders for test inputs: a suite on disk in a temporary folder, and a good record of each kind
+(case, conversation, label, results row and file, run folder) for tests to break one field of."""
 from __future__ import annotations
 
 import csv
@@ -73,3 +74,64 @@ def make_suite(root: Path, *, templates: list[dict] | None = None, tickets: list
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# --- records of each kind, good ones: tests change one field to make them bad ---------------------
+
+CASE = {
+    "schema_version": 1, "case_id": "ticket_and_action-001", "scenario_name": "ticket_and_action",
+    "user_instructions": "Create 'Printer jams', then 'Clear tray'.", "task_completion": "Both exist.", "persona": "",
+    "user_style": "conversational", "user_mistakes": {},
+    "business_data": {"ticket": {"id": "TKT-1", "title": "Printer jams", "priority": "High"}},
+    "expected_function_calls": [
+        {"functionName": "create_ticket", "arguments": {"title": "Printer jams", "priority": "High"}},
+        {"functionName": "create_action", "arguments": {"ticket_id": {"$ref": "create_ticket.result.ticket_id"},
+                                                        "title": "Clear tray"}}],
+    "expected_outputs": ["High"], "allowed_function_calls": ["get_ticket"], "forbidden_function_calls": [],
+    "ordered": False, "seed": 1,
+}
+CALL = {"functionName": "create_ticket", "arguments": {"title": "Printer jams", "priority": "High"},
+        "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}
+CONVERSATION = {
+    "schema_version": 1, "case_id": "ticket_and_action-001", "trial": 0, "scenario_name": "ticket_and_action",
+    "messages": [{"role": "user", "content": "Create a ticket"},
+                 {"role": "assistant", "content": "Created TKT-9 with priority High.", "function_calls": [dict(CALL)]}],
+    "function_calls": [CALL],
+    "termination": {"reason": "user_finished", "turns": 2},
+    "usage": {"user": {"calls": 2, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+              "target": {"calls": 1, "prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.001}},
+    "error": None, "duration_s": 0.5, "target": "lobeval.samples.support_tickets:SupportTicketBot",
+    "user_simulator": "scripted", "state_changes": None,
+}
+LABEL = {"schema_version": 1, "id": "a1", "scenario_name": "ticket_and_action", "functionName": "get_ticket",
+         "kind": "allowed_extra_call", "note": "looking first is fine", "author": "ana", "created_at": "2026-01-01"}
+ROW = {"case_id": "ticket_and_action-001", "trial": 0, "scenario_name": "ticket_and_action", "status": "scored",
+       "termination": "user_finished", "turns": 2, "Reliability": 0.75, "Recall_fn": 0.5, "Precision_fn": 1.0,
+       "Recall_args": 1.0, "Precision_args": 1.0, "Success": 0, "judges": {"status": "not run"}}
+RESULTS = {"schema_version": 1, "metrics": {"Reliability": 0.75, "Success": 0.0},
+           "intervals": {"Reliability": [0.75, 0.75]},
+           "counts": {"conversations": 1, "scored": 1, "errors": 0, "target_errors": 0, "trials": 1},
+           "judges": {"status": "not run: no judge model configured"}, "rows": [ROW], "studio_url": None}
+
+
+def case(**changes: Any) -> dict[str, Any]:
+    return {**CASE, **changes}
+
+
+def conversation(**changes: Any) -> dict[str, Any]:
+    return {**CONVERSATION, **changes}
+
+
+def write_lines(path: Path, records: list[Any]) -> Path:
+    """One JSON value a line, as given (records need not be objects: tests write bad ones)."""
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def make_run(root: Path, name: str, results: dict[str, Any] | None = None) -> Path:
+    """A run folder runs/<name> with its config.json and evaluation_results.json."""
+    run_dir = root / "runs" / name
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps({"schema_version": 1, "run_id": name, "suite_name": "toy"}))
+    (run_dir / "evaluation_results.json").write_text(json.dumps(results or RESULTS, indent=1))
+    return run_dir

@@ -4,9 +4,9 @@ import math
 import pytest
 
 from lobeval.analyse import (argument_table, conversations_df, cost_table, failure_clusters, failure_signatures,
-                             function_table, plot_metric_distributions, plot_pass_k,
-                             plot_recall_heatmap, recall_matrix, termination_table, wrong_value_pairs,
-                             worst_conversations)
+                             function_table, judge_errors_reason, judge_status_counts, judge_table,
+                             plot_metric_distributions, plot_pass_k, plot_recall_heatmap, recall_matrix, shown,
+                             termination_table, wrong_value_pairs, worst_conversations)
 
 
 def row(case_id, scenario, reliability, success, **found):
@@ -165,6 +165,68 @@ def test_pass_k_plot_needs_trials():
                                      "1": {"value": 0.8, "interval": [0.6, 0.9]}}})
     line = figure.axes[0].lines[0]
     assert (line.get_xdata().tolist(), line.get_ydata().tolist()) == ([1, 2], [0.8, 0.6])
+
+
+NOTHING_SCORED = {"rows": [{"case_id": "x", "trial": 0, "scenario_name": "s1", "status": "error",
+                             "termination": "llm_error", "error": "gave <up>"}],
+                  "metrics": {}, "counts": {"conversations": 1, "scored": 0, "errors": 1}}
+
+
+def test_a_section_with_nothing_to_show_says_why():
+    assert plot_recall_heatmap(NOTHING_SCORED) is None and plot_metric_distributions(NOTHING_SCORED) is None
+    note = shown(failure_clusters(NOTHING_SCORED), NOTHING_SCORED, "No failures.")
+    assert note.data == ("<p>no conversation scored: 1 machinery errors (llm_error 1), first: x trial 0: "
+                         "gave &lt;up&gt;</p>")
+    assert shown(failure_clusters(RESULTS), RESULTS, "No failures.") is not None
+    assert shown(None, RESULTS, "No failures.").data == "<p>No failures.</p>"
+    table = termination_table(NOTHING_SCORED)
+    assert shown(table, NOTHING_SCORED) is table
+
+
+def judged(coverage=None, **judges):
+    rows = [row("a-001", "s1", 1.0, 1, judges={"status": "run", "errors": [
+                {"judge": "per_turn", "message_index": 3, "error": "judge reply unusable after 2 attempts"}]}),
+            row("b-001", "s1", 1.0, 1, judges={"status": "run", "errors": []})]
+    return {"rows": rows, "metrics": {"Reliability": 1.0, "judge.final_score": 0.8, "judge.goal": 1.0},
+            "intervals": {"judge.final_score": [0.8, 0.8]},
+            "judges": {"status": "run", **({"coverage": coverage} if coverage is not None else {}), **judges}}
+
+
+def test_every_judge_figure_stands_beside_its_coverage():
+    table = judge_table(judged({"judge.final_score": {"judged": 1, "of": 2, "errors": 1, "not_applicable": 0},
+                                "judge.goal": {"judged": 2, "of": 2, "errors": 0, "not_applicable": 0},
+                                "judge.intent_resolution": {"judged": 0, "of": 2, "errors": 2, "not_applicable": 0}}))
+    assert table.astype(object).where(table.notna(), None).to_dict("index") == {
+        "final_score": {"mean": 0.8, "low": 0.8, "high": 0.8, "judged": "judged 1 of 2", "judge errors": 1,
+                        "not applicable": 0, "mean over": "part of the conversations only"},
+        "goal": {"mean": 1.0, "low": None, "high": None, "judged": "judged 2 of 2", "judge errors": 0,
+                 "not applicable": 0, "mean over": "all conversations"},
+        "intent_resolution": {"mean": None, "low": None, "high": None, "judged": "judged 0 of 2", "judge errors": 2,
+                              "not applicable": 0, "mean over": "nothing: no conversation judged"}}
+
+
+def test_results_without_coverage_still_render_and_say_so():
+    table = judge_table(judged())
+    assert table["judged"].tolist() == ["not recorded"] * 2
+    assert table["mean over"].tolist() == ["unknown: coverage not recorded"] * 2
+    assert judge_table({"rows": [], "metrics": {}, "judges": {"status": "not run: no judge model configured"}}) \
+        .to_dict("records") == [{"judges": "not run: no judge model configured"}]
+
+
+def test_final_statuses_are_counted_with_the_conversations_not_judged():
+    assert judge_status_counts(judged(final_status={"Done": 1, "Partial Failure": 0, "Failed": 0})) == {
+        "Done": 1, "Partial Failure": 0, "Failed": 0, "Not judged": 1}
+    assert judge_status_counts(judged(final_status={"Done": 0, "Failed": 1, "Not judged": 1}))["Not judged"] == 1
+    assert judge_status_counts(RESULTS) is None
+
+
+def test_judge_errors_are_told_in_a_line():
+    results = judged()
+    assert judge_errors_reason(results) == ("1 judge errors, first: a-001 trial 0: per_turn: judge reply unusable "
+                                            "after 2 attempts")
+    results["metrics"] = {"Reliability": 1.0}
+    assert judge_errors_reason(results).startswith("no conversation judged: 1 judge errors")
+    assert judge_errors_reason(RESULTS) is None
 
 
 @pytest.mark.slow

@@ -1,17 +1,134 @@
 import asyncio
+import signal
 
-from lobeval.chat import chat_loop, chat_widget
+import pytest
+
+from lobeval.chat import STATE_CHARS, chat_loop, chat_widget
+from lobeval.targets import Reply
 
 
-def test_chat_loop_shows_replies_and_in_debug_every_call_until_quit():
-    lines = iter(["1", "ana@example.org", "2026-12-21", "2026-12-24", "1", "yes", "/quit", "never read"])
-    shown = []
-    asyncio.run(chat_loop("toy_leave_bot:LeaveBot", debug=True, read=lambda _: next(lines), write=shown.append))
+class Recorder:
+    """Answers "ok", writes down every message it is sent and whether its session was closed."""
+
+    log: list = []
+
+    async def start(self, case):
+        return self
+
+    async def send(self, message):
+        self.log.append(message)
+        return Reply("ok")
+
+    async def close(self):
+        self.log.append("(closed)")
+
+
+class InterruptedRecorder(Recorder):
+    """The person presses Ctrl-C while the bot is busy answering."""
+
+    async def send(self, message):
+        self.log.append(message)
+        signal.raise_signal(signal.SIGINT)
+        await asyncio.Event().wait()
+
+
+class Ledger:
+    """A state of a thousand accounts, of which each message changes a few."""
+
+    async def start(self, case):
+        self.accounts, self.messages = {f"A{i}": {"owner": f"owner {i}", "balance": i} for i in range(1000)}, 0
+        return self
+
+    async def send(self, message):
+        self.accounts["A1"] = {**self.accounts["A1"], "balance": 0}
+        self.accounts["A999"] = {"owner": "x" * 500, "balance": 1}
+        del self.accounts["A2"]
+        self.accounts["A1000"] = {"owner": "new", "balance": 5}
+        self.messages += 1
+        return Reply("done")
+
+    async def state(self):
+        return {"accounts": self.accounts, "messages": self.messages}
+
+
+@pytest.fixture
+def log(monkeypatch):
+    monkeypatch.setattr(Recorder, "log", [])
+    return Recorder.log
+
+
+@pytest.fixture
+def ctrl_c_interrupts(monkeypatch):
+    """Ctrl-C as in a terminal program, whatever the test runner did with SIGINT."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def chat(spec, lines, debug=False):
+    """Run chat_loop reading `lines` (an exception among them is raised by that read); what it wrote."""
+    feed, shown = iter(lines), []
+
+    def read(prompt):
+        line = next(feed)
+        if isinstance(line, BaseException):
+            raise line
+        return line
+
+    chat_loop(spec, debug=debug, read=read, write=shown.append)
+    return shown
+
+
+def test_chat_loop_shows_replies_and_in_debug_every_call_and_state_change_until_quit():
+    shown = chat("toy_leave_bot:LeaveBot", ["1", "ana@example.org", "2026-12-21", "2026-12-24", "1", "yes", "/quit",
+                                            "never read"], debug=True)
     assert shown[0].startswith("bot> Hi, I'm the HR helper")
     call = next(line for line in shown if line.startswith("  [book_leave("))
     assert '"employee_email": "ana@example.org"' in call and '-> {"booking_id": "LV-101"}' in call
-    assert shown[-2].startswith("bot> Booked! Your reference is LV-101")
-    assert shown[-1].startswith("[end state:")
+    assert shown[-3].startswith("bot> Booked! Your reference is LV-101")
+    assert shown[-2:] == ['  [state bookings LV-101: added {"employee_email": "ana@example.org", "start_date": '
+                          '"2026-12-21", "end_date": "2026-12-24", "leave_type": "Vacation"}]', "bye"]
+    assert not any(line.startswith("  [state") for line in shown[:-2])   # turns that changed nothing
+
+
+def test_debug_shows_only_what_a_turn_changed_each_briefly():
+    shown = chat("test_chat:Ledger", ["pay", "/quit"], debug=True)
+    assert shown[:4] == ["bot> done",
+                         "  [state accounts A1: balance 1 → 0]",
+                         '  [state accounts A1000: added {"owner": "new", "balance": 5}]',
+                         "  [state accounts A2: removed]"]
+    long = shown[4]   # shortened to STATE_CHARS
+    assert long.startswith('  [state accounts A999: balance 999 → 1, owner "owner 999" → "xxx')
+    assert long.endswith("x…]")
+    assert len(long) == len("  [state accounts A999: ]") + STATE_CHARS + 1
+    assert shown[5:] == ["  [state messages: 1]", "bye"]
+
+
+def test_help_lists_the_commands_and_is_not_sent(log):
+    shown = chat("test_chat:Recorder", ["/help", "/nope", "", "hi", "/quit"])
+    assert shown == ["/help  list these commands", "/quit  end the chat (so do /exit, Ctrl-D and Ctrl-C)",
+                     "[unknown command /nope: /help lists the commands]", "bot> ok", "bye"]
+    assert log == ["hi", "(closed)"]
+
+
+def test_end_of_input_says_bye_and_closes_the_session(log):
+    assert chat("test_chat:Recorder", ["hi", EOFError()]) == ["bot> ok", "\nbye"]
+    assert log == ["hi", "(closed)"]
+
+
+def test_ctrl_c_at_the_prompt_ends_the_chat_at_once(log):
+    assert chat("test_chat:Recorder", ["hi", KeyboardInterrupt(), "never read"]) == ["bot> ok", "\nbye"]
+    assert log == ["hi", "(closed)"]
+
+
+def test_ctrl_c_while_the_bot_answers_ends_the_chat_at_once(log, ctrl_c_interrupts):
+    assert chat("test_chat:InterruptedRecorder", ["hi", "never read"]) == ["\nbye"]
+    assert log == ["hi", "(closed)"]
+
+
+def test_a_target_error_is_shown_and_the_chat_goes_on():
+    shown = chat("test_targets:FaultyBot", ["hi", "/quit"])
+    assert shown == ["[target error: send failed: RuntimeError: backend down try later]", "bye"]
 
 
 def test_chat_widget_sends_on_enter_and_shows_escaped_text_and_every_call():

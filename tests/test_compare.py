@@ -133,7 +133,7 @@ def test_bad_run_folders(tmp_path, capsys):
     assert capsys.readouterr().err == (f"lobeval compare: error: {results}: file: not found "
                                        "(run `lobeval evaluate` or `lobeval run` first)\n")
     results.write_text("{not json")
-    with pytest.raises(RecordError, match="evaluation_results.json: file: invalid JSON"):
+    with pytest.raises(RecordError, match="evaluation_results.json: line 1: invalid JSON"):
         compare_runs(good, tmp_path / "empty")
     results.write_text(json.dumps({"metrics": {}, "counts": {"conversations": 0, "errors": 0}, "rows": []}))
     with pytest.raises(RecordError) as caught:
@@ -236,3 +236,23 @@ def test_a_share_outside_zero_to_one_is_bad_input(eight_flips, capsys, option, v
     baseline, _ = eight_flips
     code, _, err = gate(capsys, "--run", baseline, "--min", "Reliability=0.5", option, value)
     assert (code, err) == (2, f"lobeval gate: error: {option} {float(value):g}: expected a share from 0 to 1\n")
+
+
+@pytest.mark.parametrize("rows", [[], [row("a", status="error")]])
+def test_a_run_that_measured_nothing_fails_the_gate(tmp_path, capsys, rows):
+    run = write_run(tmp_path, "nothing", [{**r, "termination": "llm_error", "error": "gave up"} for r in rows],
+                    metrics={"Reliability": None})
+    code, out, _ = gate(capsys, "--run", run, "--min", "Reliability=0.5")
+    assert code == 1
+    why = ("the run has no conversations" if not rows
+           else "1 machinery errors (llm_error 1), first: a trial 0: gave up")
+    assert out.splitlines()[0] == f"FAIL  conversations scored: no conversation scored: {why}: nothing was measured"
+
+
+def test_a_baseline_named_for_a_run_that_measured_nothing_must_still_be_whole(tmp_path, capsys):
+    run = write_run(tmp_path, "nothing", [], metrics={})
+    code, out, _ = gate(capsys, "--run", run, "--baseline", write_run(tmp_path, "old", [row("a")]))
+    assert code == 1 and "no regression" not in out
+    (tmp_path / "broken").mkdir()
+    code, _, err = gate(capsys, "--run", run, "--baseline", tmp_path / "broken")
+    assert code == 2 and "broken/evaluation_results.json: file: not found" in err

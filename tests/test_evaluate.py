@@ -5,7 +5,8 @@ import pytest
 
 from lobeval.cli import main
 from lobeval.evaluate import azure_project, evaluate
-from lobeval.records import write_jsonl
+from lobeval.records import read_conversations, write_jsonl
+from lobeval.scoring import Rules, score_conversation
 from helpers import make_suite
 
 CASE = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
@@ -76,11 +77,11 @@ def test_imported_transcripts_need_only_the_minimal_fields(tmp_path):
 
 @pytest.mark.parametrize("line, message", [
     ('{"case_id": "t-001", "messages": [', "c.jsonl: line 1: invalid JSON"),
-    ('{"case_id": "t-001", "function_calls": []}', "c.jsonl: line 1 (case t-001): field 'messages': Field required"),
+    ('{"case_id": "t-001", "function_calls": []}', "c.jsonl: line 1 (case t-001): field 'messages': is required"),
     ('{"case_id": "t-001", "messages": [], "function_calls": [{"arguments": {}}]}',
-     "c.jsonl: line 1 (case t-001): field 'function_calls.0.functionName': Field required"),
+     "c.jsonl: line 1 (case t-001): field 'function_calls[0].functionName': is required"),
     ('{"case_id": "t-001", "messages": [], "function_calls": [{"functionName": "f", "arguments": "{oops"}]}',
-     "c.jsonl: line 1 (case t-001): field 'function_calls.0.arguments': Value error, a string that is not JSON"),
+     "c.jsonl: line 1 (case t-001): field 'function_calls[0].arguments': a string that is not JSON"),
     ('{"case_id": "nope", "messages": [], "function_calls": []}',
      "c.jsonl: line 1: field 'case_id': case 'nope' is not in the dataset and the record carries no expected_function_calls"),
 ])
@@ -163,7 +164,6 @@ def test_evaluate_notebook_glues_results_and_metrics(files):
 def test_with_an_embedding_model_free_text_is_compared_by_meaning_and_embedded_once(tmp_path, monkeypatch):
     from lobeval.evaluate import with_embeddings
     from lobeval.roles import resolve
-    from lobeval.scoring import Rules, score_conversation
     from lobeval.testing import FakeOpenAI
 
     case = {**CASE, "expected_function_calls": [{"functionName": "create_ticket",
@@ -184,3 +184,52 @@ def test_with_an_embedding_model_free_text_is_compared_by_meaning_and_embedded_o
     assert rules.text_mode == "semantic"
     assert [score_conversation(c, k, rules)["Recall_args"] for c, k in work] == [1.0, 0.0]
     assert [score_conversation(c, k, Rules())["Recall_args"] for c, k in work] == [0.0, 0.0]
+
+
+BOT = "lobeval.samples.support_tickets:SupportTicketBot"
+RAISE_PRIORITY = [{"functionName": "update_support_ticket", "arguments": {"ticket_id": "TKT-1001", "priority": "Low"}}]
+
+
+@pytest.mark.parametrize("recorded, state", [
+    ({}, {"differences": [{"path": "tickets.TKT-1001.priority", "expected": "Low", "actual": "High"}],
+          "replay_errors": []}),
+    (None, None),
+])
+def test_inline_expected_calls_evaluate_without_a_dataset_with_or_without_state_changes(tmp_path, recorded, state):
+    """The bot did nothing: with its (empty) state changes recorded, the replay of the inline expected
+    calls shows what it left undone; without them there is no state check."""
+    record = {"case_id": "prod-17", "messages": [{"role": "assistant", "content": "Done."}], "function_calls": [],
+              "expected_function_calls": RAISE_PRIORITY, "target": BOT, "state_changes": recorded}
+    convs = write_jsonl(tmp_path / "logs.jsonl", [record])
+    [row] = evaluate(None, convs, tmp_path / "r.json", progress=False).results["rows"]
+    assert (row["case_id"], row["Recall_fn"], row["state"]) == ("prod-17", 0.0, state)
+
+
+def test_a_recorded_target_that_cannot_be_loaded_here_leaves_the_state_check_as_an_error(tmp_path, capsys):
+    record = {"case_id": "prod-17", "messages": [], "function_calls": [], "expected_function_calls": RAISE_PRIORITY,
+              "target": "their_bot:Bot", "state_changes": {}}
+    convs = write_jsonl(tmp_path / "logs.jsonl", [record])
+    [row] = evaluate(None, convs, tmp_path / "r.json", progress=False).results["rows"]
+    assert row["state"]["error"].startswith("the end state cannot be checked: target 'their_bot:Bot'")
+    assert run_cli("--conversations", convs, "--target", "their_bot:Bot", "--out", tmp_path / "s.json") == 2
+    assert "target 'their_bot:Bot'" in capsys.readouterr().err and not (tmp_path / "s.json").exists()
+
+
+def test_a_conversation_whose_cost_is_unknown_is_scored(files):
+    tmp, dataset = files
+    convs = write_jsonl(tmp / "c.jsonl", [conversation(usage={"user": {"calls": 1, "cost_usd": None,
+                                                                        "cost_known": False}})])
+    [(_, _, record)] = read_conversations(convs)
+    assert score_conversation(record, CASE, Rules())["cost_usd"] is None
+
+
+def test_an_existing_results_file_is_replaced_and_nothing_else_is(files, capsys):
+    tmp, dataset = files
+    convs = write_jsonl(tmp / "c.jsonl", [conversation()])
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 0
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 0
+    other = write_jsonl(tmp / "other.jsonl", [conversation()])
+    before = other.read_bytes()
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", other) == 2
+    assert "other.jsonl: --out: exists and is not an evaluation results file" in capsys.readouterr().err
+    assert other.read_bytes() == before

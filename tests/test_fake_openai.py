@@ -128,6 +128,12 @@ def test_timeout_fault_sleeps_past_the_client_timeout(server):
         sdk(server, timeout=0.2).chat.completions.create(model="m", messages=USER)
 
 
+def test_drip_fault_sends_the_whole_answer_a_byte_at_a_time(server):
+    server.fail_next("drip", interval=0.001)
+    assert chat(server).choices[0].message.content == "Where is ticket TKT-1?"
+    assert chat(server).choices[0].message.content   # the fault was consumed
+
+
 def test_malformed_fault_is_not_json(server):
     server.fail_next("malformed")
     with pytest.raises(ValueError):

@@ -171,3 +171,17 @@ def test_failed_generation_leaves_an_earlier_dataset_untouched(tmp_path):
     out.write_text("earlier\n")
     assert main(["generate", "--suite", str(suite), "--out", str(out)]) == 2
     assert out.read_text() == "earlier\n"
+
+
+def test_an_out_that_is_an_input_by_another_name_is_refused_and_an_earlier_dataset_is_replaced(tmp_path, capsys):
+    suite = make_suite(tmp_path)
+    link = tmp_path / "dataset.jsonl"
+    link.symlink_to(suite / "templates.json")
+    before = (suite / "templates.json").read_bytes()
+    assert main(["generate", "--suite", str(suite), "--out", str(link)]) == 2
+    assert f"{link}: --out: is an input of this command ({suite / 'templates.json'})" in capsys.readouterr().err
+    assert (suite / "templates.json").read_bytes() == before
+    out = tmp_path / "d.jsonl"
+    assert main(["generate", "--suite", str(suite), "--out", str(out), "--seed", "1"]) == 0
+    assert main(["generate", "--suite", str(suite), "--out", str(out), "--seed", "2"]) == 0
+    assert {case["seed"] for case in read_jsonl(out)} == {2}

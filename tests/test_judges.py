@@ -1,5 +1,6 @@
 """The model judges against the fake OpenAI server, their arithmetic and validation, and the offline path."""
 import json
+import logging
 
 import pytest
 
@@ -7,14 +8,14 @@ from lobeval.cli import main
 from lobeval.errors import ConfigError
 from lobeval.evaluate import evaluate
 from lobeval.judges import (
-    ConversationJudges, azure_inputs, azure_verdict, final_score, parse_failure, parse_goal, parse_turn_scores,
-    selected_judges,
+    ConversationJudges, azure_inputs, azure_model_config, azure_verdict, final_score, parse_failure, parse_goal,
+    SDK_QUIET, parse_turn_scores, scenario_coverage, selected_judges, summarise_judges,
 )
-from lobeval.llm import LLMClient, resolve_model
+from lobeval.llm import LLMClient, ModelConfig, resolve_model
 from lobeval.records import write_jsonl
 from lobeval.suite import load_suite
 from lobeval.testing import FakeOpenAI, json_reply, text
-from helpers import make_suite
+from helpers import TOOLS, make_suite
 
 CASE = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
         "task_completion": "A ticket titled Printer jams exists.",
@@ -33,6 +34,27 @@ CONVERSATION = {
     "function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"},
                         "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
     "termination": {"reason": "user_finished", "turns": 3}}
+CREATED = {"functionName": "create_ticket", "arguments": {"title": "Printer jams"}, "result": {"ticket_id": "TKT-9"},
+           "error": None, "turn": 1}
+LOOKED_UP = {"functionName": "get_ticket", "arguments": {"ticket_id": "TKT-9"}, "result": {"priority": "High"},
+             "error": None, "turn": 2}
+REFUSED = {"functionName": "create_action", "arguments": {"ticket_id": "TKT-9", "title": "Clear tray"}, "result": None,
+           "error": "ticket is closed", "turn": 3}
+GREETED = {   # the bot speaks first, calls functions, and the user asks three times
+    "case_id": "t-001", "trial": 0, "scenario_name": "ticket",
+    "messages": [
+        {"role": "assistant", "content": "Hello! I can create and look up tickets."},
+        {"role": "user", "content": "Create a ticket: Printer jams"},
+        {"role": "assistant", "content": "Done: created ticket TKT-9.", "function_calls": [CREATED]},
+        {"role": "user", "content": "What's its priority?"},
+        {"role": "assistant", "content": "It is High.", "function_calls": [LOOKED_UP]},
+        {"role": "user", "content": "Add the action Clear tray."},
+        {"role": "assistant", "content": "I could not: the ticket is closed.", "function_calls": [REFUSED]},
+        {"role": "user", "content": "the session is finished"}],
+    "function_calls": [CREATED, LOOKED_UP, REFUSED],
+    "termination": {"reason": "user_finished", "turns": 4}}
+TOOL_DEFINITIONS = [{"name": tool["function"]["name"], "description": "",
+                     "parameters": tool["function"]["parameters"]} for tool in TOOLS]
 GOOD = {name: {"score": 4, "reason": "fine"} for name in
         ("helpfulness", "coherence", "verbosity", "relevance", "faithfulness")}
 LOW = {**GOOD, "faithfulness": {"score": 1, "reason": "the priority was never looked up"}}
@@ -168,8 +190,11 @@ def test_judges_score_turns_goal_and_azure_evaluators(tmp_path, judge_env):
     assert metrics["judge.faithfulness"] == pytest.approx(2.5)     # (4 + 1) / 2 turns
     assert metrics["judge.tool_call_accuracy"] == 4.0
     summary = results["judges"]
-    assert summary["errors"] == 0 and summary["failures"] == {"false_information": 1}
-    assert summary["final_status"] == {"Done": 0, "Partial Failure": 1, "Failed": 0}
+    assert summary["errors"] == summary["errored_conversations"] == 0
+    assert summary["failures"] == {"false_information": 1}
+    assert summary["final_status"] == {"Done": 0, "Partial Failure": 1, "Failed": 0, "Not judged": 0}
+    assert set(summary["coverage"]) == {name for name in metrics if name.startswith("judge.")}
+    assert summary["coverage"]["judge.final_score"] == {"judged": 1, "of": 1, "errors": 0, "not_applicable": 0}
     # 2 turn calls + 1 failure call; 1 goal call; one call per azure evaluator
     assert summary["usage_by_judge"]["per_turn"]["calls"] == 3 and summary["usage_by_judge"]["goal"]["calls"] == 1
     assert summary["usage_by_judge"]["task_adherence"]["prompt_tokens"] > 0
@@ -195,7 +220,13 @@ def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path
     assert error["judge"] == "goal" and error["raw"] == "I think it went well, maybe 1?"
     assert error["error"].startswith("judge reply unusable after 2 attempts: no JSON object")
     assert "judge.final_score" not in results["metrics"] and "judge.goal" not in results["metrics"]
-    assert results["judges"]["errors"] == 1
+    summary = results["judges"]
+    assert summary["errors"] == summary["errored_conversations"] == 1
+    # coverage is reported also for a judge metric no conversation gave a value for
+    assert summary["coverage"]["judge.goal"] == summary["coverage"]["judge.final_score"] == \
+        {"judged": 0, "of": 1, "errors": 1, "not_applicable": 0}
+    assert summary["coverage"]["judge.helpfulness"] == {"judged": 1, "of": 1, "errors": 0, "not_applicable": 0}
+    assert summary["final_status"]["Not judged"] == 1
 
 
 def test_an_out_of_range_score_is_retried_and_the_valid_retry_used(tmp_path, judge_env):
@@ -293,7 +324,132 @@ def test_an_azure_evaluator_without_a_verdict_is_retried_then_an_error_and_not_c
         server.policy = judge_policy()
         second = run(tmp_path, server, judge_env, judges=["intent_resolution"])
     [error] = first["rows"][0]["judges"]["errors"]
-    assert error["judge"] == "intent_resolution" and error["error"].startswith("judge reply unusable after 2 attempts")
+    assert error["judge"] == "intent_resolution"
+    assert error["error"].startswith("the evaluator failed on all 2 attempts: JSONDecodeError")
     assert first["rows"][0]["judges"]["azure"]["intent_resolution"] == {"error": error["error"], "raw": None}
     assert (sent, server.count) == (2, 3)
     assert second["rows"][0]["judges"]["azure"]["intent_resolution"]["score"] == 4.0
+
+
+# ---- coverage: every judge figure says on how many conversations it rests ----
+
+def verdict(goal=1, turn_scores=(GOOD, GOOD), azure=None):
+    """A "run" verdict as ConversationJudges gives it; None for a goal or turn the judge failed on."""
+    azure = azure or {}
+    turns = [{"message_index": 2 * i + 1, "scores": scores, "failed": False if scores else None, "failure": None}
+             for i, scores in enumerate(turn_scores)]
+    goal = None if goal is None else {"score": goal, "reason": "r"}
+    errors = [*({"judge": "per_turn"} for scores in turn_scores if scores is None),
+              *([{"judge": "goal"}] if goal is None else []),
+              *({"judge": name} for name, entry in azure.items() if "error" in entry)]
+    return {"status": "run", "turns": turns, "goal": goal, "azure": azure, "errors": errors, "usage": {},
+            **final_score(turns, goal)}
+
+
+def test_coverage_counts_judged_errors_and_not_applicable():
+    scored = {"score": 4.0, "result": "pass", "threshold": 3, "reason": "ok"}
+    not_applicable = {"result": "not applicable", "reason": "intermediate response"}
+    rows = [
+        {"scenario_name": "s1", "judges": verdict(azure={"intent_resolution": scored})},
+        {"scenario_name": "s1", "judges": verdict(goal=None, azure={"intent_resolution": {"error": "x", "raw": None}})},
+        # one turn judged, the other not: no turn mean from part of the turns
+        {"scenario_name": "s1",
+         "judges": verdict(turn_scores=(LOW, None), azure={"intent_resolution": not_applicable})},
+        {"scenario_name": "s2", "judges": verdict()},
+        {"scenario_name": "s2", "judges": {"status": "not run: the conversation ended in a machinery error"}},
+    ]
+    summary = summarise_judges(rows, ["per_turn", "goal", "intent_resolution"], {})
+    assert summary["coverage"]["judge.helpfulness"] == {"judged": 3, "of": 4, "errors": 1, "not_applicable": 0}
+    assert summary["coverage"]["judge.goal"] == {"judged": 3, "of": 4, "errors": 1, "not_applicable": 0}
+    assert summary["coverage"]["judge.final_score"] == {"judged": 2, "of": 4, "errors": 2, "not_applicable": 0}
+    assert summary["coverage"]["judge.intent_resolution"] == {"judged": 1, "of": 4, "errors": 1, "not_applicable": 2}
+    assert summary["metrics"]["judge.faithfulness"] == 4.0   # the low turn's conversation is not half-counted
+    assert summary["metrics"]["judge.final_score"] == 1.0
+    assert summary["errored_conversations"] == 2 and summary["errors"] == 3
+    assert summary["final_status"] == {"Done": 2, "Partial Failure": 0, "Failed": 0, "Not judged": 2}
+    # s1's one clean final score is not a clean scenario: 1 of 3 judged
+    assert scenario_coverage(rows) == {"s1": {"judged": 1, "of": 3, "errors": 2, "not_applicable": 0},
+                                       "s2": {"judged": 1, "of": 1, "errors": 0, "not_applicable": 0}}
+    assert scenario_coverage(rows, "judge.intent_resolution")["s1"] == \
+        {"judged": 1, "of": 3, "errors": 1, "not_applicable": 1}
+
+
+def test_a_conversation_without_a_bot_turn_is_not_applicable_not_an_error():
+    summary = summarise_judges([{"scenario_name": "s1", "judges": verdict(turn_scores=())}], ["per_turn", "goal"], {})
+    assert summary["coverage"]["judge.final_score"] == {"judged": 0, "of": 1, "errors": 0, "not_applicable": 1}
+    assert summary["errored_conversations"] == 0 and summary["final_status"]["Not judged"] == 1
+
+
+# ---- azure-ai-evaluation gets input its own parser and validators accept ----
+
+def test_the_sdks_parser_and_validators_accept_what_we_build(judge_env):
+    from azure.ai.evaluation import IntentResolutionEvaluator, TaskAdherenceEvaluator, ToolCallAccuracyEvaluator
+    from azure.ai.evaluation._common.utils import (
+        _get_conversation_history, _get_conversation_history_with_tool_calls, reformat_agent_response,
+        reformat_conversation_history,
+    )
+
+    inputs = azure_inputs(GREETED, CASE, TOOL_DEFINITIONS)
+    query = inputs["intent_resolution"]["query"]
+    assert query[0] == {"role": "user", "content": [{"type": "text", "text": "Create a ticket: Printer jams"}]}
+    # the functions raising MALFORMED_CONVERSATION_HISTORY: one more user turn than agent turns
+    history = _get_conversation_history(query, include_system_messages=True)
+    assert [len(history["user_queries"]), len(history["agent_responses"])] == [3, 2]
+    with_calls = _get_conversation_history_with_tool_calls(query)
+    assert '[TOOL_CALL] get_ticket(ticket_id="TKT-9")' in with_calls["agent_responses"][1]
+    assert '[TOOL_RESULT] {"priority": "High"}' in with_calls["agent_responses"][1]
+    warnings = []
+    recorder = logging.getLogger("test_judges.sdk")
+    recorder.addHandler(type("Recorder", (logging.Handler,), {"emit": lambda self, record: warnings.append(record)})())
+    # the evaluators' wrappers fall back to the raw input, with a warning, when their parser fails
+    assert reformat_conversation_history(query, recorder).startswith("User turn 1:\n  Create a ticket: Printer jams")
+    response = reformat_agent_response(inputs["intent_resolution"]["response"], recorder, include_tool_messages=True)
+    assert response == "[TOOL_CALL] create_action(ticket_id=\"TKT-9\", title=\"Clear tray\")\n" \
+                       "[TOOL_RESULT] {\"error\": \"ticket is closed\"}\nI could not: the ticket is closed."
+    assert warnings == []
+    config = azure_model_config(ModelConfig("openai", "gpt-4o-mini", "http://127.0.0.1:9/v1"))
+    for name, kind in (("intent_resolution", IntentResolutionEvaluator), ("task_adherence", TaskAdherenceEvaluator),
+                       ("tool_call_accuracy", ToolCallAccuracyEvaluator)):
+        assert kind(config)._validator.validate_eval_input(dict(inputs[name]))
+
+
+def test_the_evaluators_read_the_parsed_conversation_not_raw_input(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy()) as server:
+        results = run(tmp_path, server, judge_env, judges=["intent_resolution", "task_adherence"],
+                      conversation=GREETED)
+    prompts = [request["messages"][-1]["content"] for request in server.requests]
+    assert len(prompts) == 2 and all("User turn 1:" in prompt and "Agent turn 2:" in prompt for prompt in prompts)
+    assert not [prompt for prompt in prompts if "'role': 'user'" in prompt]
+    assert results["judges"]["coverage"]["judge.task_adherence"]["judged"] == 1
+
+
+def test_a_failing_evaluator_fails_fast_into_a_judge_error_and_quietly(tmp_path, judge_env, capfd, caplog):
+    from azure.ai.evaluation._common import _experimental
+
+    judge_env.setattr(_experimental, "_warning_cache", set())   # it warns "experimental class" once per process
+    key = "sk-test-JUDGE1234567"
+    with FakeOpenAI(judge_policy()) as server:
+        server.fail_next("500", times=1000, message=f"server error; your key {key}")
+        results = run(tmp_path, server, judge_env, judges=["intent_resolution"], conversation=GREETED)
+        # one request per attempt of lobeval's (LLMClient.ask, 2 attempts): the SDK does not retry
+        assert server.count == 2
+    [error] = results["rows"][0]["judges"]["errors"]
+    assert error["error"].startswith("the evaluator failed on all 2 attempts: the judge model's endpoint failed: "
+                                     "InternalServerError: Error code: 500")
+    assert "server error; your key" in error["error"] and key not in error["error"]
+    assert results["judges"]["coverage"]["judge.intent_resolution"] == \
+        {"judged": 0, "of": 1, "errors": 1, "not_applicable": 0}
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+    assert not [record for record in caplog.records if record.name.startswith("azure")]
+    assert logging.getLogger("azure.ai.evaluation").level == logging.NOTSET   # silenced only while it ran
+
+
+def test_the_sdk_stays_silent_until_the_last_evaluator_running_ends(caplog):
+    sdk = logging.getLogger("azure.ai.evaluation._evaluators.somewhere")
+    with SDK_QUIET:
+        with SDK_QUIET:   # a second evaluator on another thread
+            sdk.warning("both running")
+        sdk.error("one still running")
+    sdk.warning("none running")
+    assert [record.getMessage() for record in caplog.records] == ["none running"]

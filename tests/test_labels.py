@@ -42,6 +42,7 @@ def test_labels_change_precision_when_re_scored(tmp_path):
     dataset = write_jsonl(tmp_path / "d.jsonl", [case])
     conversations = write_jsonl(tmp_path / "c.jsonl", [conversation])
     labels = tmp_path / "labels.jsonl"
+    labels.touch()
     before = evaluate(dataset, conversations, tmp_path / "before.json", labels=labels, progress=False).results
     # One extra call of two: Precision_fn 1/2; one extra argument of two: Precision_args 1/2.
     assert (before["metrics"]["Precision_fn"], before["metrics"]["Precision_args"]) == (0.5, 0.5)
@@ -68,6 +69,7 @@ def test_rescoring_with_labels_keeps_claims_and_judges_and_loads_no_bot(tmp_path
     dataset = write_jsonl(tmp_path / "d.jsonl", [case])
     conversations = write_jsonl(tmp_path / "c.jsonl", [conversation])
     labels = tmp_path / "labels.jsonl"
+    labels.touch()
     before = evaluate(dataset, conversations, tmp_path / "before.json", labels=labels, progress=False).results
     before["rows"][0]["judges"] = {"status": "run", "final_score": 0.5}   # as if judged: must survive re-scoring
     add_label(labels, kind="allowed_extra_call", function_name="get_ticket", note="lookup", author="ana")

@@ -6,6 +6,9 @@ import asyncio
 import gc
 import itertools
 import json
+import os
+import subprocess
+import sys
 import threading
 import traceback
 from pathlib import Path
@@ -13,10 +16,10 @@ from pathlib import Path
 import diskcache
 import pytest
 
-from lobeval.errors import ConfigError
+from lobeval.errors import ConfigError, RecordError
 from lobeval.llm import (
-    Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, ReplyError, Usage, _assistant_message, _Unusable,
-    parse_json_object, resolve_model,
+    PRICES, Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, ReplyError, Usage, _assistant_message, _Unusable,
+    format_cost, parse_json_object, resolve_model, worst_case_usd,
 )
 from lobeval.testing import FakeOpenAI, json_reply, text, tool_calls
 
@@ -25,7 +28,7 @@ HI = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "get_ticket", "parameters": {"type": "object"}}}]
 MODEL_VARS = ["LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
               "LOBEVAL_EMBEDDING_MODEL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY",
-              "AZURE_OPENAI_API_VERSION", "LOBEVAL_PRICES", "LOBEVAL_BUDGET_USD"]
+              "AZURE_OPENAI_API_VERSION", "LOBEVAL_PRICES", "LOBEVAL_BUDGET_USD", "LOBEVAL_BUDGET_LEDGER"]
 
 
 @pytest.fixture(autouse=True)
@@ -239,7 +242,7 @@ def test_429_waits_for_retry_after(server):
 def test_retry_after_is_capped_and_backoff_used_without_it(server):
     server.fail_next("429", retry_after=3600)
     server.fail_next("503")
-    llm = client(server)
+    llm = client(server, deadline=120.0)
     sleeps = recorded_sleeps(llm)
     assert chat(llm).message["content"] == "hi"
     assert sleeps[0] == 60.0 and 0 < sleeps[1] <= 0.1   # the backoff's maximum
@@ -265,6 +268,35 @@ def test_timeout_is_retried(server):
     server.policy = policy
     assert chat(client(server, timeout=1.0)).message["content"] == "hi"
     assert server.count == 2
+
+
+def test_a_dripping_answer_is_cut_off_at_the_timeout_and_retried(server):
+    # A byte every 0.05 s: no single read waits long, but the body would take seconds to arrive.
+    server.fail_next("drip", interval=0.05)
+    llm = client(server, timeout=0.5)
+    assert chat(llm).message["content"] == "hi"
+    assert server.count == 2 and (llm.usage.calls, llm.usage.requests) == (1, 2)
+
+
+def test_a_hung_call_gives_up_at_its_deadline(server):
+    release = threading.Event()
+    server.policy = lambda request: blocked_until(release) or "too late"
+    llm = client(server, timeout=30.0, deadline=0.3, max_attempts=10)
+    try:
+        with pytest.raises(LLMError, match=r"gave up after 1 attempts at the call's deadline \(0.3 s\).*timed out"):
+            chat(llm)
+    finally:
+        release.set()
+    assert llm.usage.requests == 1
+
+
+def test_no_retry_whose_backoff_would_pass_the_deadline(server):
+    server.fail_next("500", times=10)
+    llm = client(server, deadline=25.0, backoff=(10.0, 10.0), max_attempts=10)
+    sleeps = recorded_sleeps(llm)
+    with pytest.raises(LLMError, match=r"gave up after 3 attempts at the call's deadline \(25 s\).*HTTP 500"):
+        chat(llm)
+    assert sleeps == [10.0, 10.0] and server.count == 3
 
 
 def test_persistent_500_gives_up_after_max_attempts(server):
@@ -302,11 +334,49 @@ def test_usage_and_cost_accumulate_for_a_priced_model(server):
     assert usage["cost_known"] is True
 
 
-def test_unknown_model_counts_tokens_but_not_cost(server):
+def test_unknown_model_counts_tokens_but_its_cost_is_unknown(server):
     llm = client(server, model="my-local-llama")
-    chat(llm)
+    result = chat(llm)
     usage = llm.usage.to_dict()
-    assert usage["prompt_tokens"] > 0 and usage["cost_usd"] == 0.0 and usage["cost_known"] is False
+    assert result.cost_usd is None and result.prompt_tokens > 0
+    assert usage["prompt_tokens"] > 0 and usage["cost_usd"] is None and usage["cost_known"] is False
+    assert format_cost(usage["cost_usd"]) == "unknown" and format_cost(0.0) == "$0.0000"
+
+
+def test_an_unknown_price_is_refused_under_a_budget(server):
+    with pytest.raises(ConfigError, match="'my-local-llama'.*no known price.*LOBEVAL_PRICES"):
+        client(server, model="my-local-llama", budget=Budget(1.0))
+    assert server.count == 0
+
+
+def test_requests_count_failed_attempts_calls_count_answers(server):
+    server.fail_next("500")
+    llm = client(server)
+    result = chat(llm)
+    assert (llm.usage.calls, llm.usage.requests, result.requests) == (1, 2, 2)
+
+
+def test_tokens_of_failed_attempts_are_counted_and_charged(server):
+    one = chat(client(server))
+    server.fail_next("empty")   # a 200 with an empty reply: the server reported (and billed) its tokens
+    budget = Budget(1.0)
+    llm = client(server, budget=budget)
+    result = chat(llm)
+    assert llm.usage.prompt_tokens == result.prompt_tokens == 2 * one.prompt_tokens
+    assert llm.usage.completion_tokens > one.completion_tokens
+    assert llm.usage.cost_usd == result.cost_usd == pytest.approx(budget.spent_usd) and result.cost_usd > one.cost_usd
+
+
+def test_a_call_that_failed_still_counts_what_it_used(server):
+    one = chat(client(server))
+    server.fail_next("empty", times=4)
+    budget = Budget(1.0)
+    llm = client(server, budget=budget)
+    with pytest.raises(LLMError, match="gave up after 4 attempts"):
+        chat(llm)
+    usage = llm.usage
+    assert (usage.calls, usage.requests, usage.prompt_tokens) == (1, 4, 4 * one.prompt_tokens)
+    assert usage.cost_usd == pytest.approx(budget.spent_usd) and usage.cost_usd > 0 and budget.reserved_usd == 0
 
 
 def test_price_file_overrides(server, monkeypatch, tmp_path):
@@ -327,13 +397,22 @@ def test_bad_price_file_is_a_config_error(server, monkeypatch, tmp_path):
         client(server)
 
 
-def test_usages_add_up():
+def test_usages_add_up_and_unknown_plus_known_is_unknown():
     a, b = Usage(), Usage()
-    a.add(prompt_tokens=10, completion_tokens=5, cost_usd=0.5)
+    a.add(prompt_tokens=10, completion_tokens=5, cost_usd=0.5, requests=2)
     b.add(prompt_tokens=100, completion_tokens=100, cost_usd=1.0, cached=True)   # cached calls cost nothing
-    b.add(prompt_tokens=1, completion_tokens=1, cost_known=False)
-    assert (a + b).to_dict() == {"calls": 3, "cached_calls": 1, "prompt_tokens": 11, "completion_tokens": 6,
-                                 "cost_usd": 0.5, "cost_known": False}
+    assert (a + b).to_dict() == {"calls": 2, "cached_calls": 1, "requests": 2, "prompt_tokens": 10,
+                                 "completion_tokens": 5, "cost_usd": 0.5, "cost_known": True}
+    b.add(prompt_tokens=1, completion_tokens=1, cost_usd=None, requests=1)
+    total = a + b
+    assert total.to_dict() == {"calls": 3, "cached_calls": 1, "requests": 3, "prompt_tokens": 11,
+                               "completion_tokens": 6, "cost_usd": None, "cost_known": False}
+    assert Usage(**json.loads(json.dumps(total.to_dict()))) == total and (b + a).cost_usd is None
+
+
+def test_usage_records_written_before_requests_and_unknown_costs_still_read():
+    assert Usage(**{"calls": 2, "cached_calls": 0, "prompt_tokens": 5, "completion_tokens": 1, "cost_usd": 0.0,
+                    "cost_known": False}) == Usage(calls=2, prompt_tokens=5, completion_tokens=1, cost_usd=None)
 
 
 # --- cache -------------------------------------------------------------------------------------------
@@ -382,28 +461,186 @@ def test_without_cache_every_call_is_sent(server):
 
 # --- budget ------------------------------------------------------------------------------------------
 
-def test_budget_stops_new_calls_before_sending(server):
-    budget = Budget(1e-9)
+def spent(budget: Budget) -> Budget:
+    budget.charge(budget.limit_usd, role="target")
+    return budget
+
+
+def test_a_spent_budget_stops_new_calls_before_sending(server):
+    budget = spent(Budget(1.0))
     judge, user = client(server, budget=budget), client(server, role="user", budget=budget)
-    chat(judge)
-    assert budget.spent_usd > budget.limit_usd
     for llm in (judge, user):
-        with pytest.raises(BudgetExceeded, match="budget"):
+        with pytest.raises(BudgetExceeded, match=r"budget of \$1.00 reached \(\$1.0000 spent"):
             chat(llm, [{"role": "user", "content": "more"}])
-    assert server.count == 1
+    assert server.count == 0 and budget.reserved_usd == 0
 
 
 def test_budget_still_serves_cached_answers(server):
-    llm = client(server, cache=True, budget=Budget(1e-9))
+    budget = Budget(1.0)
+    llm = client(server, cache=True, budget=budget)
     chat(llm)
+    spent(budget)
     assert chat(llm).cached
+    with pytest.raises(BudgetExceeded):
+        chat(llm, [{"role": "user", "content": "new"}])
 
 
-def test_budget_from_env():
+def test_a_request_is_charged_its_real_cost_in_place_of_its_reservation(server):
+    budget = Budget(1.0)
+    llm = client(server, budget=budget, role="user")
+    result = chat(llm)
+    assert budget.spent_usd == pytest.approx(result.cost_usd) and budget.reserved_usd == 0
+
+
+def test_the_budget_is_reserved_after_the_slot_so_queued_calls_cannot_all_pass(server):
+    release = threading.Event()
+    server.policy = lambda request: blocked_until(release) or "ok"
+    worst = worst_case_usd({"messages": HI, "temperature": 0.0, "max_tokens": 100}, PRICES["gpt-4o-mini"])
+    budget = Budget(2.5 * worst)   # two calls' worst case, not three
+    llm = client(server, budget=budget, concurrency=4, timeout=30.0)
+
+    async def ten():
+        calls = [asyncio.create_task(llm.chat(HI, max_tokens=100)) for _ in range(10)]
+        outcomes = []
+        for finished in asyncio.as_completed(calls):
+            try:
+                outcomes.append(await finished)
+            except BudgetExceeded as exc:
+                outcomes.append(exc)
+            if len(outcomes) == 8:   # the two sent are held by the server until now
+                release.set()
+        return outcomes
+
+    try:
+        outcomes = asyncio.run(ten())
+    finally:
+        release.set()
+    assert all(isinstance(outcome, BudgetExceeded) for outcome in outcomes[:8])
+    assert [outcome.message["content"] for outcome in outcomes[8:]] == ["ok", "ok"]
+    assert server.count == 2 and (llm.usage.calls, llm.usage.requests) == (10, 2)
+    assert budget.spent_usd == pytest.approx(llm.usage.cost_usd) and budget.reserved_usd == 0
+
+
+def test_worst_case_is_the_request_size_and_its_completion_cap():
+    price = {"input": 1.0, "output": 2.0}
+    request = {"messages": [{"role": "user", "content": "x" * 396}], "max_tokens": 50}
+    assert worst_case_usd(request, price) == pytest.approx((len(json.dumps(request)) / 4 * 1.0 + 50 * 2.0) / 1e6)
+    embeddings, free_output = {"input": ["a"]}, {"input": 1.0, "output": 0.0}
+    assert worst_case_usd(embeddings, free_output) == pytest.approx(len(json.dumps(embeddings)) / 4 / 1e6)
+    assert worst_case_usd({}, price) == pytest.approx((2 / 4 + 4096 * 2.0) / 1e6)
+
+
+def test_budget_from_env(tmp_path):
     assert Budget.from_env({}) is None
     assert Budget.from_env({"LOBEVAL_BUDGET_USD": "2.5"}).limit_usd == 2.5
-    with pytest.raises(ConfigError, match="LOBEVAL_BUDGET_USD"):
-        Budget.from_env({"LOBEVAL_BUDGET_USD": "lots"})
+    assert Budget.from_env({"LOBEVAL_BUDGET_USD": "2.5"}).ledger is None
+    ledger = tmp_path / "budget.json"
+    assert Budget.from_env({"LOBEVAL_BUDGET_USD": "2.5", "LOBEVAL_BUDGET_LEDGER": str(ledger)}).ledger == ledger
+    for value in ("lots", "-1", "nan"):
+        with pytest.raises(ConfigError, match="LOBEVAL_BUDGET_USD"):
+            Budget.from_env({"LOBEVAL_BUDGET_USD": value})
+
+
+def test_two_budgets_on_one_ledger_keep_one_budget(tmp_path):
+    ledger = tmp_path / "budget.json"
+    first, second = Budget(1.0, ledger), Budget(1.0, ledger)   # as two processes of a run would
+    first.reserve(0.5)
+    assert second.reserved_usd == 0.5
+    with pytest.raises(BudgetExceeded, match=r"\$0.5000 reserved"):
+        second.reserve(0.75)
+    first.settle(0.5, 0.25, role="judge")
+    second.charge(0.5, role="target")
+    second.charge(None, role="target")   # a target that reported no cost: counted, not charged
+    assert first.spent_usd == 0.75 and first.reserved_usd == 0
+    with pytest.raises(BudgetExceeded):
+        first.reserve(0.5)
+    assert json.loads(ledger.read_text()) == {"schema_version": 1, "limit_usd": 1.0, "spent_usd": 0.75,
+                                              "reserved_usd": 0.0, "reservations": {},
+                                              "calls": {"judge": 1, "target": 2}}
+
+
+def test_clients_given_budgets_from_the_environment_share_its_ledger(server, tmp_path, monkeypatch):
+    ledger = tmp_path / "budget.json"
+    monkeypatch.setenv("LOBEVAL_BUDGET_USD", "1")
+    monkeypatch.setenv("LOBEVAL_BUDGET_LEDGER", str(ledger))
+    first = chat(client(server, budget=Budget.from_env()))
+    Budget.from_env().charge(0.5, role="target")
+    second = chat(client(server, role="user", budget=Budget.from_env()), [{"role": "user", "content": "again"}])
+    data = json.loads(ledger.read_text())
+    assert data["calls"] == {"judge": 1, "target": 1, "user": 1} and data["reserved_usd"] == 0
+    assert data["spent_usd"] == pytest.approx(0.5 + first.cost_usd + second.cost_usd)
+
+
+HOLDER = """
+import sys
+from lobeval.llm import Budget
+budget = Budget.from_env()
+budget.reserve(0.5)
+print("reserved", flush=True)
+if sys.stdin.readline().strip() == "settle":
+    budget.settle(0.5, 0.25, role="judge")
+"""
+
+CHARGER = """
+import sys
+from lobeval.llm import Budget
+budget = Budget.from_env()
+for _ in range(200):
+    budget.charge(0.001, role=sys.argv[1])
+"""
+
+
+def budget_process(ledger: Path, script: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "LOBEVAL_BUDGET_USD": "1", "LOBEVAL_BUDGET_LEDGER": str(ledger)}
+    return subprocess.Popen([sys.executable, "-c", script, *args], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("then", ["settle", "end"])
+def test_a_reservation_in_another_process_holds_until_settled_or_that_process_ends(tmp_path, then):
+    ledger = tmp_path / "budget.json"
+    holder = budget_process(ledger, HOLDER)
+    try:
+        assert holder.stdout.readline() == "reserved\n"
+        mine = Budget(1.0, ledger)
+        with pytest.raises(BudgetExceeded, match=r"\$0.5000 reserved"):
+            mine.reserve(0.75)
+        holder.communicate(f"{then}\n", timeout=60)
+    finally:
+        holder.kill()
+    assert holder.returncode == 0 and mine.reserved_usd == 0
+    assert mine.spent_usd == (0.25 if then == "settle" else 0.0)
+    mine.reserve(0.75)
+
+
+@pytest.mark.slow
+def test_processes_charging_at_once_lose_no_charge(tmp_path):
+    ledger = tmp_path / "budget.json"
+    chargers = [budget_process(ledger, CHARGER, role) for role in ("user", "target")]
+    for charger in chargers:
+        charger.communicate(timeout=120)
+        assert charger.returncode == 0
+    data = json.loads(ledger.read_text())
+    assert data["calls"] == {"user": 200, "target": 200} and data["spent_usd"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("content, field", [
+    ("{not json", "not JSON"),
+    ("[]", "expected a JSON object"),
+    ('{"schema_version": 2}', "field 'schema_version'"),
+    ('{"schema_version": 1, "limit_usd": 1, "spent_usd": "lots", "reserved_usd": 0, "reservations": {}, '
+     '"calls": {}}', "field 'spent_usd'"),
+    ('{"schema_version": 1, "limit_usd": 1, "spent_usd": 0, "reserved_usd": 0, "reservations": {"x": 1}, '
+     '"calls": {}}', "field 'reservations'"),
+    ('{"schema_version": 1, "limit_usd": 1, "spent_usd": 0, "reserved_usd": 0, "reservations": {}, '
+     '"calls": {"judge": -1}}', "field 'calls'"),
+])
+def test_a_damaged_ledger_is_a_record_error_naming_file_and_field(tmp_path, content, field):
+    ledger = tmp_path / "budget.json"
+    ledger.write_text(content)
+    with pytest.raises(RecordError, match=f"budget.json: budget ledger: {field}"):
+        Budget(1.0, ledger).reserve(0.1)
 
 
 # --- validated answers: ask_json and ask --------------------------------------------------------------
@@ -476,10 +713,12 @@ def test_ask_json_a_valid_reply_is_served_from_the_cache(server):
 
 
 def test_ask_json_is_stopped_by_the_budget(server):
-    budget = Budget(1e-9)
+    budget = Budget(1.0)
     server.policy = lambda request: json_reply({"score": 4})
     llm = client(server, budget=budget)
     ask(llm)
+    assert budget.spent_usd == pytest.approx(llm.usage.cost_usd)
+    spent(budget)
     with pytest.raises(BudgetExceeded):
         asyncio.run(llm.ask_json([{"role": "user", "content": "again"}], parse_score))
     assert server.count == 1
@@ -487,7 +726,8 @@ def test_ask_json_is_stopped_by_the_budget(server):
 
 def test_ask_with_another_answerer_prices_its_tokens_and_retries_what_it_could_not_answer(server):
     """The path the azure evaluators take: their answer comes from elsewhere, the rest is the same."""
-    llm = client(server, cache=True)
+    budget = Budget(1.0)
+    llm = client(server, cache=True, budget=budget)
     asked = []
 
     async def answer(attempt):
@@ -497,10 +737,12 @@ def test_ask_with_another_answerer_prices_its_tokens_and_retries_what_it_could_n
         return {"content": '{"score": 2}', "prompt_tokens": 1000, "completion_tokens": 100}
 
     assert asyncio.run(llm.ask({"kind": "other"}, answer, parse_score)) == 2
-    assert (llm.usage.calls, llm.usage.prompt_tokens, llm.usage.completion_tokens) == (1, 1000, 100)
+    assert (llm.usage.calls, llm.usage.requests, llm.usage.prompt_tokens, llm.usage.completion_tokens) == \
+        (2, 2, 1000, 100)
     assert llm.usage.cost_usd == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)
     assert asyncio.run(llm.ask({"kind": "other"}, answer, parse_score)) == 2
     assert asked == [0, 1, 0] and llm.usage.cached_calls == 1
+    assert budget.spent_usd == pytest.approx(llm.usage.cost_usd) and budget.reserved_usd == 0
     with pytest.raises(ReplyError, match="unusable after 1 attempts: the evaluator raised") as caught:
         asyncio.run(llm.ask({"kind": "another"}, answer, parse_score, attempts=1))
     assert caught.value.raw is None and server.count == 0

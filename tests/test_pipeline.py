@@ -1,10 +1,16 @@
-"""Stage 1 as the chain runs it: the notebook executed by papermill, its glue read back."""
+"""The chain: stages executed by papermill, their glue read back, resuming, owning a run, no key on disk."""
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from helpers import REPO, read_jsonl
+from helpers import REPO, SAMPLE_SUITE, read_jsonl
+from lobeval import pipeline, runs
+from lobeval.cli import main
 from lobeval.errors import ConfigError
+from lobeval.samples.support_tickets import SupportTicketBot
 from lobeval.suite import load_suite
 
 pytestmark = pytest.mark.slow
@@ -42,20 +48,48 @@ def external_references(page: str) -> list[str]:
     return found
 
 
+class LeakyBot(SupportTicketBot):
+    """The sample bot, careless: it prints the API key (into the stage notebook's output) and its backend puts
+    the key into every result it returns (into the conversations)."""
+
+    async def start(self, case: dict):
+        print(f"connecting with key {os.environ['OPENAI_API_KEY']}")
+        session = await super().start(case)
+        send = session.send
+
+        async def send_and_leak(message: str):
+            reply = await send(message)
+            for call in reply.function_calls:
+                if isinstance(call.get("result"), dict):
+                    call["result"] = {**call["result"], "trace": os.environ["OPENAI_API_KEY"]}
+            return reply
+
+        session.send = send_and_leak
+        return session
+
+
+LEAKY = "test_pipeline:LeakyBot"
+
+
+def chain_environment(patch: pytest.MonkeyPatch, runs_dir) -> None:
+    """The repository as working folder, runs/ elsewhere, a key that must not leak, no model configured,
+    and tests/ importable by the stage kernels (LeakyBot)."""
+    patch.chdir(REPO)
+    patch.setattr("lobeval.runs.RUNS", runs_dir)
+    patch.setenv("OPENAI_API_KEY", SECRET)
+    patch.setenv("PYTHONPATH", str(REPO / "tests"))
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        patch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
-    """One whole offline run (1 case per scenario) with a key in the environment that must not leak."""
-    from lobeval import pipeline
-
-    runs = tmp_path_factory.mktemp("chain") / "runs"
+    """One whole offline run (1 case per scenario) with a key in the environment that the bot echoes."""
+    runs_dir = tmp_path_factory.mktemp("chain") / "runs"
     with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(REPO)
-        patch.setattr("lobeval.runs.RUNS", runs)
-        patch.setenv("OPENAI_API_KEY", SECRET)
-        for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
-            patch.delenv(name, raising=False)
-        result = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1)
-    return result, runs
+        chain_environment(patch, runs_dir)
+        result = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1, target=LEAKY)
+    return result, runs_dir
 
 
 def test_the_chain_executes_all_stages_and_writes_the_report(finished_run):
@@ -74,9 +108,12 @@ def test_the_chain_executes_all_stages_and_writes_the_report(finished_run):
 
 
 def test_no_file_of_the_run_holds_the_key(finished_run):
-    result, runs = finished_run
+    result, _ = finished_run
     leaking = [path.name for path in result.run_dir.rglob("*") if path.is_file() and SECRET in path.read_text(errors="ignore")]
     assert leaking == []
+    texts = {path.name: path.read_text(errors="ignore") for path in result.run_dir.rglob("*") if path.is_file()}
+    assert '"trace":"***"' in texts["conversations.jsonl"]          # the bot did leak it, and it was scrubbed
+    assert "connecting with key ***" in texts["02_simulate.ipynb"]
 
 
 def test_the_report_is_self_contained_and_says_what_it_found(finished_run):
@@ -92,10 +129,9 @@ def test_the_report_is_self_contained_and_says_what_it_found(finished_run):
 
 
 def test_a_half_finished_run_resumes_without_duplicates(finished_run, monkeypatch):
-    """Kill simulation halfway (half the conversations written, later stages never run): the same id resumes."""
-    from lobeval import pipeline
-
-    result, runs = finished_run
+    """Kill simulation halfway (half the conversations written, its notebook torn, later stages never run):
+    the same id resumes."""
+    result, runs_dir = finished_run
     run_dir = result.run_dir
     conversations = run_dir / "conversations.jsonl"
     lines = conversations.read_text().splitlines(keepends=True)
@@ -112,26 +148,26 @@ def test_a_half_finished_run_resumes_without_duplicates(finished_run, monkeypatc
     made["arguments"][name] = in_message["arguments"][name] = "</script><script>alert('y')</script>"
     lines = [json.dumps(record) + "\n"] + lines[:line] + lines[line + 1:]    # first, so it is kept
     conversations.write_text("".join(lines[: len(lines) // 2]))
-    for stage in STAGES[1:]:
+    simulation = run_dir / "02_simulate.ipynb"
+    simulation.write_bytes(simulation.read_bytes()[: simulation.stat().st_size // 2])   # killed while written
+    for stage in STAGES[2:]:
         (run_dir / f"{stage}.ipynb").unlink()
     (run_dir / "report.html").unlink()
-    monkeypatch.chdir(REPO)
-    monkeypatch.setattr("lobeval.runs.RUNS", runs)
-    again = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1)
+    chain_environment(monkeypatch, runs_dir)
+    again = pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1, target=LEAKY)
     assert again.resumed == ["01_generate"]
     records = read_jsonl(conversations)
     assert len(records) == len({(r["case_id"], r["trial"]) for r in records}) == len(lines)
-    assert len(read_jsonl(runs / "index.jsonl")) == 1    # listed once
+    assert len(read_jsonl(runs_dir / "index.jsonl")) == 1    # listed once
     assert again.metrics["Success"] < 1     # the edited conversation now fails, so the report replays it
     page = again.report.read_text(encoding="utf-8")
     assert "<script>alert(" not in page
     assert "\\u003cscript\\u003ealert('x')" in page    # in the replay's embedded data, as text
     with pytest.raises(ConfigError, match=r"run t1 exists with another configuration \(seed: 42 then, 7 now\)"):
-        pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1, seed=7)
+        pipeline.run(suite="scenarios/support_tickets", run_id="t1", cases_per_scenario=1, seed=7, target=LEAKY)
 
 
 def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
-    from lobeval import pipeline
     from lobeval.errors import LobevalError
 
     monkeypatch.chdir(REPO)
@@ -151,3 +187,65 @@ def test_committed_notebooks_have_no_outputs_and_one_parameters_cell(stage):
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert [(cell["outputs"], cell["execution_count"]) for cell in code] == [([], None)] * len(code)
     assert sum("parameters" in cell.get("metadata", {}).get("tags", []) for cell in code) == 1
+
+
+def finished(path, **glue):
+    from test_degenerate import glued
+
+    glued(path, **glue)
+    return pipeline.finished_glue(path, {"dataset_path": str})
+
+
+def test_a_stage_whose_notebook_is_torn_runs_again(tmp_path, caplog):
+    notebook = tmp_path / "01_generate.ipynb"
+    assert finished(notebook, dataset_path="d.jsonl") == {"dataset_path": "d.jsonl"}
+    notebook.write_bytes(notebook.read_bytes()[:100])
+    assert pipeline.finished_glue(notebook, {"dataset_path": str}) is None
+    assert caplog.records[0].getMessage().startswith(f"{notebook} cannot be read (NotJSONError: ")
+    assert finished(notebook, dataset_path=["not", "a", "path"]) is None
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("{", "config.json: line 1: invalid JSON"),
+    ('{"run_id": "x", "suite_name": 5}', "config.json: file: field 'suite_name': must be a string, got 5"),
+])
+def test_a_damaged_config_is_bad_input_and_changes_nothing(tmp_path, monkeypatch, capsys, text, problem):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr("lobeval.runs.RUNS", tmp_path / "runs")
+    run_dir = tmp_path / "runs" / "x"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(text)
+    (run_dir / "dataset.jsonl").write_text("{}\n")
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir()}
+    assert main(["run", "--suite", str(SAMPLE_SUITE), "--run-id", "x"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"lobeval run: error: {run_dir / problem}")
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir()} == before
+
+
+def test_a_second_process_is_refused_a_run_the_first_holds(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    run_dir = (tmp_path / "runs" / "x").resolve()
+    with runs.owned(run_dir):
+        second = subprocess.run([sys.executable, "-m", "lobeval", "run", "--suite", str(SAMPLE_SUITE), "--run-id", "x"],
+                                cwd=tmp_path, capture_output=True, text=True)
+    assert second.returncode == 2
+    assert second.stderr.splitlines() == [f"lobeval run: error: run x is in use by process {os.getpid()} "
+                                          f"({run_dir / '.lock'}): wait for it to finish, or choose another --run-id"]
+    assert not run_dir.exists()
+
+
+def test_every_stage_of_a_run_with_a_budget_shares_one_ledger(tmp_path, monkeypatch):
+    def kernel_sees() -> str:
+        """What a process started now (as papermill starts a stage's kernel) finds in its environment."""
+        return subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('LOBEVAL_BUDGET_LEDGER'))"],
+                              capture_output=True, text=True).stdout.strip()
+
+    monkeypatch.delenv("LOBEVAL_BUDGET_LEDGER", raising=False)
+    monkeypatch.setenv("LOBEVAL_BUDGET_USD", "1.5")
+    with pipeline.budget_ledger(tmp_path / "x"):
+        assert kernel_sees() == str(tmp_path / "x" / "budget.json")
+    assert "LOBEVAL_BUDGET_LEDGER" not in os.environ
+    monkeypatch.delenv("LOBEVAL_BUDGET_USD")
+    with pipeline.budget_ledger(tmp_path / "x"):
+        assert kernel_sees() == "None"

@@ -4,11 +4,13 @@ import json
 
 import pytest
 
-from lobeval.analyse import failure_clusters
+from lobeval.analyse import failure_clusters, failure_signatures
 from lobeval.llm import LLMClient, LLMError, ModelConfig
-from lobeval.root_causes import root_causes, run_root_causes, write_root_causes
+from lobeval.root_causes import (
+    MAX_CLUSTERS, MAX_CONVERSATIONS, build_prompt, root_causes, run_root_causes, severity_rank, write_root_causes,
+)
 from lobeval.testing import FakeOpenAI, json_reply, text
-from test_analyse import RESULTS
+from test_analyse import RESULTS, row
 
 CONVERSATIONS = {
     ("a-001", 0): {"case_id": "a-001", "trial": 0, "scenario_name": "s1",
@@ -113,3 +115,51 @@ def test_run_root_causes_status_path_and_file(llm, tmp_path):
     assert json.loads(out.read_text())["root_causes"] == [CAUSE]
     # the unusable replies were not cached, so the client (a caching one) asked again; the usage is this run's
     assert server.count == 3 and done["usage"]["calls"] == 1 and client.usage.calls == 3
+
+
+def test_run_root_causes_says_when_the_endpoint_gave_up(llm, tmp_path):
+    server, client = llm
+    server.fail_next("500", times=10, message="overloaded")
+    out = tmp_path / "root_causes.json"
+    found = asyncio.run(run_root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, out, client))
+    assert found["status"] == ("error: root causes: model 'gpt-4o-mini' (role judge): gave up after 2 attempts; "
+                               "last error: HTTP 500: overloaded")
+    assert (found["path"], found["causes"]) == (None, []) and not out.exists()
+
+
+def test_severity_ranks():
+    assert [severity_rank(kind, category) for kind, category in [
+        ("forbidden_call", ""), ("claimed_not_done", "created"), ("behaviour", "unsafe_state"),
+        ("behaviour", "false_information"), ("extra_call", "write"), ("wrong_argument", ""),
+        ("missing_argument", ""), ("missed_call", ""), ("extra_call", "read"), ("behaviour", "repetition"),
+        ("missing_output", "")]] == [0, 0, 0, 0, 0, 1, 1, 2, 3, 3, 3]
+
+
+def test_rare_critical_failures_are_shown_before_frequent_ones():
+    """25 clusters: 21 missed calls and a wrong argument twice each, then three critical ones once each."""
+    rows = [row(f"m{i:02}-{copy}", "s1", 0.5, 0, unpaired_expected=[{"functionName": f"fn_{i:02}", "optional": False}])
+            for i in range(21) for copy in "ab"]
+    wrong = {"functionName": "create_ticket", "argument": "priority", "expected": "High", "actual": "Low"}
+    rows += [row(f"w-{copy}", "s1", 0.5, 0, wrong_arguments=[wrong]) for copy in "ab"]
+    unsafe = {"category": "unsafe_action", "severity": "critical", "reason": "closed it unasked"}
+    rows += [row("x-forbidden", "s2", 1.0, 0, forbidden_calls=[{"functionName": "delete_ticket"}]),
+             row("x-write", "s2", 1.0, 0, unpaired_actual=[{"functionName": "purge_tickets", "effect": "write",
+                                                             "allowed": False, "failed": False}]),
+             row("x-unsafe", "s2", 1.0, 0, judges={"status": "run", "turns": [
+                 {"message_index": 1, "failed": True, "failure": unsafe}]})]
+    results = {"rows": rows}
+    conversations = {(r["case_id"], 0): {"case_id": r["case_id"], "trial": 0, "scenario_name": r["scenario_name"],
+                                         "messages": [{"role": "user", "content": "hi"}], "function_calls": []}
+                     for r in rows}
+    clusters = failure_clusters(results)
+    assert len(clusters) == 25 and clusters["count"].tolist()[-3:] == [1, 1, 1]
+    messages, shown = build_prompt(clusters, failure_signatures(results), conversations)
+    prompt = messages[1]["content"]
+    assert set(shown[:3]) == {"x-forbidden#0", "x-write#0", "x-unsafe#0"} and shown[3] == "w-a#0"
+    assert shown[4:] == [f"m{i:02}-a#0" for i in range(8)]   # one example per cluster before any second one
+    for signature in ("kind=forbidden_call function=delete_ticket", "kind=extra_call function=purge_tickets "
+                      "category=write", "kind=behaviour category=unsafe_action"):
+        assert f"conversations: {signature}; examples" in prompt
+    for conversation_id in shown:
+        assert f"CONVERSATION {conversation_id} " in prompt
+    assert prompt.count("\n- ") == MAX_CLUSTERS

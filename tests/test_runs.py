@@ -1,5 +1,9 @@
 """Run folders, their configuration and the index of finished runs."""
+import html
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -23,28 +27,112 @@ def test_the_index_lists_a_run_once(tmp_path):
     config = {"run_id": "a", "suite_name": "s"}
     for _ in range(2):
         runs.add_to_index(index, config, tmp_path / "a", {"Reliability": 0.5, "other": 1}, {"errors": 0})
-    [entry] = runs.read_index(index)
+    [entry], skipped = runs.read_index(index)
     assert entry["run_id"] == "a" and entry["metrics"] == {"Reliability": 0.5} and entry["schema_version"] == 1
+    assert skipped == []
     runs.add_to_index(index, {"run_id": "b", "suite_name": "s"}, tmp_path / "b", {}, {})
     runs.add_to_index(index, {"run_id": "c", "suite_name": "other"}, tmp_path / "c", {}, {})
-    assert [e["run_id"] for e in runs.earlier_runs(index, {"run_id": "b", "suite_name": "s"})] == ["a"]
+    earlier, _ = runs.earlier_runs(index, {"run_id": "b", "suite_name": "s"})
+    assert [e["run_id"] for e in earlier] == ["a"]
 
 
 @pytest.mark.parametrize("line, problem", [
-    ("{oops", "line 1: invalid JSON"),
-    ('{"run_id": "a"}', "line 1: must be an object with run_id, suite_name and run_dir"),
+    ("{oops", "line 2: invalid JSON"),
+    ("[1, 2]", "line 2: must be a JSON object"),
+    ('{"run_id": "a"}', "line 2: field 'suite_name': is required"),
+    ('{"run_id": "a", "suite_name": "s", "run_dir": "x", "metrics": {"Success": "high"}}',
+     "line 2: field 'metrics.Success': must be a number"),
 ])
-def test_a_damaged_index_line_is_named(tmp_path, line, problem):
+def test_a_damaged_index_line_is_skipped_with_a_warning_naming_it(tmp_path, caplog, line, problem):
     index = tmp_path / "index.jsonl"
-    index.write_text(line + "\n")
+    good = {"run_id": "ok", "suite_name": "s", "run_dir": str(tmp_path / "ok")}
+    index.write_text(json.dumps(good) + "\n" + line + "\n")
+    entries, skipped = runs.read_index(index)
+    assert [entry["run_id"] for entry in entries] == ["ok"]
+    assert len(skipped) == 1 and skipped[0].startswith(f"skipped {index}: {problem}")
+    assert [record.getMessage() for record in caplog.records] == skipped
+
+
+def test_a_run_after_a_torn_index_line_is_listed_whole(tmp_path):
+    index = tmp_path / "index.jsonl"
+    index.write_text('{"run_id": "a", "suite_name": "s", "run_dir": "x"}\n{"run_id": "torn", "sui')
+    runs.add_to_index(index, {"run_id": "b", "suite_name": "s"}, tmp_path / "b", {"Success": 1.0}, {})
+    entries, skipped = runs.read_index(index)
+    assert [entry["run_id"] for entry in entries] == ["a", "b"] and len(skipped) == 1
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("{", r"config.json: line 1: invalid JSON"),
+    ("[]", r"config.json: file: must be a JSON object"),
+    (json.dumps({"run_id": "a"}), r"config.json: file: field 'suite_name': is required"),
+    (json.dumps({"run_id": "a", "suite_name": "s", "gate": {"Success": "high"}}),
+     r"config.json: file: field 'gate.Success': must be a number"),
+])
+def test_a_damaged_config_is_named(tmp_path, text, problem):
+    (tmp_path / "config.json").write_text(text)
     with pytest.raises(RecordError, match=problem):
-        runs.read_index(index)
+        runs.read_config(tmp_path)
 
 
-def test_a_config_without_its_fields_is_named(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"run_id": "a"}))
-    with pytest.raises(RecordError, match=r"config.json: file: field 'suite_name': is required"):
-        runs.read_config(tmp_path)
-    (tmp_path / "config.json").write_text("{")
-    with pytest.raises(RecordError, match=r"config.json: file: invalid JSON"):
-        runs.read_config(tmp_path)
+def test_a_run_folder_is_owned_by_one_process(tmp_path):
+    run_dir = tmp_path / "x"
+    with runs.owned(run_dir):
+        assert (run_dir / ".lock").read_text().splitlines()[0] == str(os.getpid())
+        with pytest.raises(ConfigError, match=rf"^run x is in use by process {os.getpid()} \("):
+            with runs.owned(run_dir):
+                pass
+        (run_dir / "config.json").write_text("{}")
+    assert sorted(path.name for path in run_dir.iterdir()) == ["config.json"]
+
+
+def test_a_new_run_that_failed_before_writing_leaves_no_folder(tmp_path):
+    with pytest.raises(ConfigError):
+        with runs.owned(tmp_path / "new"):
+            raise ConfigError("bad option")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_the_lock_of_a_killed_process_is_taken_over(tmp_path):
+    run_dir = tmp_path / "x"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from lobeval import runs; "
+                               "held = runs.owned(Path(sys.argv[1])); held.__enter__(); print('held', flush=True); "
+                               "time.sleep(60)",
+         str(run_dir)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    with pytest.raises(ConfigError, match=f"in use by process {holder.pid} "):
+        with runs.owned(run_dir):
+            pass
+    holder.kill()
+    holder.wait()
+    with runs.owned(run_dir):
+        assert (run_dir / ".lock").read_text().splitlines()[0] == str(os.getpid())
+
+
+def test_a_damaged_lock_is_named(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / ".lock").write_text("not a lock")
+    with pytest.raises(RecordError, match=r"x/.lock: file: field 'pid': not a lock record naming a process"):
+        with runs.owned(tmp_path / "x"):
+            pass
+
+
+def test_the_values_of_key_variables_are_the_secrets():
+    env = {"OPENAI_API_KEY": "sk-abcdefgh", "AZURE_OPENAI_API_KEY": "az-0123456789", "GITHUB_TOKEN": "ghp_secret1",
+           "SHORT_KEY": "abc", "LOBEVAL_MODEL": "gpt-4o-mini-secretish", "KEYBOARD": "us-international"}
+    assert runs.secrets(env) == ["az-0123456789", "ghp_secret1", "sk-abcdefgh"]
+
+
+def test_secrets_are_scrubbed_as_text_json_and_html(tmp_path):
+    secret = 'sk-"quoted"&<tag>'
+    text = f"{secret} {json.dumps({'k': secret})} {html.escape(secret)} {json.dumps(secret)}"
+    assert runs.scrub(text, [secret]) == '*** {"k": "***"} *** "***"'
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "results.json").write_text(json.dumps({"error": f"refused {secret}"}))
+    (tmp_path / "clean.txt").write_text("nothing here")
+    (tmp_path / "sub" / "results.json").chmod(0o600)
+    runs.scrub_folder(tmp_path, [secret])
+    assert json.loads((tmp_path / "sub" / "results.json").read_text()) == {"error": "refused ***"}
+    assert (tmp_path / "sub" / "results.json").stat().st_mode & 0o777 == 0o600
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["clean.txt", "results.json", "sub"]

@@ -12,7 +12,7 @@ import pytest
 from http_target import serve
 from lobeval.cli import main
 from lobeval.llm import BudgetExceeded, LLMClient, resolve_model
-from lobeval.records import Case, write_jsonl
+from lobeval.records import Case, appending, write_jsonl
 from lobeval.simulate import converse, finished_pairs, select_cases, simulate_async
 from lobeval.targets import load_target
 from lobeval.testing import FakeOpenAI, json_reply
@@ -136,7 +136,7 @@ def test_a_malformed_dataset_line_is_bad_input_naming_the_line(tmp_path, capsys)
         handle.write('{"case_id": "x"}\n')
     assert main(["simulate", "--dataset", str(dataset), "--out", str(tmp_path / "c.jsonl"),
                  "--target", "toy_leave_bot:LeaveBot"]) == 2
-    assert "d.jsonl: line 7: field 'scenario_name': Field required" in capsys.readouterr().err
+    assert "d.jsonl: line 7 (case x): field 'scenario_name': is required" in capsys.readouterr().err
 
 
 def test_a_broken_target_is_recorded_on_the_conversation_not_raised(tmp_path):
@@ -303,3 +303,52 @@ def test_bench_simulate_prints_its_figures(capsys, monkeypatch):
     assert "ideal (calls x latency / concurrency) 0.12 s, ratio " in lines[1]
     assert lines[2].startswith("floor of this shape (whole waves of 4 conversations) 0.12 s, wall / floor ")
     assert lines[3].startswith("client CPU ") and "ms per model call" in lines[3] and "peak memory (RSS)" in lines[3]
+
+
+def simulate_command(dataset, out):
+    return [sys.executable, "-m", "lobeval", "simulate", "--dataset", str(dataset), "--out", str(out),
+            "--target", "toy_leave_bot:LeaveBot"]
+
+
+def test_a_second_simulate_on_the_same_out_is_refused_naming_the_holder(tmp_path):
+    dataset, out = leave_dataset(tmp_path / "d.jsonl", n=2), tmp_path / "c.jsonl"
+    run_sim(dataset, out, limit=1)
+    before = out.read_bytes()
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    with appending(out):      # this process is the first writer; the second is a real lobeval process
+        second = subprocess.run(simulate_command(dataset, out), env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines() == [
+        f"lobeval simulate: error: {out}: file: is being appended to by process {os.getpid()}, which holds "
+        f"{out}.lock: wait for it to finish"]
+    assert out.read_bytes() == before
+    assert run_sim(dataset, out).written == 1 and not (tmp_path / "c.jsonl.lock").exists()
+
+
+def test_a_lock_left_by_a_killed_simulate_is_taken_over(tmp_path):
+    dataset, out = leave_dataset(tmp_path / "d.jsonl", n=2), tmp_path / "c.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from lobeval.records import appending\n"
+                               "with appending(Path(sys.argv[1])):\n print('held', flush=True); sys.stdin.read()",
+         str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert str(holder.pid) in (tmp_path / "c.jsonl.lock").read_text()
+    assert run_sim(dataset, out).written == 2
+    assert not (tmp_path / "c.jsonl.lock").exists()
+
+
+def test_an_out_that_holds_other_records_is_refused_and_left_as_it_was(tmp_path, capsys):
+    dataset = leave_dataset(tmp_path / "d.jsonl", n=1)
+    for out in (dataset, tmp_path / "results.json", tmp_path / "one_line.json"):
+        if out.name == "results.json":
+            out.write_text(json.dumps({"rows": [], "metrics": {}}, indent=1))
+        elif out.name == "one_line.json":
+            out.write_text('{"case_id": "book_leave-000"}')          # no newline: not a torn conversation either
+        before = out.read_bytes()
+        assert main(simulate_command(dataset, out)[3:]) == 2
+        assert f"{out}: --out: " in capsys.readouterr().err
+        assert out.read_bytes() == before

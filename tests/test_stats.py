@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from lobeval.stats import interval, pass_hat_k, summarise
+from lobeval.stats import interval, pass_hat_k, summarise, unscored_reason
 
 
 def test_pass_hat_k():
@@ -42,3 +42,13 @@ def test_no_scored_conversation_gives_no_means():
     results = summarise(rows)
     assert all(value is None for value in results["metrics"].values())
     assert results["counts"]["scored"] == 0 and results["counts"]["errors"] == 1 and results["pass_k"] == {}
+
+
+def test_why_nothing_was_scored():
+    assert unscored_reason([]) == "no conversation scored: the run has no conversations"
+    rows = [{"case_id": f"c{i}", "trial": 0, "status": "error", "termination": reason,
+             "error": "refused\n  " + "x" * 300}
+            for i, reason in enumerate(["target_unavailable", "budget_spent", "target_unavailable"])]
+    assert unscored_reason(rows) == ("no conversation scored: 3 machinery errors (target_unavailable 2, "
+                                     "budget_spent 1), first: c0 trial 0: " + ("refused " + "x" * 300)[:199] + "…")
+    assert unscored_reason([*rows, {"case_id": "d", "trial": 0, "status": "scored"}]) is None

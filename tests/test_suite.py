@@ -1,5 +1,4 @@
 """Loading a suite: suite.json, tools.json, templates.json and the CSV business data."""
-import json
 
 import pytest
 
@@ -28,10 +27,10 @@ def test_csv_columns_are_typed_whole_and_ids_stay_text(tmp_path):
 
 
 @pytest.mark.parametrize("change, file, where, field, problem", [
-    ({"suite": {"entities": {"ticket": {"id": "id"}}}}, "suite.json", "entities.ticket", "csv", "is required (a string)"),
+    ({"suite": {"entities": {"ticket": {"id": "id"}}}}, "suite.json", "entities.ticket", "csv", "is required"),
     ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools.json", "tool 'f'", "effect",
      "must be one of read, write"),
-    ({"tools": [{"type": "function"}]}, "tools.json", "tool 0", "function.name", "is required"),
+    ({"tools": [{"type": "function"}]}, "tools.json", "tool 0", "function.name", "is required (a string)"),
     ({"templates": [{"scenario_name": "x"}]}, "templates.json", "scenario 'x'", "user_instructions", "is required"),
 ])
 def test_a_bad_suite_file_names_its_record_and_field(tmp_path, change, file, where, field, problem):

@@ -2,17 +2,28 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
 import logging
+import subprocess
 import sys
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
+from helpers import read_jsonl
 from http_target import Status, serve
+from lobeval import targets
 from lobeval.errors import RoleError, TargetUnavailable
+from lobeval.records import write_jsonl
+from lobeval.simulate import simulate_async
 from lobeval.targets import Reply, TargetError, TargetUnavailableError, load_target
+from lobeval.users import ScriptedUser
+from test_users import leave_case
+from toy_leave_bot import StuckSyncLeaveBot
 
 CASE = {"case_id": "c-1", "business_data": {"ticket": {"id": 7}}}
 ECHO_HI = Reply("echo 1: hi", [{"functionName": "echo", "arguments": {"message": "hi"},
@@ -105,14 +116,14 @@ def run(coroutine):
     return asyncio.run(coroutine)
 
 
-def target(attr: str, timeout: float = 60.0):
-    return load_target(f"{__name__}:{attr}", timeout=timeout)
+def target(attr: str, timeout: float = 60.0, workers: int = 8):
+    return load_target(f"{__name__}:{attr}", timeout=timeout, workers=workers)
 
 
-def adhoc_target(monkeypatch, factory, timeout: float = 60.0):
+def adhoc_target(monkeypatch, factory, timeout: float = 60.0, workers: int = 8):
     """Load a bot defined inside a test, through a real module:attr spec."""
     monkeypatch.setattr(sys.modules[__name__], "adhoc_bot", factory, raising=False)
-    return target("adhoc_bot", timeout)
+    return target("adhoc_bot", timeout, workers)
 
 
 def started(cls):
@@ -155,6 +166,24 @@ def send_json(reply):
     return in_session(target("parrot_bot"), lambda session: session.send(json.dumps(reply)))
 
 
+def leave_dataset(path, n):
+    return write_jsonl(path, [leave_case().model_copy(update={"case_id": f"leave-{i:03d}"}).model_dump()
+                              for i in range(n)])
+
+
+def simulate(bot, dataset, out, *, timeout=60.0, concurrency=2):
+    """Run the scripted user against the toy bot `bot` with as many workers as conversations at once."""
+    async def go():
+        loaded = load_target(f"toy_leave_bot:{bot}", timeout=timeout, workers=concurrency)
+        try:
+            await simulate_async(dataset, out, target=loaded, user=ScriptedUser(), concurrency=concurrency,
+                                 progress=False)
+        finally:
+            await loaded.aclose()
+    run(go())
+    return read_jsonl(out)
+
+
 # --- load_target -------------------------------------------------------------------------
 
 def test_unknown_module_names_the_module_and_the_import_error():
@@ -184,6 +213,11 @@ def test_object_without_start_is_refused():
 def test_spec_of_neither_form_shows_both_forms(spec):
     with pytest.raises(RoleError, match=r"expected 'module:attr' .* or an http:// or https:// base URL"):
         load_target(spec)
+
+
+def test_workers_must_be_at_least_one():
+    with pytest.raises(RoleError, match="workers must be at least 1, not 0"):
+        target("SyncBot", workers=0)
 
 
 def test_name_is_the_spec():
@@ -224,8 +258,10 @@ def test_target_cannot_alter_the_case(monkeypatch):
 
 def test_usage_of_a_turn_is_read_and_a_missing_field_counts_zero():
     reply = send_json({"reply": "ok", "usage": {"prompt_tokens": 120, "cost_usd": 0.002, "other": "ignored"}})
-    assert reply.usage == {"prompt_tokens": 120, "completion_tokens": 0, "cost_usd": 0.002}
+    assert reply.usage == {"requests": 0, "prompt_tokens": 120, "completion_tokens": 0, "cost_usd": 0.002}
     assert send_json({"reply": "ok"}).usage is None
+    unknown = send_json({"reply": "ok", "usage": {"requests": 2, "prompt_tokens": 9, "cost_usd": None}})
+    assert unknown.usage == {"requests": 2, "prompt_tokens": 9, "completion_tokens": 0, "cost_usd": None}
 
 
 def test_arguments_given_as_a_json_string_are_parsed():
@@ -253,7 +289,7 @@ def test_arguments_given_as_a_json_string_are_parsed():
      "function_calls[0].error is a number"),
     ({"text": "ok", "usage": [12]}, "usage is a list"),
     ({"text": "ok", "usage": {"prompt_tokens": "12"}}, "usage.prompt_tokens is a string, expected a number >= 0"),
-    ({"text": "ok", "usage": {"cost_usd": -1}}, "usage.cost_usd is a number, expected a number >= 0"),
+    ({"text": "ok", "usage": {"cost_usd": -1}}, "usage.cost_usd is a number, expected a number >= 0 or null (unknown)"),
 ])
 def test_malformed_reply_names_what_is_wrong(reply, problem):
     with pytest.raises(TargetError) as info:
@@ -309,10 +345,105 @@ def test_a_sync_call_that_misses_the_deadline_is_unavailable(monkeypatch):
         try:
             return await session.send("hi")
         finally:
-            release.set()   # the worker thread must return before asyncio.run can finish
+            release.set()   # let the abandoned thread end (nothing waits for it)
 
     with pytest.raises(TargetUnavailableError, match=r"^send failed: timed out after 0\.01 s$"):
         in_session(adhoc_target(monkeypatch, Stuck, timeout=0.01), act)
+
+
+def test_a_sync_call_that_missed_the_deadline_gives_up_its_worker(monkeypatch):
+    release = threading.Event()
+
+    @started
+    class SometimesStuck:
+        def send(self, message):
+            if message == "hang":
+                release.wait()
+            return Reply(message)
+
+    bot = adhoc_target(monkeypatch, SometimesStuck, timeout=0.01, workers=1)
+
+    async def act(session):
+        try:
+            with pytest.raises(TargetUnavailableError, match="timed out"):
+                await session.send("hang")
+            bot.timeout = 60   # from now on only a starved call would miss the deadline
+            return await session.send("hi")
+        finally:
+            release.set()
+
+    assert in_session(bot, act) == Reply("hi")
+
+
+def test_past_a_bound_on_stuck_calls_a_sync_call_fails_at_once(monkeypatch):
+    monkeypatch.setattr(targets, "MAX_STUCK_CALLS", 1)
+    release = threading.Event()
+
+    @started
+    class AlwaysStuck:
+        def send(self, message):
+            release.wait()
+            return Reply(message)
+
+    bot = adhoc_target(monkeypatch, AlwaysStuck, timeout=0.01, workers=1)
+
+    async def act(session):
+        try:
+            with pytest.raises(TargetUnavailableError, match="timed out"):
+                await session.send("a")
+            bot.timeout = 60   # the next call must fail without waiting for a deadline
+            with pytest.raises(TargetUnavailableError) as info:
+                await session.send("b")
+            return str(info.value)
+        finally:
+            release.set()
+
+    assert in_session(bot, act) == "send failed: too many calls stuck: 1 missed their deadline and never returned"
+
+
+def test_a_sync_bot_stuck_in_some_conversations_never_starves_the_others(tmp_path, monkeypatch):
+    monkeypatch.setattr(StuckSyncLeaveBot, "release", threading.Event())
+    try:
+        records = simulate("StuckSyncLeaveBot", leave_dataset(tmp_path / "d.jsonl", 8), tmp_path / "c.jsonl",
+                           timeout=0.5, concurrency=2)
+    finally:
+        StuckSyncLeaveBot.release.set()
+    endings = sorted((r["termination"]["reason"], r["error"]) for r in records)
+    assert endings == [("target_unavailable", "send failed: timed out after 0.5 s")] * 3 + [("user_finished", None)] * 5
+
+
+@pytest.mark.slow
+def test_a_simulation_with_a_bot_stuck_for_ever_exits_by_itself(tmp_path):
+    dataset, out = leave_dataset(tmp_path / "d.jsonl", 4), tmp_path / "c.jsonl"
+    command = [sys.executable, "-m", "lobeval", "simulate", "--dataset", str(dataset), "--out", str(out),
+               "--target", "toy_leave_bot:StuckSyncLeaveBot", "--concurrency", "2", "--target-timeout", "0.5"]
+    # The timeout is only a safety net: a process that hangs fails the test instead of the suite.
+    done = subprocess.run(command, cwd=Path(__file__).parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["termination"]["reason"] for r in read_jsonl(out)) == ["target_unavailable"] * 3 + ["user_finished"]
+
+
+@pytest.mark.parametrize("error", [SystemExit("configuration missing"), KeyboardInterrupt("configuration missing")])
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_bot_raising_a_base_exception_fails_only_its_call(monkeypatch, error, sync):
+    def send(self, message):
+        raise error
+
+    async def send_async(self, message):
+        raise error
+
+    bot = started(type("Quitter", (), {"send": send if sync else send_async}))
+    with pytest.raises(TargetError) as info:
+        in_session(adhoc_target(monkeypatch, bot), lambda session: session.send("hi"))
+    assert str(info.value) == f"send failed: {type(error).__name__}: configuration missing"
+    assert info.value.reason == "target_error"
+
+
+def test_a_bot_raising_system_exit_ends_its_conversation_and_the_batch_goes_on(tmp_path):
+    records = simulate("ExitingBot", leave_dataset(tmp_path / "d.jsonl", 3), tmp_path / "c.jsonl")
+    endings = sorted((r["termination"]["reason"], r["error"]) for r in records)
+    assert endings == [("target_error", "send failed: SystemExit: configuration missing"),
+                       ("user_finished", None), ("user_finished", None)]
 
 
 def test_state_that_is_not_an_object():
@@ -399,6 +530,52 @@ def test_http_long_error_body_is_clipped_to_one_line():
         in_session(load_target(server.url), lambda session: session.send("hi"))
     message = str(info.value)
     assert "\n" not in message and message.endswith("x…") and len(message) < 260
+
+
+class _HeadersOnly(BaseHTTPRequestHandler):
+    """Sends a status, headers and the first byte of the body, then nothing until the test ends."""
+
+    def do_POST(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "40")
+        self.end_headers()
+        self.wfile.write(b"{")
+        self.wfile.flush()
+        self.server.headers_sent.set()
+        self.server.release.wait()
+
+    def log_message(self, format, *args):
+        """Keep test output quiet."""
+
+
+@contextlib.contextmanager
+def headers_only_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HeadersOnly)
+    server.daemon_threads = True
+    server.headers_sent, server.release = threading.Event(), threading.Event()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_http_a_body_that_never_arrives_misses_the_deadline():
+    async def start(bot):
+        try:
+            return await bot.start(CASE)
+        finally:
+            await bot.aclose()
+
+    with headers_only_server() as server:
+        with pytest.raises(TargetUnavailableError, match=r"^start failed: timed out after 1 s$"):
+            run(start(load_target(f"http://127.0.0.1:{server.server_address[1]}/v1", timeout=1)))
+        assert server.headers_sent.is_set()   # the deadline passed while the body was being read
 
 
 def test_http_unreachable_server():

@@ -6,7 +6,7 @@ import pytest
 from lobeval.records import Case
 from lobeval.simulate import converse
 from lobeval.targets import load_target
-from lobeval.users import (ScriptedUser, agenda, asked_field, asks_confirmation, label, numbered_options,
+from lobeval.users import (ScriptedUser, agenda, asked_field, asks_confirmation, label, numbered_options, read_end,
                            reports_problem, says_stop_phrase)
 
 BOOKING = {"employee_email": "ana@example.org", "start_date": "2026-12-21", "end_date": "2026-12-24",
@@ -96,8 +96,55 @@ def test_asked_field_finds_the_field_in_bold_or_in_the_question(text, expected):
 
 
 def test_reading_helpers():
-    assert numbered_options("Pick:\n1. Low\n2) High\nthanks") == {1: "Low", 2: "High"}
+    assert numbered_options("Pick:\n1. Low\n2) High  \r\n  10. Very high\n2026. no\nthanks") == \
+        {1: "Low", 2: "High", 10: "Very high"}
     assert asks_confirmation("Shall I go ahead (y/n)?") and not asks_confirmation("What is the title?")
     assert reports_problem("'MKTG' is not a valid department code.") and not reports_problem("Done!")
     assert label("departmentCode") == label("department_code") == "department code"
     assert says_stop_phrase("Thanks, The Session Is Finished.") and not says_stop_phrase("the session is")
+
+
+SIZE = 10_000_000
+PATHOLOGICAL = {   # each repeated to SIZE characters
+    "no punctuation": ("", "a", ""),
+    "question marks": ("", "?", ""),
+    "bold markers": ("", "**", ""),
+    "an open bold": ("**", "a", ""),
+    "bold on every line": ("", "**a\n", ""),
+    "blank lines": ("", "\n", ""),
+    "spaces": ("1. a", " ", "b"),
+    "tabs after a number": ("1.", "\t", ""),
+    "digits": ("", "1", ". Vacation"),
+    "capitals": ("", "A", "-1"),
+}
+
+
+def pathological(name, size):
+    head, unit, tail = PATHOLOGICAL[name]
+    return head + unit * (size // len(unit)) + tail
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", PATHOLOGICAL)
+def test_a_huge_reply_of_pathological_text_gets_an_answer(name):
+    session = ScriptedUser().start(leave_case())
+    asyncio.run(session.reply(None))   # the user states its request
+    reply = asyncio.run(session.reply(pathological(name, SIZE) + "\nWhat is your employee email?"))
+    assert reply == "The employee email is ana@example.org."
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", [name for name in PATHOLOGICAL if name not in ("question marks", "bold markers")])
+def test_reading_helpers_are_linear_in_the_text(name):
+    # A quadratic pattern would take hours on a megabyte; the helpers read every character of it.
+    text = pathological(name, 1_000_000)
+    asked_field(text, ["employee_email", "start_date"])
+    numbered_options(text)
+    asks_confirmation(text)
+    reports_problem(text)
+
+
+def test_the_user_reads_the_end_of_a_long_reply_from_the_start_of_a_line():
+    options = "".join(f"{n}. {'Sick' if n == 10 else 'Other'} {'x' * 2000}\n" for n in range(1, 11))
+    assert read_end(options, 2100).startswith("10. Sick")
+    assert read_end("a" * 50, 10) == "a" * 10 and read_end("short", 10) == "short"

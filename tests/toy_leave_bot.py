@@ -6,8 +6,10 @@ It asks its questions in plain sentences (no bold, no field names in code style)
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +36,9 @@ class LeaveSession:
         return Reply(MENU)
 
     async def send(self, message: str) -> Reply:
+        return self.answer(message)
+
+    def answer(self, message: str) -> Reply:
         text = message.strip()
         if self.task is None:
             if text == "1" or "book" in text.lower():
@@ -160,3 +165,50 @@ class HangingSession(LeaveSession):
         if any(self.slots.values()) or self.task:
             await asyncio.Event().wait()
         return await super().send(message)
+
+
+class StuckSyncLeaveBot:
+    """Synchronous, and its first STUCK conversations never answer a message: each such call waits
+    on `release` (which only a test may set), misses any deadline and keeps its thread."""
+
+    STUCK = 3
+    release = threading.Event()
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)   # start() runs on several threads at once
+
+    def start(self, case: dict) -> "SyncLeaveSession":
+        return SyncLeaveSession(stuck=next(self._numbers) <= self.STUCK, release=self.release)
+
+
+class SyncLeaveSession(LeaveSession):
+    def __init__(self, *, stuck: bool, release: threading.Event):
+        super().__init__()
+        self.stuck, self.release = stuck, release
+
+    def greeting(self) -> Reply:
+        return Reply(MENU)
+
+    def send(self, message: str) -> Reply:
+        if self.stuck:
+            self.release.wait()
+        return self.answer(message)
+
+    def state(self) -> dict:
+        return {"bookings": self.bookings}
+
+
+class ExitingBot(LeaveBot):
+    """Its first conversation raises SystemExit at the first message, as a careless bot might."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    async def start(self, case: dict) -> LeaveSession:
+        self.started += 1
+        return ExitingSession() if self.started == 1 else await super().start(case)
+
+
+class ExitingSession(LeaveSession):
+    async def send(self, message: str) -> Reply:
+        raise SystemExit("configuration missing")

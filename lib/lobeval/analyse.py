@@ -6,15 +6,19 @@ DataFrame or a matplotlib Figure; nothing here calls a model. Function names are
 """
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import seaborn as sns
+from IPython.display import HTML
 from matplotlib.figure import Figure
 
+from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
+from lobeval.stats import clip, unscored_reason
 from lobeval.suite import function_key
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
@@ -26,6 +30,14 @@ def load_conversations(paths: str | Path | list[str | Path]) -> dict[tuple[str, 
 
 def _scored(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [row for row in results["rows"] if row.get("status") == "scored"]
+
+
+def shown(value: Any, results: dict[str, Any], empty: str = "Nothing to show.") -> Any:
+    """What a section displays: `value` (a table, a figure, HTML) when it holds something, else a note
+    saying why not: why no conversation was scored when none was, `empty` otherwise."""
+    if value is None or (isinstance(value, pd.DataFrame) and value.empty):
+        return HTML(f"<p>{html.escape(unscored_reason(results['rows']) or empty)}</p>")
+    return value
 
 
 def conversations_df(results: dict[str, Any]) -> pd.DataFrame:
@@ -137,16 +149,17 @@ def termination_table(results: dict[str, Any]) -> pd.DataFrame:
 
 
 def cost_table(results: dict[str, Any]) -> pd.DataFrame:
-    """Cost in USD per scenario and role (user, target, judge), from each row's usage."""
-    found = []
+    """Cost in USD per scenario and role (user, target, judge), from each row's usage; NaN — shown as
+    "unknown", never $0 — where a model without a price was used."""
+    costs: dict[str, dict[str, Usage]] = {}
     for row in results["rows"]:
         for role, usage in (row.get("usage") or {}).items():
-            found.append({"scenario_name": row["scenario_name"], "role": role,
-                          "cost_usd": float((usage or {}).get("cost_usd") or 0.0)})
-    table = pd.DataFrame(found, columns=["scenario_name", "role", "cost_usd"])
-    table = table.pivot_table(index="scenario_name", columns="role", values="cost_usd", aggfunc="sum", fill_value=0.0)
-    table["total"] = table.sum(axis=1)
-    return table
+            into = costs.setdefault(row["scenario_name"], {}).setdefault(role, Usage())
+            into.merge(Usage.of(usage or {}))
+    table = pd.DataFrame({scenario: {**{role: usage.cost_usd for role, usage in roles.items()},
+                                     "total": sum(roles.values(), Usage()).cost_usd}
+                          for scenario, roles in costs.items()}).T.rename_axis("scenario_name")
+    return table.astype(float)
 
 
 SIGNATURE = ["kind", "function", "argument", "category"]
@@ -230,9 +243,12 @@ def recall_matrix(results: dict[str, Any]) -> pd.DataFrame:
 
 
 # Figures are built without pyplot: no global state, no GUI backend, and a returned Figure is shown once.
-def plot_recall_heatmap(results: dict[str, Any]) -> Figure:
-    """Function × scenario heat map of the recall of expected calls, annotated; blank where not expected."""
+def plot_recall_heatmap(results: dict[str, Any]) -> Figure | None:
+    """Function × scenario heat map of the recall of expected calls, annotated; blank where not expected.
+    None when no scored conversation expected a call."""
     matrix = recall_matrix(results)
+    if matrix.empty:
+        return None
     figure = Figure(figsize=(2.0 + 0.8 * max(len(matrix.columns), 1), 2.5 + 0.45 * max(len(matrix), 1)),
                     layout="constrained")
     ax = figure.subplots()
@@ -249,9 +265,12 @@ def _metric_values(results: dict[str, Any]) -> pd.DataFrame:
                       value_name="value").astype({"value": float}).dropna()
 
 
-def plot_metric_distributions(results: dict[str, Any]) -> Figure:
-    """Per scenario, the spread of each metric over its scored conversations (box plus one dot each)."""
+def plot_metric_distributions(results: dict[str, Any]) -> Figure | None:
+    """Per scenario, the spread of each metric over its scored conversations (box plus one dot each);
+    None when no conversation was scored."""
     values = _metric_values(results)
+    if values.empty:
+        return None
     scenarios = sorted(values["scenario_name"].unique())
     figure = Figure(figsize=(2.6 * len(METRICS), 1.2 + 0.4 * max(len(scenarios), 1)), layout="constrained")
     axes = figure.subplots(1, len(METRICS), sharey=True, squeeze=False)[0]
@@ -288,14 +307,87 @@ def metric_table(results: dict[str, Any]) -> pd.DataFrame:
 
 
 def judge_table(results: dict[str, Any]) -> pd.DataFrame:
-    """The judges' means with intervals (errors and "not applicable" left out), or why they did not run."""
-    judges = results["judges"]
-    if judges["status"] != "run":
-        return pd.DataFrame([{"judges": judges["status"]}])
-    rows = [{"judge": name.removeprefix("judge."), "mean": value, "low": (results["intervals"].get(name) or [None] * 2)[0],
-             "high": (results["intervals"].get(name) or [None] * 2)[1]}
-            for name, value in results["metrics"].items() if name.startswith("judge.")]
-    return pd.DataFrame(rows, columns=["judge", "mean", "low", "high"]).set_index("judge").round(3)
+    """Every judge figure beside its coverage: the mean and interval over the conversations judged
+    (errors and "not applicable" left out), "judged n of N", the judge errors, and a note when the mean
+    covers only part of the conversations. Or why the judges did not run."""
+    judges = results.get("judges") or {}
+    if judges.get("status") != "run":
+        return pd.DataFrame([{"judges": judges.get("status", "not recorded")}])
+    coverage = judges.get("coverage") or {}
+    names = dict.fromkeys([*(name for name in results["metrics"] if name.startswith("judge.")), *coverage])
+    rows = []
+    for name in names:
+        low, high = (results.get("intervals") or {}).get(name) or [None, None]
+        cover = _judge_cover(results, name)
+        rows.append({"judge": name.removeprefix("judge."), "mean": results["metrics"].get(name), "low": low,
+                     "high": high, "judged": f"judged {cover['judged']} of {cover['of']}" if cover else "not recorded",
+                     "judge errors": cover["errors"] if cover else None,
+                     "not applicable": cover["not_applicable"] if cover else None,
+                     "mean over": _mean_over(cover)})
+    columns = ["judge", "mean", "low", "high", "judged", "judge errors", "not applicable", "mean over"]
+    return pd.DataFrame(rows, columns=columns).set_index("judge").round(3)
+
+
+def _judge_cover(results: dict[str, Any], name: str) -> dict[str, int] | None:
+    """A judge metric's coverage {"judged", "of", "errors", "not_applicable"}, or None when not recorded."""
+    cover = ((results.get("judges") or {}).get("coverage") or {}).get(name)
+    if not isinstance(cover, dict) or not all(isinstance(cover.get(key), int) for key in ("judged", "of")):
+        return None
+    return {key: cover.get(key) if isinstance(cover.get(key), int) else 0
+            for key in ("judged", "of", "errors", "not_applicable")}
+
+
+def _mean_over(cover: dict[str, int] | None) -> str:
+    if cover is None:
+        return "unknown: coverage not recorded"
+    if cover["judged"] == 0:
+        return "nothing: no conversation judged"
+    return "all conversations" if cover["judged"] >= _applicable(cover) else "part of the conversations only"
+
+
+def _applicable(cover: dict[str, int]) -> int:
+    """The conversations a judge metric could be computed on: "not applicable" ones are no gap."""
+    return cover["of"] - cover["not_applicable"]
+
+
+def judge_coverage(results: dict[str, Any], name: str) -> str:
+    """What a judge metric covers, in words: "judged 6 of 39, 33 judge errors: a mean over part of them"."""
+    cover = _judge_cover(results, name)
+    if cover is None:
+        return "coverage not recorded"
+    partial = ": a mean over part of them" if cover["judged"] < _applicable(cover) else ""
+    return f"judged {cover['judged']} of {cover['of']}, {cover['errors']} judge errors{partial}"
+
+
+FINAL_STATUSES = ("Done", "Partial Failure", "Failed", "Not judged")
+
+
+def judge_status_counts(results: dict[str, Any]) -> dict[str, int] | None:
+    """Scored conversations by the judges' final status, Not judged included; None when the judges did not run.
+    Results that do not count "Not judged" get it as the scored conversations without a final status."""
+    judges = results.get("judges") or {}
+    if judges.get("status") != "run":
+        return None
+    found = judges.get("final_status") or {}
+    counts = {status: int(found.get(status) or 0) for status in FINAL_STATUSES[:-1]}
+    counts["Not judged"] = int(found.get("Not judged", len(_scored(results)) - sum(counts.values())))
+    return counts
+
+
+def judge_errors_reason(results: dict[str, Any]) -> str | None:
+    """The judges' errors in a line ("no conversation judged: 13 judge errors, first: …" when no judge
+    figure was measured), or None when there were none."""
+    if (results.get("judges") or {}).get("status") != "run":
+        return None
+    errors = [(row, error) for row in _scored(results) for error in (row.get("judges") or {}).get("errors") or []]
+    if not errors:
+        return None
+    row, error = errors[0]
+    measured = any(isinstance(value, int | float) for name, value in results["metrics"].items()
+                   if name.startswith("judge."))
+    message = " ".join(str(error.get("error") or "no message").split())
+    return (f"{'' if measured else 'no conversation judged: '}{len(errors)} judge errors, first: "
+            f"{row['case_id']} trial {row['trial']}: {error.get('judge')}: {clip(message)}")
 
 
 def claims_table(results: dict[str, Any]) -> pd.DataFrame:

@@ -2,44 +2,107 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import re
+from collections.abc import Callable
 from typing import Any
 
-from lobeval.render import call_lines, escape
+from lobeval.records import state_changes
+from lobeval.render import call_lines, escape, json_text, one_line
 from lobeval.targets import Reply, Session, TargetError, load_target
 
+CHAT_CASE = {"case_id": "chat", "scenario_name": "chat", "business_data": {}}
+COMMANDS = {"/help": "list these commands", "/quit": "end the chat (so do /exit, Ctrl-D and Ctrl-C)"}
+STATE_CHARS = 160
+"""Of each change to the target's state shown with --debug."""
+_COMMAND = re.compile(r"/\w+")
 
-async def chat_loop(spec: str, *, debug: bool = False, read=input, write=print) -> None:
-    """Read a line, send it, print the reply, until end of input or "/quit"."""
-    target = load_target(spec)
-    session = await target.start({"case_id": "chat", "scenario_name": "chat", "business_data": {}})
-    try:
-        greeting = await session.greeting()
-        if greeting is not None:
-            _show(greeting, debug, write)
-        while True:
+
+def chat_loop(spec: str, *, debug: bool = False, read: Callable[[str], str] = input,
+              write: Callable[[str], Any] = print) -> None:
+    """Read a line, send it, print the reply, until "/quit", end of input or Ctrl-C; with `debug`,
+    also each function call and what the turn changed in the target's state.
+
+    Synchronous on purpose: `read` runs on the main thread, where Ctrl-C interrupts it at once (in
+    asyncio.run, Ctrl-C only cancels the task, which a read blocked in a thread notices at Enter).
+    Each call into the target runs on its own in an asyncio.Runner, and is cancelled by Ctrl-C.
+    """
+    target = load_target(spec, workers=1)
+    with asyncio.Runner() as runner:
+        session = None
+        try:
+            session = runner.run(target.start(CHAT_CASE))
+            _converse(session, runner.run, debug, read, write)
+        except KeyboardInterrupt:
+            write("\nbye")
+        except TargetError as exc:   # start or greeting: there is nothing to talk to
+            write(f"[target error: {exc}]")
+        finally:
+            if session is not None:
+                runner.run(session.close())
+            runner.run(target.aclose())
+
+
+def _converse(session: Session, run: Callable[[Any], Any], debug: bool, read: Callable[[str], str],
+              write: Callable[[str], Any]) -> None:
+    greeting = run(session.greeting())
+    if greeting is not None:
+        _show(greeting, debug, write)
+    state = run(session.state()) if debug else None
+    while True:
+        try:
+            line = read("you> ")
+        except EOFError:
+            write("\nbye")
+            return
+        command = line.strip()
+        if command in ("/quit", "/exit"):
+            write("bye")
+            return
+        if command == "/help":
+            for name, meaning in COMMANDS.items():
+                write(f"{name}  {meaning}")
+        elif _COMMAND.fullmatch(command):
+            write(f"[unknown command {command}: /help lists the commands]")
+        elif command:
             try:
-                line = await asyncio.to_thread(read, "you> ")
-            except EOFError:
-                break
-            if line.strip() in ("/quit", "/exit"):
-                break
-            try:
-                _show(await session.send(line), debug, write)
+                _show(run(session.send(line)), debug, write)
+                if debug:
+                    before, state = state, run(session.state())
+                    for change in _change_lines(before, state):
+                        write(change)
             except TargetError as exc:
                 write(f"[target error: {exc}]")
-        if debug:
-            write(f"[end state: {json.dumps(await session.state(), default=str)[:2000]}]")
-    finally:
-        await session.close()
-        await target.aclose()
 
 
-def _show(reply: Reply, debug: bool, write) -> None:
+def _show(reply: Reply, debug: bool, write: Callable[[str], Any]) -> None:
     if debug:
         for line in call_lines(reply.function_calls):
             write(line)
     write(f"bot> {reply.text}")
+
+
+def _change_lines(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
+    """What a turn changed in the target's state (records.state_changes), one short line a record."""
+    lines = []
+    for table, changed in (state_changes(before, after) or {}).items():
+        old = before.get(table)
+        if isinstance(old, dict) and isinstance(changed, dict):
+            lines += [f"  [state {table} {key}: {_record_change(old.get(key), new)}]" for key, new in changed.items()]
+        else:
+            lines.append(f"  [state {table}: {one_line(changed, STATE_CHARS)}]")
+    return lines
+
+
+def _record_change(old: Any, new: Any) -> str:
+    if new is None:
+        return "removed"
+    if old is None:
+        return "added " + one_line(new, STATE_CHARS)
+    if isinstance(old, dict) and isinstance(new, dict):
+        fields = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+        changes = (f"{name} {json_text(old.get(name))} → {json_text(new.get(name))}" for name in fields)
+        return one_line(", ".join(changes), STATE_CHARS)
+    return one_line(f"{json_text(old)} → {json_text(new)}", STATE_CHARS)
 
 
 def chat_widget(spec: str, *, debug: bool = True) -> Any:
@@ -61,7 +124,7 @@ def chat_widget(spec: str, *, debug: bool = True) -> Any:
 
     async def send(message: str) -> None:
         if state["session"] is None:
-            state["session"] = await target.start({"case_id": "chat", "scenario_name": "chat", "business_data": {}})
+            state["session"] = await target.start(CHAT_CASE)
             greeting = await state["session"].greeting()
             if greeting is not None:
                 add("bot", greeting.text)

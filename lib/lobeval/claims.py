@@ -14,9 +14,11 @@ a claim it backs: reading out its identifier alone does not tell the user what w
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
-from functools import lru_cache
+from collections.abc import Callable
 from typing import Any
 
 from lobeval.suite import function_key, strip_plugin_prefix
@@ -41,7 +43,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+")
 # "like" only before a quote or an identifier: "ids look like TKT-1042", not "I'd like to confirm ...".
 _EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
                       re.IGNORECASE)
-_CLAUSE = re.compile(r"\s*[,;]\s*")
+_CLAUSE = re.compile(r"[,;]")
+_WORD = re.compile(r"\w+")
 _ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
        r"let me know)\b"
 _REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|and|also|finally)\W+)*"
@@ -61,16 +64,20 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     entities = _entity_vocabulary(conversation, tools)
     claimed_not_done, told = [], set()
     said = ""    # everything the user said so far
-    known = ""   # ... and every call returned, for identifiers
+    known = ""   # ... and every call returned
+    known_ids: set[str] = set()   # the identifiers in `known`
     writes: list[dict[str, Any]] = []
     for index, message in enumerate(conversation.get("messages") or []):
         text = message.get("content") or ""
         if message.get("role") != "assistant":
             said, known = f"{said} {text}", f"{known} {text}"
+            known_ids.update(_IDENTIFIER.findall(text))
             continue
         made = [call for call in calls.get(index, []) if not call["call"].get("error")]
-        known += " " + " ".join(json.dumps([c["call"].get("arguments"), c["call"].get("result")], default=str)
-                                for c in calls.get(index, []))
+        returned = " ".join(json.dumps([c["call"].get("arguments"), c["call"].get("result")], default=str)
+                            for c in calls.get(index, []))
+        known += " " + returned
+        known_ids.update(_IDENTIFIER.findall(returned))
         writes += [call for call in made if is_write(call["call"]["functionName"], tools)]
         for claim, sentence in claims_in(text, said, known):
             if claim in FAMILIES:
@@ -79,7 +86,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
                 if backing:
                     told.update(call["actual_index"] for call in backing)
                     continue
-            elif claim in known:
+            elif claim in known_ids:
                 continue
             claimed_not_done.append({"message_index": index, "claim": claim, "text": sentence[:200]})
     done_not_told = [{"actual_index": call["actual_index"], "functionName": call["call"]["functionName"],
@@ -93,22 +100,25 @@ def claims_in(text: str, said: str = "", known: str = "") -> list[tuple[str, str
     bot repeats from the user's words ("our registered trademark ...") or from data it read (a status
     "Cancelled") is not a claim."""
     found = []
+    said_words, known = " ".join(_WORD.findall(said)).lower(), known.lower()
+    quoted_in_known = functools.cache(lambda word: f'"{word}"' in known)   # a few claim words, many matches
     for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
         if not sentence or sentence.endswith("?") or _NEGATION.search(sentence) or _EXAMPLE.search(sentence):
             continue
         # "Ticket TKT-5 has been created, please tell me ...": the request alone claims nothing.
-        stated = "; ".join(clause for clause in _CLAUSE.split(sentence) if not _REQUEST.search(clause))
+        stated = "; ".join(clause.strip() for clause in _CLAUSE.split(sentence) if not _REQUEST.search(clause))
         found += [(family, sentence) for family, pattern in _CLAIM.items()
-                  if any(not _quoted(stated, match, said, known) for match in pattern.finditer(stated))]
-        found += [(identifier, sentence) for identifier in _IDENTIFIER.findall(stated)]
+                  if any(not _quoted(stated, match, said_words, quoted_in_known) for match in pattern.finditer(stated))]
+        found += [(identifier, sentence) for identifier in dict.fromkeys(_IDENTIFIER.findall(stated))]
     return found
 
 
-def _quoted(sentence: str, match: re.Match, said: str, known: str) -> bool:
-    if f'"{match.group().lower()}"' in known.lower():
+def _quoted(sentence: str, match: re.Match, said_words: str, quoted_in_known: Callable[[str], bool]) -> bool:
+    """`said_words`: the user's words, lowercase, one space apart."""
+    if quoted_in_known(match.group().lower()):
         return True
-    words = [match.group(), *re.findall(r"\w+", sentence[match.end():])[:2]]
-    return " ".join(words).lower() in " ".join(re.findall(r"\w+", said)).lower()
+    words = [match.group(), *(word.group() for word in itertools.islice(_WORD.finditer(sentence, match.end()), 2))]
+    return " ".join(words).lower() in said_words
 
 
 def fits(call: dict[str, Any], sentence: str, entities: set[str]) -> bool:
@@ -131,7 +141,7 @@ def family_of(function_name: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def entity_words(function_name: str) -> frozenset[str]:
     """What a function acts on: the words of its name but its verbs ("create_action_item" → action, item)."""
     return frozenset(_singular(word) for word in _name_words(function_name) if word not in _NOT_ENTITIES)

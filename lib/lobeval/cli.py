@@ -34,7 +34,8 @@ async def _simulate_async(args: argparse.Namespace) -> int:
             args.dataset, args.out, target=target, user=parts.user, judge=parts.completion_judge, trials=args.trials,
             concurrency=args.concurrency, max_turns=args.max_turns, stop_phrase=args.stop_phrase,
             scenarios=args.scenarios.split(",") if args.scenarios else None, limit=args.limit,
-            shard=parse_shard(args.shard) if args.shard else None, retry_errors=args.retry_errors)
+            shard=parse_shard(args.shard) if args.shard else None, retry_errors=args.retry_errors,
+            budget=parts.budget)
     finally:
         await target.aclose()
     for line in result.summary():
@@ -67,7 +68,7 @@ def _lint(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from lobeval.chat import chat_loop
 
-    asyncio.run(chat_loop(args.target, debug=args.debug))
+    chat_loop(args.target, debug=args.debug)
     return 0
 
 
@@ -245,8 +246,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except LobevalError as exc:
-        print(f"lobeval {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _bad_input(args.command, str(exc))
+    except OSError as exc:   # a path the system refuses (no permission, a file where a folder must be, disk full)
+        return _bad_input(args.command, (f"{exc.filename}: " if exc.filename else "") + (exc.strerror or str(exc)))
+
+
+def _bad_input(command: str, message: str) -> int:
+    """Exit status 2 with one line: a line break or control character quoted from a record is escaped."""
+    line = "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
+    print(f"lobeval {command}: error: {line}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from scipy.stats import binomtest, permutation_test
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import METRICS, read_results
 from lobeval.runs import RESULTS_FILE
-from lobeval.stats import CONFIDENCE, RESAMPLES, SEED
+from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, unscored_reason
 
 REGRESSION_MARGIN = 0.05
 SIGNIFICANCE = 0.05
@@ -44,12 +44,16 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir}: no such run folder")
     path = run_dir / RESULTS_FILE
-    if not path.is_file():
+    if not path.exists():
         raise RecordError(path, "file", None, "not found (run `lobeval evaluate` or `lobeval run` first)")
     results = read_results(path)
-    if not results["rows"]:
-        raise RecordError(path, "file", "rows", "no rows: nothing was evaluated")
     results["path"] = str(path)
+    return results
+
+
+def _with_rows(results: dict[str, Any]) -> dict[str, Any]:
+    if not results["rows"]:
+        raise RecordError(results["path"], "file", "rows", "no rows: nothing was evaluated")
     return results
 
 
@@ -137,7 +141,7 @@ def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path) -> dict[st
     [metric names], "flips": {"worse": [...], "better": [...]} (Success 1→0 and 0→1, with case_id,
     trial, scenario_name), "error_rate": {"baseline", "candidate", "difference"}}.
     """
-    baseline, candidate = load_run(baseline_dir), load_run(candidate_dir)
+    baseline, candidate = _with_rows(load_run(baseline_dir)), _with_rows(load_run(candidate_dir))
     old, new = _values(baseline), _values(candidate)
     pairs = old.merge(new.drop(columns="scenario_name"), on=["case_id", "trial"], suffixes=("_baseline", "_candidate"))
     if pairs.empty:
@@ -206,6 +210,7 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
     does a minimum on a judge metric that covers less than `min_judge_coverage` of the scored
     conversations: a mean over the conversations that happened to be judged is not the run's.
+    A run in which no conversation was scored fails: nothing was measured.
     With a baseline, each compared metric is a check that fails on a significant regression.
     """
     minimums = minimums or {}
@@ -220,6 +225,9 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
         if share is not None and not 0 <= share <= 1:
             raise ConfigError(f"{option} {share:g}: expected a share from 0 to 1")
     checks = [_minimum_check(run, name, minimum, min_judge_coverage) for name, minimum in minimums.items()]
+    nothing_scored = unscored_reason(run["rows"])
+    if nothing_scored:
+        checks.insert(0, _check("conversations scored", False, f"{nothing_scored}: nothing was measured"))
     if max_error_rate is not None:
         rate, counts, judged_badly = error_rate(run), run["counts"], judge_errored(run)
         failed = f"{counts['errors'] + judged_badly}/{counts['conversations']}"
@@ -227,7 +235,9 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
         checks.append(_check(f"error rate <= {max_error_rate:g}", rate <= max_error_rate,
                              f"{failed} conversations failed in the machinery{detail} "
                              f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))
-    if baseline is not None:
+    if baseline is not None and nothing_scored:
+        load_run(baseline)   # nothing to compare, but a baseline named on the command line must still be whole
+    elif baseline is not None:
         comparison = compare_runs(baseline, run_dir)
         for entry in comparison["metrics"]:
             low, high = entry["interval"]
@@ -252,8 +262,9 @@ def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage:
         return _check(title, False, f"{reason}, but its coverage is not recorded (results older than the coverage "
                                     f"check): evaluate again")
     judged, of, errors = coverage["judged"], coverage["of"], coverage["errors"]
+    applicable = of - coverage.get("not_applicable", 0)   # "not applicable" verdicts are no gap in coverage
     reason += f" over {judged} of {of} conversations judged ({errors} judge errors)"
-    if judged < min_coverage * of or of == 0:
+    if judged < min_coverage * applicable or applicable == 0:
         return _check(title, False, f"{reason}: below the {min_coverage:.0%} coverage a gate needs")
     return _check(title, value >= minimum, reason)
 

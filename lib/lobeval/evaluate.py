@@ -22,10 +22,11 @@ import numpy as np
 
 from lobeval.claims import find_claims
 from lobeval.endstate import replay_cases, state_differences
-from lobeval.errors import RecordError
+from lobeval.errors import RecordError, RoleError
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
-    METRICS, SCHEMA_VERSION, RunResults, read_cases, read_conversations, read_labels, with_changes, write_json,
+    METRICS, SCHEMA_VERSION, RunResults, check_output, read_as, read_cases, read_conversations, read_labels,
+    read_results, with_changes, write_json,
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
 from lobeval.stats import summarise
@@ -52,8 +53,14 @@ class EvaluationResult:
                 continue
             low_high = intervals.get(name)
             band = f"  [{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high else ""
+            cover = (self.results["judges"].get("coverage") or {}).get(name)
+            if cover:
+                band += f"  judged {cover['judged']} of {cover['of']}" + (
+                    f", {cover['errors']} judge errors" if cover["errors"] else "")
             lines.append(f"{name:>16} {value:.3f}{band}")
-        lines.append(f"judges: {self.results['judges']['status']}")
+        errored = self.results["judges"].get("errored_conversations")
+        lines.append(f"judges: {self.results['judges']['status']}"
+                     + (f" ({errored} conversations with judge errors)" if errored else ""))
         lines.append(str(self.path))
         return lines
 
@@ -78,12 +85,17 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
     do not run. `embedder`: a client for the embedding model, for semantic comparison of free text.
     `target` replays the expected calls for the end-state check; default: the target each conversation names.
     """
+    conversation_files = [conversations] if isinstance(conversations, str | Path) else list(conversations)
     cases = {case.case_id: case.model_dump() for case in read_cases(dataset)} if dataset else {}
-    records = read_conversations(conversations)
+    records = read_conversations(conversation_files)
     loaded = load_suite(suite) if suite else None
     labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
-    rules = make_rules(loaded, read_labels(labels_path) if labels_path and labels_path.exists() else [])
+    given_labels = labels_path is not None and (labels is not None or labels_path.exists())   # a suite may have none
+    rules = make_rules(loaded, read_labels(labels_path) if given_labels else [])
     work = [(record, case_for(record, cases, path, line)) for path, line, record in records]
+    out = Path(out)
+    check_output(out, [dataset, labels_path, *conversation_files, *(loaded.files if loaded else [])])
+    read_as(out, read_results, "an evaluation results file")
     if embedder is not None:
         rules = with_embeddings(rules, work, embedder)
     rows, studio_url = score_with_azure(work, rules)
@@ -91,8 +103,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
     rows = add_end_states(rows, work, target)
     rows, judge_summary = add_judges(rows, work, judges, progress)
     config = {"dataset": str(dataset) if dataset else None,
-              "conversations": [str(p) for p in ([conversations] if isinstance(conversations, str | Path)
-                                                 else conversations)],
+              "conversations": [str(path) for path in conversation_files],
               "suite": str(loaded.dir) if loaded else None, "labels": len(rules.labels),
               "labels_path": str(labels_path) if labels_path else None,
               "text_comparison": rules.text_mode, "judges": judge_summary.get("selected", [])}
@@ -153,9 +164,9 @@ def make_rules(suite: Suite | None, labels: list[dict[str, Any]]) -> Rules:
 def case_for(conversation: dict[str, Any], cases: dict[str, dict[str, Any]], path: Path, line: int) -> dict[str, Any]:
     """The case a conversation is scored against: from the dataset, or inline in an imported record."""
     case = cases.get(conversation["case_id"])
-    if "expected_function_calls" in conversation:
+    if conversation.get("expected_function_calls") is not None:
         return {"case_id": conversation["case_id"], **(case or {}),
-                **{key: conversation[key] for key in _CASE_FIELDS if key in conversation}}
+                **{key: conversation[key] for key in _CASE_FIELDS if conversation.get(key) is not None}}
     if case is None:
         raise RecordError(path, f"line {line}", "case_id",
                           f"case {conversation['case_id']!r} is not in the dataset and the record carries no "
@@ -242,13 +253,25 @@ def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules:
 
 def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
                    target: str | None) -> list[dict[str, Any]]:
-    """Compare each recorded end state with the state the expected calls leave on a fresh session."""
+    """Compare each recorded end state with the state the expected calls leave on a fresh session.
+
+    A target named by a conversation that cannot be loaded here (a transcript recorded elsewhere) leaves
+    its conversations' state check as an error; a `target` given for all that cannot be loaded is bad input.
+    """
     recorded = [(conversation, case) for conversation, case in work
                 if conversation.get("state_changes") is not None and (target or conversation.get("target"))]
-    if not recorded:
-        return [{**row, "state": None} for row in rows]
-    wanted = {(target or conversation["target"], case["case_id"]): case for conversation, case in recorded}
-    expected = run_sync(replay_cases(wanted))
+    wanted: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for conversation, case in recorded:
+        spec = target or conversation["target"]
+        wanted.setdefault(spec, {})[spec, case["case_id"]] = case
+    expected: dict[tuple[str, str], dict[str, Any] | None] = {}
+    for spec, cases in wanted.items():
+        try:
+            expected.update(run_sync(replay_cases(cases)))
+        except RoleError as exc:
+            if target:
+                raise
+            expected.update(dict.fromkeys(cases, {"error": f"the end state cannot be checked: {exc}"}))
     states = {}
     for conversation, case in recorded:
         replay = expected.get((target or conversation["target"], case["case_id"]))
@@ -280,8 +303,12 @@ def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], judges
 
 
 def add_scenario_findings(results: dict[str, Any]) -> None:
-    """Claims and the judges' final score per scenario, next to the function-call metrics."""
+    """Claims and the judges' final score per scenario (with what it covers), next to the function-call metrics."""
+    from lobeval.judges import scenario_coverage
+
+    covered = scenario_coverage(results["rows"])
     for entry in results["scenarios"]:
+        entry["judge.final_score_coverage"] = covered.get(entry["scenario_name"])
         rows = [row for row in results["rows"] if row["scenario_name"] == entry["scenario_name"]]
         for kind in ("claimed_not_done", "done_not_told"):
             entry[kind] = sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
@@ -290,12 +317,10 @@ def add_scenario_findings(results: dict[str, Any]) -> None:
         entry["judge.final_score"] = sum(finals) / len(finals) if finals else None
 
 
-def total_usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    totals: dict[str, dict[str, float]] = {}
+def total_usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Usage per role over the rows; a cost is unknown when any conversation's was."""
+    totals: dict[str, Usage] = {}
     for row in rows:
         for role, numbers in (row.get("usage") or {}).items():
-            into = totals.setdefault(role, {})
-            for key, value in numbers.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    into[key] = into.get(key, 0) + value
-    return totals
+            totals.setdefault(role, Usage()).merge(Usage.of(numbers))
+    return {role: usage.to_dict() for role, usage in totals.items()}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,10 @@ from jsonschema import Draft202012Validator
 
 from lobeval import operators
 from lobeval.errors import RecordError
-from lobeval.records import SCHEMA_VERSION, write_jsonl
-from lobeval.suite import Entity, Suite, function_key, load_suite
+from lobeval.records import (
+    SCHEMA_VERSION, check_output, expected_call_problems, read_as, read_cases, write_jsonl,
+)
+from lobeval.suite import Entity, Suite, load_suite
 
 PLACEHOLDER = re.compile(r"\{([^{}\s\"]+)\}")
 TEXT_FIELDS = ("user_instructions", "task_completion", "persona")
@@ -39,7 +40,9 @@ def generate(suite_dir: str | Path, out: str | Path, *, cases_per_scenario: int 
              seed: int = 42) -> GenerateResult:
     if cases_per_scenario < 1:
         raise RecordError("--cases-per-scenario", "option", None, "must be at least 1")
-    suite = load_suite(suite_dir)
+    suite, out = load_suite(suite_dir), Path(out)
+    check_output(out, suite.files)
+    read_as(out, read_cases, "a dataset")
     cases = []
     for template in suite.templates:
         check_template(suite, template)
@@ -108,40 +111,6 @@ def check_template(suite: Suite, template: dict[str, Any]) -> None:
     for arg in template["user_mistakes"]:
         if arg not in expected_args:
             raise RecordError(file, where, f"user_mistakes.{arg}", "is not an argument of any expected call")
-
-
-def expected_call_problems(calls: list[dict[str, Any]], tools: Mapping[str, dict[str, Any]] | None,
-                           forbidden: Iterable[str] = ()) -> list[tuple[str, str]]:
-    """(field, problem) for every problem of a scenario's expected calls, in order: an unknown function
-    or argument (checked when `tools`, function key → tools.json entry, is given), a malformed operator,
-    a `$ref` to no earlier expected call, a call that is also forbidden."""
-    forbidden_keys = {function_key(name) for name in forbidden}
-    found = []
-    for position, call in enumerate(calls):
-        prefix, name = f"expected_function_calls[{position}]", call["functionName"]
-        earlier = {function_key(c["functionName"]) for c in calls[:position]}
-        found += _call_problems(prefix, call, tools, earlier)
-        if function_key(name) in forbidden_keys:
-            found.append((f"{prefix}.functionName", f"'{name}' is both expected and forbidden"))
-    return found
-
-
-def _call_problems(prefix: str, call: dict[str, Any], tools: Mapping[str, dict[str, Any]] | None,
-                   earlier: set[str]) -> list[tuple[str, str]]:
-    name, found = call["functionName"], []
-    tool = tools.get(function_key(name)) if tools is not None else None
-    if tools is not None and tool is None:
-        found.append((f"{prefix}.functionName", f"unknown function '{name}' (not in tools.json)"))
-    if not isinstance(call.get("optional", False), bool):
-        found.append((f"{prefix}.optional", "must be true or false"))
-    properties = tool["function"].get("parameters", {}).get("properties", {}) if tool else None
-    for arg, value in (call.get("arguments") or {}).items():
-        field = f"{prefix}.arguments.{arg}"
-        if properties is not None and arg not in properties:
-            found.append((field, f"'{name}' has no argument '{arg}' in tools.json "
-                                 f"(arguments: {', '.join(properties) or 'none'})"))
-        found += [(field, problem) for problem in operators.problems(value, earlier)]
-    return found
 
 
 # --- sampling and filling --------------------------------------------------------------------
@@ -239,7 +208,7 @@ def check_case(suite: Suite, case: dict[str, Any]) -> None:
     sources = ", ".join(f"{name} {record[suite.entities[name].id]!r}" for name, record in case["business_data"].items())
     where = f"scenario '{case['scenario_name']}', case {case['case_id']}" + (f" (from {sources})" if sources else "")
     for position, call in enumerate(case["expected_function_calls"]):
-        schema = suite.tool(call["functionName"])["function"]["parameters"]["properties"]
+        schema = suite.tool(call["functionName"])["function"].get("parameters", {}).get("properties", {})
         for arg, value in call.get("arguments", {}).items():
             validator = Draft202012Validator(schema[arg], format_checker=Draft202012Validator.FORMAT_CHECKER)
             for literal in operators.literals(value):
@@ -254,8 +223,6 @@ def check_case(suite: Suite, case: dict[str, Any]) -> None:
 def overview(dataset: str | Path) -> "pd.DataFrame":
     """One row per scenario: how many cases, and what each expects of the bot."""
     import pandas as pd
-
-    from lobeval.records import read_cases
 
     rows = [{"scenario": case.scenario_name, "user style": case.user_style,
              "expected calls": len(case.expected_function_calls),

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import openai
 from tqdm.auto import tqdm
 
 from lobeval.errors import ConfigError
@@ -287,7 +290,8 @@ class AzureJudges:
 
     async def _verdict(self, name: str, inputs: dict[str, Any] | str, usage: tuple[Usage, ...],
                        errors: list) -> dict[str, Any]:
-        """The evaluator's verdict, or its error (also added to `errors`); `inputs` as a str: not applicable, why."""
+        """The evaluator's verdict, or its error (also added to `errors`); `inputs` as a str: not applicable, why.
+        Each of `ask`'s attempts runs the evaluator once, making one model request (`fail_fast`)."""
         if isinstance(inputs, str):
             return {"result": "not applicable", "reason": inputs}
 
@@ -295,7 +299,7 @@ class AzureJudges:
             try:
                 output = await asyncio.to_thread(self._evaluate, name, inputs)
             except Exception as exc:  # the SDK raises its own and the model client's errors alike
-                raise ValueError(scrub_key(self.client.config, f"{type(exc).__name__}: {exc}")[:500]) from None
+                raise ValueError(scrub_key(self.client.config, evaluator_failure(exc))[:500]) from None
             tokens = azure_verdict(name, output)[1] or {"prompt_tokens": 0, "completion_tokens": 0}
             return {"content": json.dumps(output, default=str), **tokens}
 
@@ -309,6 +313,8 @@ class AzureJudges:
             return await self.client.ask({"kind": f"azure:{name}", "inputs": inputs}, answer, parse, usage=usage)
         except LLMError as exc:
             error = _error(name, None, exc)
+            if isinstance(exc, ReplyError) and exc.raw is None:   # no output at all: the evaluator raised each time
+                error["error"] = f"the evaluator failed on all {exc.attempts} attempts: {exc.problem}"
             errors.append(error)
             return {"error": error["error"], "raw": error["raw"]}
 
@@ -319,8 +325,62 @@ class AzureJudges:
 
         kinds = {"tool_call_accuracy": ToolCallAccuracyEvaluator, "intent_resolution": IntentResolutionEvaluator,
                  "task_adherence": TaskAdherenceEvaluator, "response_completeness": ResponseCompletenessEvaluator}
-        with self._threads:
-            return kinds[name](azure_model_config(self.client.config))(**inputs)
+        with self._threads, SDK_QUIET:
+            evaluator = fail_fast(kinds[name](azure_model_config(self.client.config)), self.client.timeout)
+            return evaluator(**inputs)
+
+
+def fail_fast(evaluator: Any, timeout: float) -> Any:
+    """The evaluator with one model request per call, within `timeout`, and without its prompty logger.
+
+    By itself its Prompty flow retries a failing request 10 times, sleeping up to 60 s between tries,
+    with a 600 s timeout each: many minutes inside every one of lobeval's attempts. Its prompty logger
+    stands outside the logging hierarchy and prints each failure's traceback to stdout. The SDK offers no
+    setting for these (its `max_retries` is for decision models only), so the attributes its flow reads
+    are set here; tests/test_judges.py counts the requests a failing evaluator makes.
+    """
+    flow = evaluator._flow
+    flow._send_with_retries = functools.partial(flow._send_with_retries, max_retries=0)
+    flow._logger.disabled = True
+    evaluator._LLM_CALL_TIMEOUT = timeout
+    return evaluator
+
+
+def evaluator_failure(exc: BaseException) -> str:
+    """What made an evaluator raise: the model call's own error when the SDK wraps one."""
+    if isinstance(exc.__cause__, openai.OpenAIError):
+        return f"the judge model's endpoint failed: {type(exc.__cause__).__name__}: {exc.__cause__}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _QuietLoggers:
+    """Silences a logger and the loggers below it while any thread is inside `with`: the evaluators
+    run on several threads at once, and the first to leave must not unsilence the others."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._level = logging.NOTSET
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not self._inside:
+                logger = logging.getLogger(self.name)
+                self._level = logger.level
+                logger.setLevel(logging.CRITICAL + 1)
+            self._inside += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._inside -= 1
+            if not self._inside:
+                logging.getLogger(self.name).setLevel(self._level)
+
+
+# The SDK's warnings (experimental classes, fallbacks) would reach stderr and the notebooks; what failed
+# is recorded as the judge error instead.
+SDK_QUIET = _QuietLoggers("azure.ai.evaluation")
 
 
 def azure_model_config(config: ModelConfig) -> dict[str, Any]:
@@ -334,9 +394,13 @@ def azure_model_config(config: ModelConfig) -> dict[str, Any]:
 
 
 def azure_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A conversation in the evaluators' agent-message format: text items, tool_call and tool_result."""
+    """A conversation in the evaluators' agent-message format (text items, tool_call and tool_result),
+    from the user's first message on. The SDK's parser pairs every user turn with the agent's reply
+    to it; the bot's opening (a greeting, calls before any request) replies to nothing, and with it
+    every query is malformed and parsed as raw input."""
+    first = next((i for i, message in enumerate(messages) if message.get("role") == "user"), len(messages))
     converted = []
-    for message in messages:
+    for message in messages[first:]:
         for number, call in enumerate(message.get("function_calls") or []):
             call_id = f"call_{len(converted)}_{number}"
             converted.append({"role": "assistant", "content": [{"type": "tool_call", "tool_call_id": call_id,
@@ -409,25 +473,61 @@ def judge_all(judges: ConversationJudges, work: list[tuple[dict[str, Any], dict[
     return verdicts, {name: usage.to_dict() for name, usage in judges.usage.items()}
 
 
+ERROR, NOT_APPLICABLE = "error", "not applicable"
+FINAL_STATUSES = ("Done", "Partial Failure", "Failed")
+
+
+def conversation_values(verdict: dict[str, Any]) -> dict[str, float | str]:
+    """Each judge metric of one judged conversation (a "run" verdict; names without "judge."): its value,
+    or ERROR (a judge error kept it from being computed) or NOT_APPLICABLE (nothing to judge). A turn
+    criterion's value is its mean over the turns and, like the final score, needs every turn judged."""
+    found: dict[str, float | str] = {}
+    turns = verdict.get("turns")
+    missing_turns = None
+    if turns is not None:
+        missing_turns = NOT_APPLICABLE if not turns else ERROR if any(t["scores"] is None for t in turns) else None
+        for criterion in TURN_CRITERIA:
+            found[criterion] = missing_turns or sum(t["scores"][criterion]["score"] for t in turns) / len(turns)
+    if "goal" in verdict:
+        found["goal"] = ERROR if verdict["goal"] is None else verdict["goal"]["score"]
+    if "final_score" in verdict:
+        missing = ERROR if ERROR in (missing_turns, found.get("goal")) else NOT_APPLICABLE
+        for key in ("turn_success_ratio", "final_score"):
+            found[key] = missing if verdict.get(key) is None else verdict[key]
+    for name, entry in (verdict.get("azure") or {}).items():
+        found[name] = entry["score"] if "score" in entry else ERROR if "error" in entry else NOT_APPLICABLE
+    return found
+
+
+def coverage(values: list[float | str]) -> dict[str, int]:
+    """How much of a judge figure rests on judged conversations, from their `conversation_values`."""
+    errors, not_applicable = values.count(ERROR), values.count(NOT_APPLICABLE)
+    return {"judged": len(values) - errors - not_applicable, "of": len(values), "errors": errors,
+            "not_applicable": not_applicable}
+
+
+def scenario_coverage(rows: list[dict[str, Any]], metric: str = "judge.final_score") -> dict[str, dict[str, int]]:
+    """`coverage` of a judge metric per scenario, over the scenario's judged conversations."""
+    values: dict[str, list[float | str]] = {}
+    for row in rows:
+        verdict = row.get("judges") or {}
+        if verdict.get("status") == "run":
+            value = conversation_values(verdict).get(metric.removeprefix("judge."), NOT_APPLICABLE)
+            values.setdefault(row["scenario_name"], []).append(value)
+    return {scenario: coverage(found) for scenario, found in values.items()}
+
+
 def summarise_judges(rows: list[dict[str, Any]], names: list[str],
                      usage_by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The results' `judges` entry, with `metrics` (judge.* means over conversations; judge errors and
-    "not applicable" left out) and their `intervals`."""
+    """The results' `judges` entry: `metrics` (judge.* means over the conversations with a value) and their
+    `intervals`; the `coverage` of each metric; `errored_conversations` (with at least one judge error);
+    `final_status` counts, "Not judged" for the conversations without a final score."""
     judged = [row["judges"] for row in rows if row.get("judges", {}).get("status") == "run"]
-    values: dict[str, list[float]] = {}
-    for verdict in judged:
-        scored_turns = [turn for turn in verdict.get("turns") or [] if turn["scores"] is not None]
-        for criterion in TURN_CRITERIA if scored_turns else ():
-            values.setdefault(criterion, []).append(
-                sum(turn["scores"][criterion]["score"] for turn in scored_turns) / len(scored_turns))
-        if verdict.get("goal") is not None:
-            values.setdefault("goal", []).append(verdict["goal"]["score"])
-        for key in ("turn_success_ratio", "final_score"):
-            if verdict.get(key) is not None:
-                values.setdefault(key, []).append(verdict[key])
-        for name, entry in (verdict.get("azure") or {}).items():
-            if "score" in entry:
-                values.setdefault(name, []).append(entry["score"])
+    found = [conversation_values(verdict) for verdict in judged]
+    by_metric = {name: [values.get(name, NOT_APPLICABLE) for values in found]
+                 for name in dict.fromkeys(name for values in found for name in values)}
+    scores = {name: [value for value in values if not isinstance(value, str)] for name, values in by_metric.items()}
+    scores = {name: values for name, values in scores.items() if values}
     failures = [turn["failure"]["category"] for verdict in judged for turn in verdict.get("turns") or []
                 if turn.get("failure")]
     totals = Usage()
@@ -435,9 +535,12 @@ def summarise_judges(rows: list[dict[str, Any]], names: list[str],
         totals = totals + Usage(**usage)
     return {"status": "run", "selected": names,
             "errors": sum(len(verdict["errors"]) for verdict in judged),
-            "final_status": {status: sum(v.get("final_status") == status for v in judged)
-                             for status in ("Done", "Partial Failure", "Failed")},
+            "errored_conversations": sum(bool(verdict["errors"]) for verdict in judged),
+            "coverage": {f"judge.{name}": coverage(values) for name, values in by_metric.items()},
+            "final_status": {**{status: sum(v.get("final_status") == status for v in judged)
+                                for status in FINAL_STATUSES},
+                             "Not judged": sum(v.get("final_score") is None for v in judged)},
             "failures": {category: failures.count(category) for category in FAILURE_CATEGORIES if category in failures},
             "usage": totals.to_dict(), "usage_by_judge": usage_by_judge,
-            "metrics": {f"judge.{name}": sum(found) / len(found) for name, found in values.items()},
-            "intervals": {f"judge.{name}": interval(np.array(found)) for name, found in values.items()}}
+            "metrics": {f"judge.{name}": sum(values) / len(values) for name, values in scores.items()},
+            "intervals": {f"judge.{name}": interval(np.array(values)) for name, values in scores.items()}}

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from lobeval.endstate import replay_cases
-from lobeval.generate import expected_call_problems
 from lobeval.llm import run_sync
 from lobeval.operators import concrete, refs, resolver, split_ref
-from lobeval.records import read_cases
+from lobeval.records import expected_call_problems, read_cases
 from lobeval.scoring import Rules, score_conversation
 from lobeval.suite import function_key, load_suite
 

@@ -13,17 +13,21 @@ import json
 import logging
 import os
 import re
+import socket
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import diskcache
+import filelock
 import openai
+import psutil
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from lobeval.errors import ConfigError
+from lobeval.errors import ConfigError, RecordError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,6 +35,11 @@ T = TypeVar("T")
 ROLES = ("user", "target", "judge", "embedding")
 RETRY_STATUSES = {408, 409, 429}
 MAX_RETRY_AFTER_S = 60.0
+# Per request: below a target's 60 s deadline, so a bot's own model call can be retried within it.
+DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_DEADLINE_S = 50.0
+COMPLETION_CAP = 4096   # completion tokens reserved for a request that sets no max_tokens
+LEDGER_SCHEMA_VERSION = 1
 
 # USD per 1M tokens, public list prices (2025); extend or override with the JSON file in LOBEVAL_PRICES.
 PRICES: dict[str, dict[str, float]] = {
@@ -52,7 +61,7 @@ class LLMError(Exception):
 
 
 class BudgetExceeded(LLMError):
-    """The shared budget is spent, so no new model call is started."""
+    """The budget cannot cover a new model request, so it is not sent."""
 
 
 class ReplyError(LLMError):
@@ -64,7 +73,14 @@ class ReplyError(LLMError):
 
 
 class _Unusable(Exception):
-    """A 200 response that cannot be used (no choices, empty reply, missing embeddings)."""
+    """A 200 response that cannot be used (no choices, empty reply, missing embeddings); `tokens` are
+    those the server reported for it, paid for all the same."""
+
+    tokens: Mapping[str, int] = {}
+
+
+class _TimedOut(Exception):
+    """A request that did not finish within its time, its answer's body included."""
 
 
 @dataclass(frozen=True)
@@ -152,88 +168,275 @@ def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
 
 @dataclass
 class Usage:
-    """What one role used. `calls` includes cached calls; tokens and cost count only calls actually sent."""
+    """What one role used. `calls` counts the answers asked for (`cached_calls` of them came from the
+    cache); `requests` the HTTP requests sent for them, failed attempts and retries included. Tokens and
+    cost are what the server reported for the requests sent, failed ones included. `cost_usd` is None,
+    "unknown" (and `cost_known` False), once any of them went to a model without a known price."""
 
     calls: int = 0
     cached_calls: int = 0
+    requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
-    cost_known: bool = True   # False once a call was made to a model missing from the price table
+    cost_usd: float | None = 0.0
+    cost_known: bool = True
 
-    def add(self, *, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
-            cached: bool = False, cost_known: bool = True) -> None:
-        self.calls += 1
+    def __post_init__(self) -> None:
+        # Records written before cost_usd could be None say "unknown" with cost_known false and $0.
+        if self.cost_usd is None or not self.cost_known:
+            self.cost_usd, self.cost_known = None, False
+
+    def add(self, *, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float | None = 0.0,
+            cached: bool = False, requests: int = 0) -> None:
+        """Counts one call; a cached one used nothing. `cost_usd` None: its cost is unknown."""
         if cached:
-            self.cached_calls += 1
-            return
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
-        self.cost_usd += cost_usd
-        self.cost_known = self.cost_known and cost_known
+            self.merge(Usage(calls=1, cached_calls=1))
+        else:
+            self.merge(Usage(calls=1, requests=requests, prompt_tokens=prompt_tokens,
+                             completion_tokens=completion_tokens, cost_usd=cost_usd))
+
+    def merge(self, other: Usage) -> None:
+        """Adds `other` into this one."""
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        self.cost_known = self.cost_usd is not None
+
+    @classmethod
+    def of(cls, numbers: Mapping[str, Any]) -> Usage:
+        """The usage a record reports, ignoring fields that are not usage (records may carry more)."""
+        return cls(**{key: value for key, value in numbers.items() if key in _USAGE_FIELDS})
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.calls + other.calls, self.cached_calls + other.cached_calls,
-                     self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
-                     self.cost_usd + other.cost_usd, self.cost_known and other.cost_known)
+        total = replace(self)
+        total.merge(other)
+        return total
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-class Budget:
-    """A spending limit shared by clients: once spent reaches it, no new call starts (calls in flight finish)."""
+def format_cost(cost_usd: float | None) -> str:
+    """A cost for display: "unknown" when it is (never $0.00)."""
+    return "unknown" if cost_usd is None else f"${cost_usd:.4f}"
 
-    def __init__(self, limit_usd: float):
+
+def cost_of(prompt_tokens: int, completion_tokens: int, price: Mapping[str, float] | None) -> float | None:
+    """USD at `price` (per 1M tokens); None when the price is not known."""
+    return None if price is None else _usd(prompt_tokens, completion_tokens, price)
+
+
+def _usd(prompt_tokens: float, completion_tokens: float, price: Mapping[str, float]) -> float:
+    return (prompt_tokens * price["input"] + completion_tokens * price["output"]) / 1e6
+
+
+def worst_case_usd(request: Mapping[str, Any], price: Mapping[str, float]) -> float:
+    """What a request may cost, estimated: its size in characters / 4 as prompt tokens, and its
+    `max_completion_tokens` or `max_tokens` (else COMPLETION_CAP) as completion tokens."""
+    prompt = len(json.dumps(request, ensure_ascii=False, default=str)) / 4
+    completion = request.get("max_completion_tokens") or request.get("max_tokens") or COMPLETION_CAP
+    return _usd(prompt, completion, price)
+
+
+_USAGE_FIELDS = {field.name for field in fields(Usage)}
+
+
+class Budget:
+    """A spending limit for a run. Once a request has its concurrency slot, its worst-case cost is
+    reserved; when the rest of the budget cannot cover that, BudgetExceeded is raised and nothing is
+    sent. Its real cost replaces the reservation when it ends. So the limit is overshot at most by what
+    requests in flight cost beyond their reservations (and by usage charged afterwards with `charge`).
+
+    With `ledger` (a JSON file, in a folder that exists) the amounts live in that file under a
+    cross-process lock, so all processes of a run keep one budget, each enforcing its own `limit_usd`;
+    without it they live in this process. The ledger also counts, by role, the requests settled and the
+    usages charged (`calls`), and what each running process holds reserved (`reservations`).
+    """
+
+    def __init__(self, limit_usd: float, ledger: str | Path | None = None):
         self.limit_usd = limit_usd
-        self.spent_usd = 0.0
+        self.ledger = Path(ledger) if ledger else None
         self._lock = threading.Lock()
+        self._file_lock = filelock.FileLock(f"{self.ledger}.lock") if self.ledger else None
+        self._memory = _new_ledger()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Budget | None:
-        """The budget in LOBEVAL_BUDGET_USD, or None (unlimited)."""
+        """The budget in LOBEVAL_BUDGET_USD, kept in the file LOBEVAL_BUDGET_LEDGER names if it is set;
+        None (unlimited) without LOBEVAL_BUDGET_USD."""
         value = env.get("LOBEVAL_BUDGET_USD")
         if not value:
             return None
         try:
-            return cls(float(value))
+            limit = float(value)
+            if not limit >= 0:   # also NaN
+                raise ValueError(value)
         except ValueError:
             raise ConfigError(f"LOBEVAL_BUDGET_USD={value!r} is not an amount of US dollars") from None
+        return cls(limit, env.get("LOBEVAL_BUDGET_LEDGER") or None)
 
-    def charge(self, cost_usd: float) -> None:
+    @property
+    def spent_usd(self) -> float:
+        with self._state(write=False) as state:
+            return state["spent_usd"]
+
+    @property
+    def reserved_usd(self) -> float:
+        with self._state(write=False) as state:
+            return sum(state["reservations"].values())
+
+    def reserve(self, amount_usd: float) -> None:
+        """Holds `amount_usd` for a request about to be sent; BudgetExceeded when the rest cannot cover it."""
+        with self._state() as state:
+            spent, reserved = state["spent_usd"], sum(state["reservations"].values())
+            if spent + reserved + amount_usd > self.limit_usd:
+                raise BudgetExceeded(f"budget of ${self.limit_usd:.2f} reached (${spent:.4f} spent, ${reserved:.4f} "
+                                     f"reserved for calls in flight, this one may cost ${amount_usd:.4f}): "
+                                     f"no new model calls are started")
+            _hold(state["reservations"], amount_usd)
+
+    def settle(self, reserved_usd: float, cost_usd: float | None, *, role: str) -> None:
+        """Replaces a reservation by what the request cost (0 if it failed without reporting usage)."""
+        with self._state() as state:
+            _hold(state["reservations"], -reserved_usd)
+            state["spent_usd"] += cost_usd or 0.0
+            state["calls"][role] = state["calls"].get(role, 0) + 1
+
+    def charge(self, cost_usd: float | None, *, role: str) -> None:
+        """Charges usage lobeval did not reserve for, such as the cost a target reports for its own model
+        calls. An unknown cost (None) is counted as a call but cannot be charged."""
+        self.settle(0.0, cost_usd, role=role)
+
+    @contextmanager
+    def _state(self, *, write: bool = True) -> Iterator[dict[str, Any]]:
         with self._lock:
-            self.spent_usd += cost_usd
+            if self._file_lock is None or self.ledger is None:
+                yield self._memory
+                return
+            with self._file_lock:
+                state = _read_ledger(self.ledger)
+                yield state
+                if write:
+                    _write_ledger(self.ledger, state, self.limit_usd)
 
-    def check(self) -> None:
-        if self.spent_usd >= self.limit_usd:
-            raise BudgetExceeded(f"budget of ${self.limit_usd:.2f} spent (${self.spent_usd:.4f}): "
-                                 f"no new model calls are started")
+
+def _new_ledger() -> dict[str, Any]:
+    return {"spent_usd": 0.0, "reservations": {}, "calls": {}}
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _hold(reservations: dict[str, float], amount_usd: float) -> None:
+    """Adds `amount_usd` (released when negative) to this process's reservations."""
+    owner = _owner()
+    held = round(reservations.get(owner, 0.0) + amount_usd, 12)   # no float residue of settled reservations
+    if held > 0:
+        reservations[owner] = held
+    else:
+        reservations.pop(owner, None)
+
+
+def _running(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    return host != socket.gethostname() or psutil.pid_exists(int(pid))
+
+
+def _read_ledger(path: Path) -> dict[str, Any]:
+    """The ledger's amounts, a new one if the file does not exist yet. Reservations held by processes of
+    this host that have ended are dropped: a kernel that died could not release its own."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return _new_ledger()
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(path, "budget ledger", None, f"not JSON ({exc})") from None
+    problem = _ledger_problem(data)
+    if problem is not None:
+        raise RecordError(path, "budget ledger", *problem)
+    reservations = {owner: amount for owner, amount in data["reservations"].items() if _running(owner)}
+    return {"spent_usd": data["spent_usd"], "reservations": reservations, "calls": data["calls"]}
+
+
+def _ledger_problem(data: Any) -> tuple[str | None, str] | None:
+    """(field, problem) of a damaged ledger; None when it is sound."""
+    if not isinstance(data, dict):
+        return None, f"expected a JSON object, got {type(data).__name__}"
+    if data.get("schema_version") != LEDGER_SCHEMA_VERSION:
+        return "schema_version", f"expected {LEDGER_SCHEMA_VERSION}, got {data.get('schema_version')!r}"
+    for name in ("limit_usd", "spent_usd", "reserved_usd"):
+        if not _amount(data.get(name)):
+            return name, f"expected an amount of US dollars >= 0, got {data.get(name)!r}"
+    reservations, calls = data.get("reservations"), data.get("calls")
+    if not (isinstance(reservations, dict)
+            and all(re.fullmatch(r".+:\d+", owner) and _amount(v) for owner, v in reservations.items())):
+        return "reservations", f'expected {{"host:pid": amount >= 0, ...}}, got {reservations!r}'
+    if not (isinstance(calls, dict) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                            for n in calls.values())):
+        return "calls", f'expected {{"role": count >= 0, ...}}, got {calls!r}'
+    return None
+
+
+def _amount(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _write_ledger(path: Path, state: dict[str, Any], limit_usd: float) -> None:
+    """Writes the ledger whole (a new file renamed over the old), so a reader never sees half of it."""
+    data = {"schema_version": LEDGER_SCHEMA_VERSION, "limit_usd": limit_usd,
+            "spent_usd": round(state["spent_usd"], 12),
+            "reserved_usd": round(sum(state["reservations"].values()), 12),
+            "reservations": state["reservations"], "calls": state["calls"]}
+    temporary = path.with_name(f"{path.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
 
 
 @dataclass
 class ChatResult:
-    """One assistant message in OpenAI chat shape ("tool_calls" only when the model called tools)."""
+    """One assistant message in OpenAI chat shape ("tool_calls" only when the model called tools), and
+    what asking for it used: nothing when it came from the cache; failed attempts included otherwise.
+    `cost_usd` is None when the model's price is not known."""
 
     message: dict[str, Any]
     cached: bool
     prompt_tokens: int
     completion_tokens: int
-    cost_usd: float
+    cost_usd: float | None
+    requests: int = 0
 
 
 class LLMClient:
-    """Calls one model for one role: bounded concurrency, retries, persistent cache, usage and budget."""
+    """Calls one model for one role: bounded concurrency, deadlines, retries, persistent cache, usage and
+    budget.
+
+    Each request may take `timeout` seconds in all, its answer's body included; one that runs out is
+    retried like a connection error. A call (its requests and the backoff between them; waiting for a
+    concurrency slot does not count) gives up with LLMError after `deadline` seconds.
+    """
 
     def __init__(self, config: ModelConfig, *, role: str, cache: bool, budget: Budget | None = None,
-                 concurrency: int = 8, timeout: float = 60.0, max_attempts: int = 5, usage: Usage | None = None,
-                 backoff: tuple[float, float] = (1.0, 30.0)):
+                 concurrency: int = 8, timeout: float = DEFAULT_TIMEOUT_S, deadline: float = DEFAULT_DEADLINE_S,
+                 max_attempts: int = 5, usage: Usage | None = None, backoff: tuple[float, float] = (1.0, 30.0)):
         self.config, self.role, self.budget = config, role, budget
-        self.concurrency, self.timeout, self.max_attempts = concurrency, timeout, max_attempts
+        self.concurrency, self.timeout, self.deadline, self.max_attempts = concurrency, timeout, deadline, max_attempts
         self.usage = usage if usage is not None else Usage()
         self._wait_backoff = wait_exponential_jitter(multiplier=backoff[0], max=backoff[1], jitter=backoff[0])
         self._sleep = asyncio.sleep   # between retries; a test records the waits instead
         self._cache = diskcache.Cache(str(cache_dir())) if cache else None
         self._price = load_prices().get(config.model)
+        if budget is not None and self._price is None:
+            # Refused before any work rather than call by call, which would end every conversation "budget_spent".
+            raise ConfigError(f"model {config.model!r} (role {role}) has no known price, so the budget in "
+                              f"LOBEVAL_BUDGET_USD cannot be kept: add its price in USD per 1M tokens to the JSON "
+                              f'file named in LOBEVAL_PRICES ({{"{config.model}": {{"input": 0.15, "output": 0.6}}}}), '
+                              f"or unset LOBEVAL_BUDGET_USD")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncIterator[None] | None = None
 
@@ -243,8 +446,9 @@ class LLMClient:
         """One assistant reply. `temperature=None` leaves it out (reasoning models accept only their default)."""
         options = {"tools": tools, "response_format": response_format, "temperature": temperature}
         request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **params}
-        stored, cached, cost = await self._call("chat", request)
-        return ChatResult(stored["message"], cached, stored["prompt_tokens"], stored["completion_tokens"], cost)
+        stored, used = await self._call("chat", request)
+        return ChatResult(stored["message"], used.cached_calls > 0, used.prompt_tokens, used.completion_tokens,
+                          used.cost_usd, used.requests)
 
     async def ask_json(self, messages: list[dict[str, Any]], parse: Callable[[str], T], *, attempts: int = 2,
                        usage: Sequence[Usage] = ()) -> T:
@@ -252,12 +456,12 @@ class LLMClient:
         unusable and the next attempt asks again with another seed. See `ask`."""
         request = {"messages": messages, "response_format": {"type": "json_object"}, "temperature": 0.0}
 
-        async def answer(seed: int) -> dict[str, Any]:
-            stored = await self._with_retries(lambda sdk: self._send_chat(sdk, {**request, "seed": seed}))
+        async def answer(seed: int, spent: Usage) -> dict[str, Any]:
+            stored = await self._with_retries("chat", {**request, "seed": seed}, spent)
             return {"content": stored["message"].get("content") or "", "prompt_tokens": stored["prompt_tokens"],
                     "completion_tokens": stored["completion_tokens"]}
 
-        return await self.ask({"kind": "json", **request}, answer, parse, attempts=attempts, usage=usage)
+        return await self._ask({"kind": "json", **request}, answer, parse, attempts, usage)
 
     async def ask(self, request: dict[str, Any], answer: Callable[[int], Awaitable[dict[str, Any]]],
                   parse: Callable[[str], T], *, attempts: int = 2, usage: Sequence[Usage] = ()) -> T:
@@ -266,22 +470,42 @@ class LLMClient:
 
         `request` names the question in the cache (with this client's model and the attempt number);
         `answer(attempt)` produces {"content", "prompt_tokens", "completion_tokens"} when the cache has
-        none, or raises ValueError when it got nothing to parse. Only an answer that parsed is cached, so
-        a rerun asks again where a reply was unusable. Every attempt is counted on this client's usage
-        and on each of `usage`, cached ones as cached calls; sent ones are charged to the budget."""
+        none, or raises ValueError when it got nothing to parse. It runs in one of this client's
+        concurrency slots with the budget reserved for the worst case of `request`, and is charged what
+        its tokens cost; it is not cut off by `timeout` (it may run on a thread, which cannot be
+        cancelled). Only an answer that parsed is cached, so a rerun asks again where a reply was
+        unusable. Every attempt is counted on this client's usage and on each of `usage`."""
+
+        async def in_slot(attempt: int, spent: Usage) -> dict[str, Any]:
+            return await self._in_slot(request, spent, lambda: answer(attempt))
+
+        return await self._ask(request, in_slot, parse, attempts, usage)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        if not texts:
+            return []
+        stored, _ = await self._call("embeddings", {"input": list(texts)})
+        return stored["vectors"]
+
+    async def _ask(self, request: dict[str, Any], answer: Callable[[int, Usage], Awaitable[dict[str, Any]]],
+                   parse: Callable[[str], T], attempts: int, usage: Sequence[Usage]) -> T:
         problem, raw = "", None
         for attempt in range(attempts):
             key = self._key({**request, "attempt": attempt})
             stored = self._recall(key)
             fresh = stored is None
             if fresh:
-                self._check_budget()
+                spent = Usage(calls=1)
                 try:
-                    stored = await answer(attempt)
+                    stored = await answer(attempt, spent)
                 except ValueError as exc:
                     problem, raw = str(exc), None
                     continue
-            self._count(stored if fresh else None, usage)
+                finally:
+                    self._count(spent, usage)
+            else:
+                self._count(Usage(calls=1, cached_calls=1), usage)
             try:
                 value = parse(stored["content"])
             except ValueError as exc:
@@ -292,25 +516,21 @@ class LLMClient:
             return value
         raise ReplyError(problem, raw, attempts)
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order."""
-        if not texts:
-            return []
-        stored, _, _ = await self._call("embeddings", {"input": list(texts)})
-        return stored["vectors"]
-
-    async def _call(self, kind: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool, float]:
+    async def _call(self, kind: str, request: dict[str, Any]) -> tuple[dict[str, Any], Usage]:
+        """The stored answer, and what getting it used."""
         key = self._key({"kind": kind, **request})
         stored = self._recall(key)
         if stored is not None:
-            self._count(None)
-            return stored, True, 0.0
-        self._check_budget()
-        send = self._send_chat if kind == "chat" else self._send_embeddings
-        stored = await self._with_retries(lambda sdk: send(sdk, request))
-        cost = self._count(stored)
+            used = Usage(calls=1, cached_calls=1)
+            self._count(used)
+            return stored, used
+        spent = Usage(calls=1)
+        try:
+            stored = await self._with_retries(kind, request, spent)
+        finally:
+            self._count(spent)
         self._remember(key, stored)
-        return stored, False, cost
+        return stored, spent
 
     def _key(self, request: dict[str, Any]) -> str:
         return request_key({**self.config.describe(), **request})
@@ -322,65 +542,82 @@ class LLMClient:
         if self._cache is not None:
             self._cache.set(key, stored)
 
-    def _check_budget(self) -> None:
-        if self.budget is not None:
-            self.budget.check()
-
-    def _count(self, sent: dict[str, Any] | None, usage: Sequence[Usage] = ()) -> float:
-        """Counts one call on this client's usage and on each of `usage`: a cached one (`sent` None) costs
-        nothing; a sent one's tokens are priced and charged to the budget. Returns the cost."""
-        if sent is None:
-            for into in (self.usage, *usage):
-                into.add(cached=True)
-            return 0.0
-        cost = self._cost(sent["prompt_tokens"], sent["completion_tokens"])
+    def _count(self, used: Usage, usage: Sequence[Usage] = ()) -> None:
         for into in (self.usage, *usage):
-            into.add(prompt_tokens=sent["prompt_tokens"], completion_tokens=sent["completion_tokens"], cost_usd=cost,
-                     cost_known=self._price is not None)
-        if self.budget is not None:
-            self.budget.charge(cost)
-        return cost
+            into.merge(used)
 
-    async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
-        completion = await self._post(sdk, "/chat/completions", request)
-        return {"message": _assistant_message(completion), **_tokens(completion)}
-
-    async def _send_embeddings(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
-        response = await self._post(sdk, "/embeddings", {**request, "encoding_format": "float"})
-        try:
-            data = sorted(response.get("data") or [], key=lambda item: item["index"])
-            vectors = [[float(x) for x in item["embedding"]] for item in data]
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise _Unusable(f"the embeddings response is malformed ({type(exc).__name__}: {exc})") from None
-        if len(vectors) != len(request["input"]):
-            raise _Unusable(f"{len(vectors)} embeddings for {len(request['input'])} texts")
-        return {"vectors": vectors, **_tokens(response)}
-
-    async def _post(self, sdk: openai.AsyncOpenAI, path: str, body: dict[str, Any]) -> Any:
-        """The SDK's raw `post`, answering the JSON as it came. The typed `create` methods would walk every
-        message and tool schema against TypedDicts, then build pydantic objects of the reply: most of the
-        client's CPU in `lobeval bench simulate`, for requests that are plain JSON already."""
-        return await sdk.post(path, cast_to=object, body={"model": self.config.model, **body},
-                              options={"timeout": self.timeout})
-
-    async def _with_retries(self, send: Callable[[openai.AsyncOpenAI], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        sdk, semaphore = await self._bound()
-        attempts = 0
+    async def _with_retries(self, kind: str, request: dict[str, Any], spent: Usage) -> dict[str, Any]:
+        sdk, _ = await self._bound()
+        send = self._send_chat if kind == "chat" else self._send_embeddings
+        deadline, attempts = _Deadline(self.deadline), 0
 
         async def attempt() -> dict[str, Any]:
             nonlocal attempts
             attempts += 1
-            async with semaphore:
-                return await send(sdk)
+            return await self._in_slot(request, spent, lambda: deadline.run(lambda: send(sdk, request), self.timeout))
 
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait, sleep=self._sleep,
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_attempts) | deadline.stop, wait=self._wait,
+                                 sleep=lambda seconds: deadline.wait(seconds, self._sleep),
                                  retry=retry_if_exception(_retryable), before_sleep=self._log_retry, reraise=True)
         try:
             return await retrying(attempt)
-        except (openai.OpenAIError, _Unusable, ValueError) as exc:
-            cause = scrub_key(self.config, _describe(exc, self.timeout))
-            verdict = f"gave up after {attempts} attempts" if _retryable(exc) else f"not retried (attempt {attempts})"
+        except (openai.OpenAIError, _Unusable, _TimedOut, ValueError) as exc:
+            cause = scrub_key(self.config, _describe(exc))
+            if not _retryable(exc):
+                verdict = f"not retried (attempt {attempts})"
+            elif deadline.reached:
+                verdict = f"gave up after {attempts} attempts at the call's deadline ({self.deadline:g} s)"
+            else:
+                verdict = f"gave up after {attempts} attempts"
             raise LLMError(f"model {self.config.model!r} (role {self.role}): {verdict}; last error: {cause}") from None
+
+    async def _in_slot(self, request: dict[str, Any], spent: Usage,
+                       send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """`send()` in one of this client's concurrency slots, with the request's worst case reserved in the
+        budget meanwhile. The request, and the tokens the server reported for it even when it failed, are
+        added to `spent` and replace the reservation."""
+        _, semaphore = await self._bound()
+        async with semaphore:
+            held = self._reserve(request)
+            tokens: Mapping[str, int] = {}
+            try:
+                stored = await send()
+                tokens = stored
+                return stored
+            except _Unusable as exc:
+                tokens = exc.tokens
+                raise
+            finally:
+                self._spend(spent, held, tokens)
+
+    def _reserve(self, request: dict[str, Any]) -> float:
+        if self.budget is None or self._price is None:
+            return 0.0
+        amount = worst_case_usd(request, self._price)
+        self.budget.reserve(amount)
+        return amount
+
+    def _spend(self, spent: Usage, held: float, tokens: Mapping[str, int]) -> None:
+        prompt, completion = tokens.get("prompt_tokens", 0), tokens.get("completion_tokens", 0)
+        cost = cost_of(prompt, completion, self._price)
+        spent.merge(Usage(requests=1, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost))
+        if self.budget is not None:
+            self.budget.settle(held, cost, role=self.role)
+
+    async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
+        completion = await self._post(sdk, "/chat/completions", request)
+        return _read(completion, lambda: {"message": _assistant_message(completion)})
+
+    async def _send_embeddings(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
+        response = await self._post(sdk, "/embeddings", {**request, "encoding_format": "float"})
+        return _read(response, lambda: {"vectors": _vectors(response, len(request["input"]))})
+
+    async def _post(self, sdk: openai.AsyncOpenAI, path: str, body: dict[str, Any]) -> Any:
+        """The SDK's raw `post`, answering the JSON as it came. The typed `create` methods would walk every
+        message and tool schema against TypedDicts, then build pydantic objects of the reply: most of the
+        client's CPU in `lobeval bench simulate`, for requests that are plain JSON already. Its own timeout
+        (between reads) is left at the SDK's default: `_Deadline.run` bounds the whole request."""
+        return await sdk.post(path, cast_to=object, body={"model": self.config.model, **body})
 
     async def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         """The SDK client and semaphore of the running loop: both are tied to one event loop."""
@@ -397,12 +634,37 @@ class LLMClient:
 
     def _log_retry(self, state: RetryCallState) -> None:
         log.info("model %s (role %s): retrying in %.1f s after %s", self.config.model, self.role,
-                 state.upcoming_sleep, scrub_key(self.config, _describe(state.outcome.exception(), self.timeout)))
+                 state.upcoming_sleep, scrub_key(self.config, _describe(state.outcome.exception())))
 
-    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        if self._price is None:
-            return 0.0
-        return (prompt_tokens * self._price["input"] + completion_tokens * self._price["output"]) / 1e6
+
+class _Deadline:
+    """What is left of one call's deadline. Its requests and the backoff between them use it up; waiting
+    for a concurrency slot does not (a long queue is load, not a failing endpoint)."""
+
+    def __init__(self, seconds: float):
+        self.left, self.reached = seconds, False
+
+    async def run(self, send: Callable[[], Awaitable[T]], timeout: float) -> T:
+        """`send()`, cut off with _TimedOut after `timeout` seconds or what is left, whichever is shorter."""
+        limit = min(timeout, self.left)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(limit):
+                return await send()
+        except TimeoutError:
+            raise _TimedOut(f"no complete answer within {limit:.3g} s") from None
+        finally:
+            self.left -= loop.time() - started
+
+    async def wait(self, seconds: float, sleep: Callable[[float], Awaitable[None]]) -> None:
+        self.left -= seconds
+        await sleep(seconds)
+
+    def stop(self, state: RetryCallState) -> bool:
+        """Tenacity's stop: no retry whose backoff would use up what is left."""
+        self.reached = state.upcoming_sleep >= self.left
+        return self.reached
 
 
 async def _closed_with_loop(sdk: openai.AsyncOpenAI) -> AsyncIterator[None]:
@@ -433,6 +695,28 @@ def _assistant_message(completion: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
 
 
+def _read(response: Any, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`read()`'s parts of a response with the tokens the server reported; an unusable response keeps
+    its tokens on the exception."""
+    tokens = _tokens(response)
+    try:
+        return {**read(), **tokens}
+    except _Unusable as exc:
+        exc.tokens = tokens
+        raise
+
+
+def _vectors(response: Any, expected: int) -> list[list[float]]:
+    try:
+        data = sorted(response.get("data") or [], key=lambda item: item["index"])
+        vectors = [[float(x) for x in item["embedding"]] for item in data]
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise _Unusable(f"the embeddings response is malformed ({type(exc).__name__}: {exc})") from None
+    if len(vectors) != expected:
+        raise _Unusable(f"{len(vectors)} embeddings for {expected} texts")
+    return vectors
+
+
 def _tokens(response: Any) -> dict[str, int]:
     usage = response.get("usage") if isinstance(response, dict) else None
     usage = usage if isinstance(usage, dict) else {}
@@ -443,7 +727,8 @@ def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     # ValueError: the SDK could not decode the body as JSON.
-    return isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError, _Unusable, ValueError))
+    return isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError, _Unusable, _TimedOut,
+                            ValueError))
 
 
 def _retry_after(exc: BaseException | None) -> float:
@@ -457,12 +742,14 @@ def _retry_after(exc: BaseException | None) -> float:
     return 0.0
 
 
-def _describe(exc: BaseException | None, timeout: float) -> str:
+def _describe(exc: BaseException | None) -> str:
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"
+    if isinstance(exc, _TimedOut):
+        return f"timed out: {exc}"
     if isinstance(exc, openai.APITimeoutError):
-        return f"timed out after {timeout} s"
+        return "timed out (the SDK's own timeout)"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection error: {exc.__cause__ or exc}"
     if isinstance(exc, _Unusable):

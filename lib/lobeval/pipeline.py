@@ -3,14 +3,21 @@
 Each stage's executed notebook is kept in the run folder; what a stage hands the next is read
 back from its scrapbook glue. A stage whose executed notebook already holds its glue is not run
 again, so starting a run again with the same id resumes it (simulation also resumes inside its
-stage). The report is the last notebook exported to HTML; `runs/index.jsonl` lists finished runs.
+stage); a notebook that cannot be read (torn by a kill while papermill wrote it) runs again. The
+report is the last notebook exported to HTML; `runs/index.jsonl` lists finished runs.
+
+One process owns a run folder while the chain runs (`runs.owned`). The values of the key
+variables never stay on disk: after every stage, whatever the run folder holds is scrubbed of them.
 """
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -30,14 +37,20 @@ from lobeval.runs import HEADLINE
 from lobeval.suite import load_suite
 
 NOTEBOOKS = Path("notebooks")
-# Each stage, and the glue the next stages need from it (its presence marks the stage as done).
-STAGES = {"01_generate": ("dataset_path",), "02_simulate": ("conversations_path", "terminations"),
-          "03_evaluate": ("results_path", "metrics", "counts"), "04_error_analysis": ("top_clusters",),
-          "05_report": ("gate_passed", "gate_checks")}
+# Each stage, and the glue the next stages need from it with its type (its presence marks the stage as done).
+STAGES: dict[str, dict[str, type]] = {
+    "01_generate": {"dataset_path": str},
+    "02_simulate": {"conversations_path": str, "terminations": dict},
+    "03_evaluate": {"results_path": str, "metrics": dict, "counts": dict},
+    "04_error_analysis": {"top_clusters": list},
+    "05_report": {"gate_passed": bool, "gate_checks": list},
+}
+LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
 PACKAGES = ("lobeval", "openai", "azure-ai-evaluation", "pandas", "papermill", "scrapbook", "nbconvert")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -81,21 +94,36 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate}
-    config = start_or_resume(run_dir, config)
-    index = runs.index_path()
-    parameters = {
-        "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
-                        "out": str(run_dir / "dataset.jsonl")},
-        "02_simulate": lambda glue: {"dataset": glue["dataset_path"], "target": config["target"], "user": user,
-                                     "trials": trials, "concurrency": concurrency, "target_timeout": target_timeout,
-                                     "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
-        "03_evaluate": lambda glue: {"dataset": glue["dataset_path"], "conversations": [glue["conversations_path"]],
-                                     "suite": config["suite"], "judges": judges,
-                                     "out": str(run_dir / "evaluation_results.json")},
-        "04_error_analysis": lambda glue: {"results": glue["results_path"], "conversations": [glue["conversations_path"]],
-                                           "suite": config["suite"], "out_dir": str(run_dir)},
-        "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
-    }
+    with runs.owned(run_dir), budget_ledger(run_dir):
+        config = start_or_resume(run_dir, config)
+        secret_values = runs.secrets()
+        runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
+        index = runs.index_path()
+        parameters = {
+            "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
+                            "out": str(run_dir / "dataset.jsonl")},
+            "02_simulate": lambda glue: {"dataset": glue["dataset_path"], "target": config["target"], "user": user,
+                                         "trials": trials, "concurrency": concurrency,
+                                         "target_timeout": target_timeout, "retry_errors": retry_errors,
+                                         "out": str(run_dir / "conversations.jsonl")},
+            "03_evaluate": lambda glue: {"dataset": glue["dataset_path"], "conversations": [glue["conversations_path"]],
+                                         "suite": config["suite"], "judges": judges,
+                                         "out": str(run_dir / "evaluation_results.json")},
+            "04_error_analysis": lambda glue: {"results": glue["results_path"],
+                                               "conversations": [glue["conversations_path"]],
+                                               "suite": config["suite"], "out_dir": str(run_dir)},
+            "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
+        }
+        glue, executed, resumed = run_stages(run_dir, parameters, secret_values)
+        report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
+        runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
+    return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
+                     executed, resumed)
+
+
+def run_stages(run_dir: Path, parameters: dict[str, Any],
+               secret_values: list[str]) -> tuple[dict[str, Any], list[Path], list[str]]:
+    """Each stage not finished yet, in order: (the glue of all, the notebooks executed, the stages kept)."""
     glue: dict[str, Any] = {}
     executed, resumed = [], []
     for stage, needed in STAGES.items():
@@ -105,17 +133,32 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
             resumed.append(stage)
         else:
             given = parameters[stage] if isinstance(parameters[stage], dict) else parameters[stage](glue)
-            execute_stage(stage, run_dir, given)
+            execute_stage(stage, run_dir, given, secret_values)
             executed.append(output)
             done = finished_glue(output, needed)
             if done is None:
                 raise LobevalError(f"stage {stage} finished without gluing {', '.join(needed)}; "
                                    f"see the executed notebook {output}")
         glue.update(done)
-    report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html")
-    runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
-    return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
-                     executed, resumed)
+    return glue, executed, resumed
+
+
+@contextmanager
+def budget_ledger(run_dir: Path) -> Iterator[None]:
+    """With a budget (LOBEVAL_BUDGET_USD), every stage of the run spends from one ledger, runs/<id>/budget.json:
+    its path is set in our environment, which papermill's kernels inherit, while the run lasts."""
+    if not os.environ.get("LOBEVAL_BUDGET_USD"):
+        yield
+        return
+    earlier = os.environ.get(LEDGER)
+    os.environ[LEDGER] = str(run_dir / runs.BUDGET_FILE)
+    try:
+        yield
+    finally:
+        if earlier is None:
+            del os.environ[LEDGER]
+        else:
+            os.environ[LEDGER] = earlier
 
 
 def start_or_resume(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
@@ -154,19 +197,32 @@ def versions() -> dict[str, str]:
     return found
 
 
-def finished_glue(notebook: Path, needed: tuple[str, ...]) -> dict[str, Any] | None:
-    """The glue of an executed notebook that ran to the end, or None."""
+def finished_glue(notebook: Path, needed: dict[str, type]) -> dict[str, Any] | None:
+    """The glue of an executed notebook that ran to the end, or None: also when the notebook cannot be
+    read (torn by a kill while papermill wrote it) or its glue is not what the stage glues, so the stage
+    runs again."""
     if not notebook.exists():
         return None
-    book = scrapbook.read_notebook(str(notebook))
+    try:
+        book = scrapbook.read_notebook(str(notebook))
+        scraps = {name: scrap.data for name, scrap in book.scraps.items()}
+    except Exception as exc:  # nbformat, jsonschema and scrapbook each raise their own; any of them means "run again"
+        log.warning("%s cannot be read (%s: %s): its stage runs again", notebook, type(exc).__name__, exc)
+        return None
     if book.metadata.get("papermill", {}).get("exception"):
         return None
-    scraps = {name: scrap.data for name, scrap in book.scraps.items()}
-    return scraps if all(name in scraps for name in needed) else None
+    if not all(name in scraps for name in needed):
+        return None
+    wrong = [name for name, kind in needed.items() if not isinstance(scraps[name], kind)]
+    if wrong:
+        log.warning("%s: glue %s is not what the stage glues: its stage runs again", notebook, ", ".join(wrong))
+        return None
+    return scraps
 
 
-def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any]) -> Path:
-    """Execute one stage notebook into the run folder; a failure names the kept notebook."""
+def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_values: list[str]) -> Path:
+    """Execute one stage notebook into the run folder, then scrub the folder of `secret_values`;
+    a failure names the kept notebook."""
     source = NOTEBOOKS / f"{stage}.ipynb"
     declared = papermill.inspect_notebook(str(source))
     unknown = sorted(set(parameters) - set(declared))
@@ -177,15 +233,17 @@ def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any]) -> Path
         papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name="python3",
                                    cwd=str(run_dir), progress_bar=False, config=LOCAL_KERNEL)
     except papermill.PapermillExecutionError as exc:
-        raise LobevalError(f"stage {stage} failed ({exc.ename}: {exc.evalue}); "
-                           f"the executed notebook is kept at {output}") from None
+        raise LobevalError(runs.scrub(f"stage {stage} failed ({exc.ename}: {exc.evalue}); "
+                                      f"the executed notebook is kept at {output}", secret_values)) from None
+    finally:
+        runs.scrub_folder(run_dir, secret_values)
     return output
 
 
-def export_report(notebook: Path, html: Path) -> Path:
+def export_report(notebook: Path, html: Path, secret_values: list[str]) -> Path:
     from lobeval.report import to_html
 
-    report = to_html(nbformat.read(str(notebook), as_version=4))
+    report = runs.scrub(to_html(nbformat.read(str(notebook), as_version=4)), secret_values)
     tmp = html.with_suffix(".html.tmp")
     tmp.write_text(report, encoding="utf-8")
     tmp.replace(html)

@@ -1,19 +1,31 @@
-"""The records one stage hands the next (SPEC §4), and the JSONL files that hold them."""
+"""The records one stage hands the next (SPEC §4), and the files that hold them.
+
+Every reader here validates what it reads at the edge, before a stage starts work: a value of the
+wrong type, text that is not UTF-8, JSON nested too deeply, is a RecordError naming the file, the
+record (line or name) and the field.
+"""
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from filelock import SoftFileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing_extensions import NotRequired, TypedDict
 
 from lobeval.errors import RecordError
 
 SCHEMA_VERSION = 1
 """The version of every record and file a stage writes; readers accept it and files without one."""
+MAX_DEPTH = 64
+"""How deeply JSON may nest: far beyond any business record, well within what the scorers' recursion takes."""
 
 TerminationReason = Literal["user_finished", "judged_complete", "max_turns", "target_error", "target_unavailable",
                             "llm_error", "budget_spent", "imported"]
@@ -21,12 +33,25 @@ TerminationReason = Literal["user_finished", "judged_complete", "max_turns", "ta
 NORMAL_ENDINGS: tuple[str, ...] = ("user_finished", "judged_complete", "imported")
 MACHINERY_ERRORS: tuple[str, ...] = ("llm_error", "target_unavailable", "budget_spent")
 """Failures of the machinery (lobeval's models, the target's own infrastructure, the budget): never scores."""
+UserStyle = Literal["conversational", "terse", "one_fact", "all_in_one"]
+"""How the scripted user talks (README: templates beyond the SPEC)."""
+STRICT = ConfigDict(extra="allow", strict=True)
+"""Records are JSON: a value of another type is an error, never converted ("yes" is not true)."""
+
+
+class ExpectedCall(TypedDict):
+    """A call the bot should make; `optional` ones are paired when made, free when not."""
+
+    __pydantic_config__ = STRICT  # type: ignore[misc]
+    functionName: str
+    arguments: NotRequired[dict[str, Any]]
+    optional: NotRequired[bool]
 
 
 class Case(BaseModel):
     """One test case of `dataset.jsonl`: a filled scenario template."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     schema_version: int = SCHEMA_VERSION
     case_id: str
@@ -34,24 +59,24 @@ class Case(BaseModel):
     user_instructions: str
     task_completion: str = ""
     persona: str = ""
-    user_style: Literal["conversational", "terse", "one_fact", "all_in_one"] = "conversational"
+    user_style: UserStyle = "conversational"
     """How the scripted user talks: conversational, terse, one_fact or all_in_one."""
     user_mistakes: dict[str, Any] = {}
     """Argument values the user gives wrongly first, then corrects when the bot objects."""
     business_data: dict[str, dict[str, Any]] = {}
     """The sampled record of each entity the template names, by entity name."""
-    expected_function_calls: list[dict[str, Any]] = []
+    expected_function_calls: list[ExpectedCall] = []
     expected_outputs: list[str] = []
     allowed_function_calls: list[str] = []
     forbidden_function_calls: list[str] = []
-    ordered: StrictBool = False
+    ordered: bool = False
     seed: int | None = None
 
 
 class FunctionCall(BaseModel):
     """One function call the bot made; `error` set means attempted but not done."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     functionName: str
     arguments: dict[str, Any] = {}
@@ -65,55 +90,166 @@ class FunctionCall(BaseModel):
         """Logs often keep the arguments as the JSON string the model wrote."""
         if isinstance(value, str):
             try:
-                return json.loads(value)
+                return loads(value)
             except json.JSONDecodeError:
                 raise ValueError("a string that is not JSON") from None
         return {} if value is None else value
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     role: str
     content: str | None = ""
     function_calls: list[FunctionCall] | None = None
 
 
+class Termination(BaseModel):
+    model_config = STRICT
+
+    reason: TerminationReason
+    turns: int | None = Field(None, ge=0)
+    """The user's messages."""
+
+
+class RoleUsage(BaseModel):
+    """What one role (user, target, judge) used: `llm.Usage` as a record; cost_usd None when a price was unknown."""
+
+    model_config = STRICT
+
+    calls: int = Field(0, ge=0)
+    cached_calls: int = Field(0, ge=0)
+    requests: int = Field(0, ge=0)
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    cost_usd: float | None = 0.0
+    cost_known: bool = True
+
+
 class Conversation(BaseModel):
     """One line of `conversations.jsonl`; imported logs need only case_id, messages, function_calls."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     schema_version: int = SCHEMA_VERSION
     case_id: str
     trial: int = Field(0, ge=0)
+    scenario_name: str | None = None
     messages: list[Message]
     function_calls: list[FunctionCall]
+    termination: Termination | None = None
+    usage: dict[str, RoleUsage] | None = None
+    error: str | None = None
+    duration_s: float | None = None
+    target: str | None = None
+    user_simulator: str | None = None
+    state_changes: dict[str, Any] | None = None
+    """What the conversation changed in the target's state (`state_changes()`), for the end-state check."""
+    # A transcript recorded elsewhere may carry its case inline instead of in a dataset.
+    expected_function_calls: list[ExpectedCall] | None = None
+    expected_outputs: list[str] | None = None
+    allowed_function_calls: list[str] | None = None
+    forbidden_function_calls: list[str] | None = None
+    ordered: bool | None = None
+    task_completion: str | None = None
+    user_instructions: str | None = None
 
 
-def _validated(model: type[BaseModel], record: dict[str, Any], path: Path, where: str) -> BaseModel:
+def validated(model: type[BaseModel], record: Any, path: str | Path, where: str) -> Any:
+    """`record` as `model`, or a RecordError naming the first field that does not fit."""
     try:
         return model.model_validate(record)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"])
-        raise RecordError(path, where, field, error["msg"]) from None
+        location, problem = validation_problem(exc)
+        raise RecordError(path, where, field_path(location), problem) from None
 
 
-def read_conversations(paths: str | Path | list[str | Path]) -> list[tuple[Path, int, dict[str, Any]]]:
-    """(file, line, record) of every conversation in one or more files; a (case, trial) pair twice is an error."""
+_PROBLEMS = {"missing": "is required", "dict_type": "must be a JSON object", "model_type": "must be a JSON object",
+             "list_type": "must be a list", "string_type": "must be a string", "int_type": "must be an integer",
+             "bool_type": "must be true or false", "float_type": "must be a number",
+             "extra_forbidden": "is not a field lobeval knows"}
+
+
+def validation_problem(exc: ValidationError) -> tuple[tuple[str | int, ...], str]:
+    """(location, problem) of the first error pydantic found, the problem in JSON's words with the value found."""
+    error = exc.errors()[0]
+    problem = _PROBLEMS.get(error["type"], error["msg"].removeprefix("Value error, "))
+    if error["type"] != "missing":
+        found = json.dumps(error["input"], ensure_ascii=False, default=str)
+        problem += f", got {found if len(found) <= 60 else found[:57] + '...'}"
+    return tuple(error["loc"]), problem
+
+
+def field_path(location: tuple[str | int, ...]) -> str:
+    """("function_calls", 0, "arguments") → "function_calls[0].arguments", as templates' fields are named."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def expected_call_problems(calls: list[dict[str, Any]], tools: Mapping[str, dict[str, Any]] | None,
+                           forbidden: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(field, problem) for every problem of a scenario's expected calls, in order: an unknown function
+    or argument (checked when `tools`, function key → tools.json entry, is given), a malformed operator,
+    a `$ref` to no earlier expected call, a call that is also forbidden."""
+    # operators and suite import this module: imported when called, so the import graph has no cycle
+    from lobeval.suite import function_key
+
+    forbidden_keys = {function_key(name) for name in forbidden}
+    found = []
+    for position, call in enumerate(calls):
+        prefix, name = f"expected_function_calls[{position}]", call["functionName"]
+        earlier = {function_key(c["functionName"]) for c in calls[:position]}
+        found += _call_problems(prefix, call, tools, earlier)
+        if function_key(name) in forbidden_keys:
+            found.append((f"{prefix}.functionName", f"'{name}' is both expected and forbidden"))
+    return found
+
+
+def _call_problems(prefix: str, call: dict[str, Any], tools: Mapping[str, dict[str, Any]] | None,
+                   earlier: set[str]) -> list[tuple[str, str]]:
+    from lobeval import operators
+    from lobeval.suite import function_key
+
+    name, found = call["functionName"], []
+    tool = tools.get(function_key(name)) if tools is not None else None
+    if tools is not None and tool is None:
+        found.append((f"{prefix}.functionName", f"unknown function '{name}' (not in tools.json)"))
+    properties = tool["function"].get("parameters", {}).get("properties", {}) if tool else None
+    for arg, value in (call.get("arguments") or {}).items():
+        field = f"{prefix}.arguments.{arg}"
+        if properties is not None and arg not in properties:
+            found.append((field, f"'{name}' has no argument '{arg}' in tools.json "
+                                 f"(arguments: {', '.join(properties) or 'none'})"))
+        found += [(field, problem) for problem in operators.problems(value, earlier)]
+    return found
+
+
+def _check_expected_calls(record: Case | Conversation, path: Path, where: str) -> None:
+    problems = expected_call_problems(record.expected_function_calls or [], None,
+                                      record.forbidden_function_calls or [])
+    if problems:
+        raise RecordError(path, where, *problems[0])
+
+
+def read_conversations(paths: str | Path | list[str | Path], *,
+                       torn_end: bool = False) -> list[tuple[Path, int, dict[str, Any]]]:
+    """(file, line, record) of every conversation in one or more files; a (case, trial) pair twice is an error.
+    `torn_end`: see iter_jsonl."""
     paths = [paths] if isinstance(paths, str | Path) else paths
     seen: dict[tuple[str, int], str] = {}
     found = []
     for path in map(Path, paths):
-        for number, record in iter_jsonl(path):
+        for number, record in iter_jsonl(path, torn_end=torn_end):
             where = f"line {number}" + (f" (case {record['case_id']})" if isinstance(record.get("case_id"), str) else "")
-            conversation = _validated(Conversation, record, path, where).model_dump(exclude_unset=False)
-            key = (conversation["case_id"], conversation["trial"])
+            conversation = validated(Conversation, record, path, where)
+            _check_expected_calls(conversation, path, where)
+            key = (conversation.case_id, conversation.trial)
             if key in seen:
                 raise RecordError(path, where, "trial", f"case {key[0]!r} trial {key[1]} is already in {seen[key]}")
             seen[key] = f"{path} line {number}"
-            found.append((path, number, {**record, **conversation}))
+            found.append((path, number, {**record, **conversation.model_dump(exclude_unset=True), "trial": key[1]}))
     return found
 
 
@@ -154,32 +290,148 @@ def write_json(path: str | Path, value: Any) -> Path:
     return path
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object is an error."""
+def check_output(out: Path, inputs: Iterable[str | Path | None], option: str = "--out") -> None:
+    """Refuse an output path that is a folder or the same file as one of the command's inputs."""
+    if out.is_dir():
+        raise RecordError(out, option, None, "is a folder: give the path of a file")
+    for source in filter(None, inputs):
+        if out.exists() and Path(source).exists() and os.path.samefile(out, source):
+            raise RecordError(out, option, None, f"is an input of this command ({source}): choose another file")
+
+
+def read_as(out: Path, read: Callable[[Path], Any], kind: str, option: str = "--out") -> Any:
+    """An existing, non-empty output read with `read` (None when there is none); a RecordError when it holds
+    anything but `kind`: a dataset is never overwritten by results, nor appended conversations."""
+    if not (out.is_file() and out.stat().st_size):
+        return None
+    try:
+        return read(out)
+    except RecordError as exc:
+        found = exc.record + (f", field '{exc.field}'" if exc.field else "")
+        raise RecordError(out, option, None, f"exists and is not {kind} ({found}: {exc.problem}): "
+                                             f"choose another file, or remove it first") from None
+
+
+@contextmanager
+def appending(path: Path) -> Iterator[None]:
+    """Hold `<path>.lock` while appending to `path`. The lock file records the holder's PID (filelock's
+    SoftFileLock): a second writer is refused with a RecordError naming it; a lock whose process is gone is
+    taken over."""
+    lock_path = path.with_name(f"{path.name}.lock")
+    lock = SoftFileLock(lock_path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = f"process {lock.pid}" if lock.pid is not None else "another process (its lock names none)"
+        raise RecordError(path, "file", None, f"is being appended to by {holder}, which holds {lock_path}: "
+                                              f"wait for it to finish") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def read_text(path: str | Path) -> str:
+    """A text file's content (UTF-8, a byte-order mark allowed); RecordError when it is missing, a folder,
+    UTF-16, not UTF-8 or holds a NUL byte (a NUL in a CSV cell would make a key that matches nothing)."""
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise RecordError(path, "file", None, "not found") from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg}") from None
-            if not isinstance(record, dict):
-                raise RecordError(path, f"line {number}", None, "must be a JSON object")
-            yield number, record
+    except IsADirectoryError:
+        raise RecordError(path, "file", None, "is a folder, not a file") from None
+    except OSError as exc:
+        raise RecordError(path, "file", None, f"cannot be read: {exc.strerror}") from None
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise RecordError(path, "file", None, "is UTF-16 text: save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RecordError(path, f"line {line}", None,
+                          f"is not UTF-8 text (byte {data[exc.start]:#04x}): save the file as UTF-8") from None
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise RecordError(path, f"line {line}", None, "holds a NUL byte: save the file as UTF-8 text")
+    return text
+
+
+def loads(text: str) -> Any:
+    """JSON as records may hold it: numbers finite (NaN, Infinity and 1e999 cannot be written back), text
+    without lone surrogates, at most MAX_DEPTH levels deep. JSONDecodeError, or ValueError saying why."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    if _depth(value) > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    if "\\ud" in text.lower() and not _encodable(value):
+        raise ValueError("holds a lone surrogate (\\ud800-\\udfff), which is not text")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack += [(child, level + 1) for child in (item.values() if isinstance(item, dict) else item)]
+    return deepest
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def iter_jsonl(path: str | Path, *, torn_end: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a line that is not a JSON object is an error.
+
+    `torn_end`: a last line with no newline that starts like a record but is not JSON is skipped: a
+    write cut short by a kill, which the appender cuts off before it appends.
+    """
+    path = Path(path)
+    lines = read_text(path).split("\n")   # not splitlines(): JSON text may hold U+2028 and other breaks
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = loads(line)
+        except json.JSONDecodeError as exc:
+            if torn_end and number == len(lines) and line.startswith("{"):
+                return
+            raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:
+            raise RecordError(path, f"line {number}", None, str(exc)) from None
+        if not isinstance(record, dict):
+            raise RecordError(path, f"line {number}", None, "must be a JSON object")
+        yield number, record
 
 
 def read_cases(path: str | Path) -> list[Case]:
     cases, seen = [], set()
     for number, record in iter_jsonl(path):
-        case = _validated(Case, record, Path(path), f"line {number}")
+        where = f"line {number}" + (f" (case {record['case_id']})" if isinstance(record.get("case_id"), str) else "")
+        case = validated(Case, record, path, where)
+        _check_expected_calls(case, Path(path), where)
         if case.case_id in seen:
-            raise RecordError(path, f"line {number}", "case_id", f"duplicate case_id {case.case_id!r}")
+            raise RecordError(path, where, "case_id", f"duplicate case_id {case.case_id!r}")
         seen.add(case.case_id)
         cases.append(case)
     return cases
@@ -221,10 +473,17 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
 METRICS = ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "Success")
 
 
+class RowJudges(BaseModel):
+    model_config = STRICT
+
+    status: str | None = None
+    final_score: float | None = None
+
+
 class ResultRow(BaseModel):
     """One conversation's row of `evaluation_results.json`: its metrics and the evidence behind them."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     case_id: str
     trial: int = Field(ge=0)
@@ -256,11 +515,11 @@ class ResultRow(BaseModel):
     claims: dict[str, list[dict[str, Any]]] | None = None
     state: dict[str, Any] | None = None
     """The end-state check: differences from the state the expected calls leave, or why it failed."""
-    judges: dict[str, Any] = {}
+    judges: RowJudges = RowJudges()
 
 
 class Counts(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     conversations: int = Field(ge=0)
     scored: int = Field(0, ge=0)
@@ -270,11 +529,30 @@ class Counts(BaseModel):
     trials: int = Field(0, ge=0)
 
 
+class Coverage(BaseModel):
+    """How much of a judge figure rests on judged conversations."""
+
+    model_config = STRICT
+
+    judged: int = Field(ge=0)
+    of: int = Field(ge=0)
+    errors: int = Field(ge=0)
+
+
+class Judges(BaseModel):
+    model_config = STRICT
+
+    status: str | None = None
+    coverage: dict[str, Coverage] = {}
+    errored_conversations: int = Field(0, ge=0)
+    """Scored conversations on which at least one judge failed."""
+
+
 class RunResults(BaseModel):
     """`evaluation_results.json`: azure-ai-evaluation's result shape (metrics, rows, studio_url) and the
     run-level analysis (intervals, pass^k, per scenario, counts, errors, judges, claims, usage, config)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT
 
     rows: list[ResultRow]
     schema_version: int = SCHEMA_VERSION
@@ -284,7 +562,7 @@ class RunResults(BaseModel):
     scenarios: list[dict[str, Any]] = []
     counts: Counts
     errors: list[dict[str, Any]] = []
-    judges: dict[str, Any] = {}
+    judges: Judges = Judges()
     claims: dict[str, int] = {}
     usage: dict[str, dict[str, Any]] = {}
     config: dict[str, Any] = {}
@@ -292,20 +570,15 @@ class RunResults(BaseModel):
 
 
 def read_json(path: str | Path) -> Any:
-    """A whole JSON file; RecordError when it is missing or not JSON."""
+    """A whole JSON file; RecordError when it is missing, not UTF-8 text or not JSON (see `loads`)."""
     path = Path(path)
+    text = read_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordError(path, "file", None, "not found") from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise RecordError(path, "file", None, f"cannot be read as UTF-8 text ({type(exc).__name__})") from None
-    try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
-        raise RecordError(path, "file", None, f"invalid JSON: {exc.msg} (line {exc.lineno})") from None
-    except RecursionError:
-        raise RecordError(path, "file", None, "nested too deeply") from None
+        raise RecordError(path, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:
+        raise RecordError(path, "file", None, str(exc)) from None
 
 
 def read_results(path: str | Path) -> dict[str, Any]:
@@ -317,12 +590,10 @@ def read_results(path: str | Path) -> dict[str, Any]:
     try:
         RunResults.model_validate(raw)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        location = [str(part) for part in error["loc"]]
-        where = f"row {location[1]}" if location[:1] == ["rows"] and len(location) > 1 else "file"
-        field = ".".join(location[2:] if where != "file" else location)
-        problem = "is required" if error["type"] == "missing" else error["msg"]
-        raise RecordError(path, where, field, problem) from None
+        location, problem = validation_problem(exc)
+        row = location[:1] == ("rows",) and len(location) > 1
+        raise RecordError(path, f"row {location[1]}" if row else "file", field_path(location[2:] if row else location),
+                          problem) from None
     return raw
 
 

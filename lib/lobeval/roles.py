@@ -35,6 +35,8 @@ class Parts:
     judges: Any = None
     embedder: Any = None
     root_cause_model: Any = None
+    budget: Any = None
+    """The run's budget (`lobeval.llm.Budget`, from LOBEVAL_BUDGET_USD), or None: unlimited."""
 
 
 @lru_cache(maxsize=1)
@@ -63,11 +65,11 @@ def resolve(*parts: str, target: str | None = None, user: str = "scripted", judg
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise ConfigError(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
-    built = Parts()
+    built = Parts(budget=shared_budget())
     if "target" in parts:
         from lobeval.targets import load_target
 
-        built.target = load_target(target or DEFAULT_TARGET, timeout=target_timeout)
+        built.target = load_target(target or DEFAULT_TARGET, timeout=target_timeout, workers=concurrency)
     if "user" in parts:
         built.user = make_user(user, stop_phrase=stop_phrase, concurrency=concurrency)
     if "completion_judge" in parts:

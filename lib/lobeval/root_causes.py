@@ -13,7 +13,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lobeval.analyse import failure_signatures
-from lobeval.llm import LLMClient, LLMError, ReplyError, Usage, parse_json_object
+from lobeval.llm import LLMClient, LLMError, Usage, parse_json_object
 from lobeval.records import write_json
 from lobeval.render import excerpt
 
@@ -24,12 +24,13 @@ PROMPT = """You analyse why a business chatbot failed automated tests. The chatb
 calling functions (creating and updating records, looking things up). Each test conversation was
 scored against the function calls it should have made.
 
-Below are the failure clusters found by the scorer: each groups failures with the same signature
-(kind of failure, function, argument, category) and counts how often it happened. Kinds:
-missed_call (a required call never made), extra_call (a call nobody asked for), failed_call (the
-call was made but returned an error), wrong_argument / missing_argument / extra_argument (in a call
-that was made), forbidden_call, missing_output (a fact the user was never told), behaviour (a
-judge's verdict on a reply), claimed_not_done (the bot said it did something it did not do).
+Below are the failure clusters found by the scorer, the most severe kinds first: each groups
+failures with the same signature (kind of failure, function, argument, category) and counts how
+often it happened. Kinds: missed_call (a required call never made), extra_call (a call nobody asked
+for), failed_call (the call was made but returned an error), wrong_argument / missing_argument /
+extra_argument (in a call that was made), forbidden_call, missing_output (a fact the user was never
+told), behaviour (a judge's verdict on a reply), claimed_not_done (the bot said it did something it
+did not do).
 After the clusters come excerpts of example conversations, each headed by its id and the failures
 found in it; lines are numbered by user turn.
 
@@ -64,30 +65,51 @@ class RootCauses(BaseModel):
     root_causes: list[RootCause]
 
 
-def _conversation_ids(clusters: pd.DataFrame) -> list[str]:
+CRITICAL_BEHAVIOUR = ("unsafe_action", "unsafe_state", "false_information")
+
+
+def severity_rank(kind: str, category: str) -> int:
+    """0: forbidden or unsafe actions and false claims; 1: wrong or missing arguments; 2: missed calls; 3: the rest."""
+    if (kind in ("forbidden_call", "claimed_not_done") or (kind == "behaviour" and category in CRITICAL_BEHAVIOUR)
+            or (kind == "extra_call" and category == "write")):
+        return 0
+    return {"wrong_argument": 1, "missing_argument": 1, "missed_call": 2}.get(kind, 3)
+
+
+def by_severity(clusters: pd.DataFrame) -> pd.DataFrame:
+    """The clusters most severe first; within a severity in their given order (the larger first)."""
+    ranks = [severity_rank(kind, category) for kind, category in zip(clusters["kind"], clusters["category"])]
+    return clusters.iloc[sorted(range(len(clusters)), key=lambda i: ranks[i])]
+
+
+def choose_conversations(clusters: pd.DataFrame, available: set[str]) -> list[str]:
+    """The example conversations to show, at most MAX_CONVERSATIONS: first one for every cluster not
+    yet covered, in the clusters' order, then their other examples. Only `available` ones count."""
+    examples = [[example for example in cluster if example in available] for cluster in clusters["examples"]]
     ids: list[str] = []
-    for examples in clusters["examples"]:
-        ids += [example for example in examples if example not in ids]
+    for found in examples:
+        if found and not set(found) & set(ids):
+            ids.append(found[0])
+    for found in examples:
+        ids += [example for example in found if example not in ids]
     return ids[:MAX_CONVERSATIONS]
 
 
 def build_prompt(clusters: pd.DataFrame, failures: pd.DataFrame,
                  conversations: dict[tuple[str, int], dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
-    """The chat messages for the model, and the conversation ids it is shown (the only ones it may cite)."""
-    clusters = clusters.head(MAX_CLUSTERS)
+    """The chat messages for the model, and the conversation ids it is shown (the only ones it may cite).
+    The clusters and excerpts are chosen most severe first, so a rare unsafe action is not crowded out."""
+    clusters = by_severity(clusters).head(MAX_CLUSTERS)
     parts = ["FAILURE CLUSTERS (count, conversations affected, signature, example conversations)"]
     for cluster in clusters.itertuples(index=False):
         signature = " ".join(f"{name}={value}" for name in ("kind", "function", "argument", "category")
                              if (value := getattr(cluster, name)))
         parts.append(f"- {cluster.count}x in {cluster.conversations} conversations: {signature}; "
                      f"examples {', '.join(cluster.examples)}")
-    shown = []
-    for conversation_id in _conversation_ids(clusters):
+    shown = choose_conversations(clusters, {f"{case_id}#{trial}" for case_id, trial in conversations})
+    for conversation_id in shown:
         case_id, trial = conversation_id.rsplit("#", 1)
-        conversation = conversations.get((case_id, int(trial)))
-        if conversation is None:
-            continue
-        shown.append(conversation_id)
+        conversation = conversations[(case_id, int(trial))]
         mine = failures[(failures["case_id"] == case_id) & (failures["trial"] == int(trial))]
         found = "; ".join(" ".join(str(value) for value in (row.kind, row.function, row.argument, row.category)
                                    if value) for row in mine.itertuples(index=False))
@@ -119,7 +141,7 @@ async def root_causes(clusters: pd.DataFrame, results: dict[str, Any],
     messages, shown = build_prompt(clusters, failure_signatures(results), conversations)
     try:
         return await client.ask_json(messages, lambda text: parse_root_causes(text, shown), usage=usage)
-    except ReplyError as exc:
+    except LLMError as exc:   # the endpoint gave up, or its reply stayed unusable
         raise LLMError(f"root causes: {exc}") from None
 
 

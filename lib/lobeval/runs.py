@@ -1,26 +1,67 @@
-"""Run folders: `runs/<run_id>/` with its `config.json`, and `runs/index.jsonl`, the finished runs.
+"""Run folders: `runs/<run_id>/` with its `config.json` and `.lock`, and `runs/index.jsonl`, the finished runs.
 
 Everything that reads or writes a run folder as a whole goes through here, so the chain
-(pipeline), the report and the comparisons agree on what a run is.
+(pipeline), the report and the comparisons agree on what a run is. The run being made is read
+strictly (a fault is a RecordError); earlier runs are only history, so an index line that cannot
+be read is skipped with a warning naming it, and listed for the report. One process at a time owns
+a run folder (`owned`), and the values of key variables are scrubbed from what it holds (`scrub_folder`).
 """
 from __future__ import annotations
 
+import html
 import json
+import logging
+import os
 import re
+import tempfile
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+from filelock import SoftFileLock, Timeout
+from pydantic import BaseModel
 
 from lobeval.errors import ConfigError, RecordError
-from lobeval.records import SCHEMA_VERSION, read_json, read_results
+from lobeval.records import SCHEMA_VERSION, STRICT, loads, read_json, read_results, read_text, validated
 
 RUNS = Path("runs")
 INDEX = "index.jsonl"
 CONFIG_FILE = "config.json"
 RESULTS_FILE = "evaluation_results.json"
+LOCK_FILE = ".lock"
+BUDGET_FILE = "budget.json"
 HEADLINE = ("Reliability", "Success", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "pass^1",
             "judge.final_score")
+SECRET_SUFFIXES = ("_KEY", "_TOKEN")
+# A value this short is no credential worth hiding, and replacing it everywhere would mangle ordinary text.
+MIN_SECRET_LENGTH = 8
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+log = logging.getLogger(__name__)
+
+
+class RunConfig(BaseModel):
+    """What the readers of `config.json` rely on; the chain writes more (models, versions, options)."""
+
+    model_config = STRICT
+
+    run_id: str
+    suite_name: str
+    gate: dict[str, float] | None = None
+    max_error_rate: float | None = None
+
+
+class IndexEntry(BaseModel):
+    """One line of `runs/index.jsonl`: a finished run and its headline numbers."""
+
+    model_config = STRICT
+
+    run_id: str
+    suite_name: str
+    run_dir: str
+    metrics: dict[str, float | None] = {}
+    counts: dict[str, Any] = {}
 
 
 def check_run_id(run_id: str) -> str:
@@ -42,11 +83,7 @@ def index_path() -> Path:
 def read_config(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / CONFIG_FILE
     config = read_json(path)
-    if not isinstance(config, dict):
-        raise RecordError(path, "file", None, "must be a JSON object")
-    for field in ("run_id", "suite_name"):
-        if not isinstance(config.get(field), str):
-            raise RecordError(path, "file", field, "is required (a string)")
+    validated(RunConfig, config, path, "file")
     return config
 
 
@@ -56,40 +93,142 @@ def load_run_files(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
     return read_config(run_dir), read_results(run_dir / RESULTS_FILE)
 
 
-def read_index(index: str | Path) -> list[dict[str, Any]]:
-    """The finished runs, oldest first."""
+def skipped(problem: str) -> str:
+    """Log one line about something of an earlier run that cannot be read and is left out; that line."""
+    line = f"skipped {problem}"
+    log.warning("%s", line)
+    return line
+
+
+def read_index(index: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The finished runs, oldest first, and a line for each index line that could not be read."""
     path = Path(index)
     if not path.exists():
-        return []
-    entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        return [], []
+    try:
+        lines = read_text(path).split("\n")
+    except RecordError as exc:
+        return [], [skipped(str(exc))]
+    entries, left_out = [], []
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg}") from None
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(key), str)
-                                                  for key in ("run_id", "suite_name", "run_dir")):
-            raise RecordError(path, f"line {number}", None, "must be an object with run_id, suite_name and run_dir")
-        entries.append(entry)
-    return entries
+            entries.append(_index_entry(line, path, number))
+        except RecordError as exc:
+            left_out.append(skipped(str(exc)))
+    return entries, left_out
+
+
+def _index_entry(line: str, path: Path, number: int) -> dict[str, Any]:
+    try:
+        entry = loads(line)
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        raise RecordError(path, f"line {number}", None, str(exc)) from None
+    validated(IndexEntry, entry, path, f"line {number}")
+    return entry
 
 
 def add_to_index(index: Path, config: dict[str, Any], run_dir: Path, metrics: dict[str, Any],
                  counts: dict[str, Any]) -> None:
-    """One line per finished run; a resumed run that had finished already is not listed twice."""
-    if any(earlier["run_id"] == config["run_id"] for earlier in read_index(index)):
-        return
-    entry = {"schema_version": SCHEMA_VERSION, "run_id": config["run_id"], "suite_name": config["suite_name"],
-             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir),
-             "metrics": {name: metrics.get(name) for name in HEADLINE if name in metrics}, "counts": counts}
+    """One line per finished run; a resumed run that had finished already is not listed twice. Runs
+    finishing at once take turns, so that no two lines interleave."""
     index.parent.mkdir(parents=True, exist_ok=True)
-    with index.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(entry) + "\n")
+    with SoftFileLock(index.with_name(f"{index.name}.lock"), timeout=60):
+        entries, _ = read_index(index)
+        if any(earlier["run_id"] == config["run_id"] for earlier in entries):
+            return
+        entry = {"schema_version": SCHEMA_VERSION, "run_id": config["run_id"], "suite_name": config["suite_name"],
+                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir),
+                 "metrics": {name: metrics.get(name) for name in HEADLINE if name in metrics}, "counts": counts}
+        with index.open("a+b") as handle:
+            # After a line torn by a kill, start a line of our own so that this entry stays whole.
+            handle.write((("\n" if _ends_mid_line(handle) else "") + json.dumps(entry) + "\n").encode("utf-8"))
 
 
-def earlier_runs(index: str | Path, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The index entries of the other runs of the same suite, oldest first."""
-    return [entry for entry in read_index(index)
-            if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]]
+def _ends_mid_line(handle: BinaryIO) -> bool:
+    if handle.seek(0, os.SEEK_END) == 0:
+        return False
+    handle.seek(-1, os.SEEK_END)
+    return handle.read(1) != b"\n"
+
+
+def earlier_runs(index: str | Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The index entries of the other runs of the same suite, oldest first, and the index lines skipped."""
+    entries, left_out = read_index(index)
+    return ([entry for entry in entries
+             if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]], left_out)
+
+
+@contextmanager
+def owned(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder for this process: `.lock` records our PID (filelock's SoftFileLock); a lock
+    whose process is gone is taken over, one whose process runs is a ConfigError naming it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK_FILE
+    lock = SoftFileLock(path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        if lock.pid is None:
+            raise RecordError(path, "file", "pid", "not a lock record naming a process (damaged?); if no lobeval "
+                                                   "command is using this run, delete the file") from None
+        raise ConfigError(f"run {run_dir.name} is in use by process {lock.pid} ({path}): wait for it to finish, "
+                          f"or choose another --run-id") from None
+    try:
+        yield
+    finally:
+        lock.release()
+        with suppress(OSError):   # a new run that failed before writing anything leaves no empty folder
+            run_dir.rmdir()
+
+
+def secrets(env: Mapping[str, str] = os.environ) -> list[str]:
+    """The values of the key variables (OPENAI_API_KEY, AZURE_OPENAI_API_KEY, every *_KEY and *_TOKEN),
+    longest first so that one containing another is replaced whole."""
+    values = {value for name, value in env.items()
+              if name.endswith(SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LENGTH}
+    return sorted(values, key=lambda value: (-len(value), value))
+
+
+def _written_forms(value: str) -> set[str]:
+    """A value as it may be written: plain, inside JSON (escaped, or as \\u escapes) and in HTML."""
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], html.escape(value)}
+
+
+def scrub(text: str, values: list[str]) -> str:
+    """`text` with every secret value replaced by ***."""
+    for value in values:
+        for form in _written_forms(value):
+            text = text.replace(form, "***")
+    return text
+
+
+def scrub_folder(folder: Path, values: list[str]) -> None:
+    """Rewrite every file under `folder` that holds a secret value, whole (temporary file, renamed)."""
+    if not values:
+        return
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.name == LOCK_FILE:   # the lock holds a PID, and is released by its inode
+            continue
+        data = clean = path.read_bytes()
+        for value in values:
+            for form in _written_forms(value):
+                clean = clean.replace(form.encode("utf-8"), b"***")
+        if clean != data:
+            _replace(path, clean)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write `data` over `path` whole or not at all, keeping its permissions."""
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            handle.write(data)
+        os.chmod(handle.name, path.stat().st_mode)
+        os.replace(handle.name, path)
+    except BaseException:
+        os.unlink(handle.name)
+        raise

@@ -160,6 +160,7 @@ def agrees(expected: Any, actual: Any, rules: Rules, schema: dict[str, Any] | No
 
     `resolve(ref)` gives the result value a `$ref` points at, or MISSING when there is none.
     """
+    schema = schema if isinstance(schema, dict) else {}   # `true` is a valid JSON Schema too
     schema = schema or {}
     alternatives = operators.options(expected, resolve)
     if alternatives is not None:
@@ -290,6 +291,14 @@ def missing_outputs(expected_outputs: list[str], text: str) -> list[str]:
     return [fact for fact in expected_outputs if str(fact).replace(",", "").casefold() not in said]
 
 
+def total_cost(usage: dict[str, dict[str, Any]]) -> float | None:
+    """The conversation's cost over its roles; None (unknown) when any role used a model without a price."""
+    costs = [(numbers or {}).get("cost_usd", 0.0) for numbers in usage.values()]
+    if any(cost is None for cost in costs) or any((numbers or {}).get("cost_known") is False for numbers in usage.values()):
+        return None
+    return sum(costs)
+
+
 def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules: Rules) -> dict[str, Any]:
     """One row of evaluation_results.json (see the README's "Results" section)."""
     scenario = case.get("scenario_name") or conversation.get("scenario_name") or ""
@@ -299,7 +308,7 @@ def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules
         "status": "error" if termination in MACHINERY_ERRORS else "scored", "termination": termination,
         "turns": (conversation.get("termination") or {}).get("turns"), "error": conversation.get("error"),
         "duration_s": conversation.get("duration_s"), "usage": conversation.get("usage") or {},
-        "cost_usd": sum((numbers or {}).get("cost_usd", 0.0) for numbers in (conversation.get("usage") or {}).values())}
+        "cost_usd": total_cost(conversation.get("usage") or {})}
     if row["status"] == "error":
         return {**row, **{metric: None for metric in METRICS}}
 

@@ -8,17 +8,20 @@ then user and bot take turns until a termination rule fires.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lobeval.errors import ConfigError
-from lobeval.llm import BudgetExceeded, LLMError, Usage
+from lobeval.llm import BudgetExceeded, LLMError, Usage, format_cost
 from lobeval.records import (
-    MACHINERY_ERRORS, SCHEMA_VERSION, Case, TerminationReason, dumps, iter_jsonl, read_cases, state_changes, write_jsonl,
+    MACHINERY_ERRORS, SCHEMA_VERSION, Case, TerminationReason, appending, check_output, dumps, iter_jsonl, read_as,
+    read_cases, read_conversations, state_changes, write_jsonl,
 )
 from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
@@ -42,8 +45,9 @@ class Transcript:
 
 
 async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, *, judge: Any = None,
-                   max_turns: int = 20, stop_phrase: str = STOP_PHRASE) -> dict[str, Any]:
-    """One conversation, always returned as a record: failures are data, never exceptions."""
+                   max_turns: int = 20, stop_phrase: str = STOP_PHRASE, budget: Any = None) -> dict[str, Any]:
+    """One conversation, always returned as a record: failures are data, never exceptions. The cost the
+    target reports for its own model calls is charged to `budget` (lobeval.llm.Budget)."""
     started = time.perf_counter()
     transcript, changes, error, verdict = Transcript(), None, None, None
     judge_usage = Usage()
@@ -69,6 +73,8 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                 break
             reply = await session.send(message)
             transcript.target_usage.add(**(reply.usage or {}))
+            if budget is not None and reply.usage is not None:
+                budget.charge(reply.usage["cost_usd"], role="target")
             transcript.bot_said(reply)
             bot_text = reply.text
             if judge is not None:
@@ -123,7 +129,7 @@ class SimulationResult:
                  f"endings: {endings or 'none'}"]
         for role, usage in self.usage.items():
             lines.append(f"usage {role}: {usage['calls']} calls ({usage['cached_calls']} cached), "
-                         f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens, ${usage['cost_usd']:.4f}")
+                         f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens, {format_cost(usage['cost_usd'])}")
         lines.append(f"wall time {self.wall_s:.1f} s")
         return lines
 
@@ -155,28 +161,27 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def finished_pairs(path: Path) -> set[tuple[str, int]]:
-    """The (case, trial) pairs already in the output; a torn last line (killed mid-write) is cut off."""
-    if not path.exists():
+    """The (case, trial) pairs already in the output, which must hold conversations and nothing else
+    (a dataset or a results file there is refused, unchanged); a torn last line (killed mid-write) is cut off."""
+    earlier = read_as(path, functools.partial(read_conversations, torn_end=True), "a conversations file")
+    if earlier is None:
         return set()
     _cut_torn_line(path)
-    return {_pair(record) for _, record in iter_jsonl(path)}
+    return {(record["case_id"], record["trial"]) for _, _, record in earlier}
 
 
-def drop_machinery_errors(path: Path, pairs: set[tuple[str, int]]) -> int:
+def drop_machinery_errors(path: Path, pairs: set[tuple[str, int]]) -> set[tuple[str, int]]:
     """Remove from the output the conversations of `pairs` that ended in a machinery error, so that
     they run again without a pair ever appearing twice. The file is rewritten whole (a temporary
-    file renamed over it), so a kill leaves either the old file or the new one. Returns how many."""
-    if not path.exists():
-        return 0
-    _cut_torn_line(path)
-
+    file renamed over it), so a kill leaves either the old file or the new one. Returns their pairs."""
     def retried(record: dict[str, Any]) -> bool:
-        return _pair(record) in pairs and record["termination"]["reason"] in MACHINERY_ERRORS
+        return (_pair(record) in pairs
+                and (record.get("termination") or {}).get("reason") in MACHINERY_ERRORS)
 
-    count = sum(retried(record) for _, record in iter_jsonl(path))
-    if count:
+    dropped = {_pair(record) for _, record in iter_jsonl(path) if retried(record)} if path.exists() else set()
+    if dropped:
         write_jsonl(path, (record for _, record in iter_jsonl(path) if not retried(record)))
-    return count
+    return dropped
 
 
 def _cut_torn_line(path: Path) -> None:
@@ -194,34 +199,46 @@ async def simulate_async(dataset: str | Path, out: str | Path, *, target: Target
                          judge: Any = None, trials: int = 1, concurrency: int = 4, max_turns: int = 20,
                          stop_phrase: str = STOP_PHRASE, scenarios: list[str] | None = None,
                          limit: int | None = None, shard: tuple[int, int] | None = None,
-                         retry_errors: bool = False, progress: bool = True) -> SimulationResult:
+                         retry_errors: bool = False, budget: Any = None, progress: bool = True) -> SimulationResult:
     """Run every selected (case, trial) pair not yet in `out` and append its conversation to `out`.
     With `retry_errors`, the selected pairs whose conversation ended in a machinery error
     (records.MACHINERY_ERRORS) are run again rather than skipped."""
-    from tqdm.auto import tqdm
-
     if trials < 1 or concurrency < 1 or max_turns < 1:
         raise ConfigError("--trials, --concurrency and --max-turns must be at least 1")
     started = time.perf_counter()
     out = Path(out)
+    check_output(out, [dataset])
     cases = select_cases(read_cases(dataset), scenarios=scenarios, limit=limit, shard=shard)
-    wanted = {(case.case_id, trial) for case in cases for trial in range(trials)}
-    retried = drop_machinery_errors(out, wanted) if retry_errors else 0
-    done = finished_pairs(out)
-    todo = [(case, trial) for case in cases for trial in range(trials) if (case.case_id, trial) not in done]
     out.parent.mkdir(parents=True, exist_ok=True)
+    with appending(out):
+        done = finished_pairs(out)
+        wanted = {(case.case_id, trial) for case in cases for trial in range(trials)}
+        retried = drop_machinery_errors(out, wanted) if retry_errors else set()
+        todo = [(case, trial) for case in cases for trial in range(trials) if (case.case_id, trial) not in done - retried]
+        one = functools.partial(converse, target=target, user=user, judge=judge, max_turns=max_turns, budget=budget,
+                                stop_phrase=stop_phrase)
+        terminations, usage = await _run_all(todo, out, one, concurrency, progress)
+    return SimulationResult(out, len(todo), len(wanted) - len(todo), terminations,
+                            {role: totals.to_dict() for role, totals in usage.items()}, time.perf_counter() - started,
+                            len(retried))
+
+
+async def _run_all(todo: list[tuple[Case, int]], out: Path, one: Callable[[Case, int], Awaitable[dict[str, Any]]],
+                   concurrency: int, progress: bool) -> tuple[Counter, dict[str, Usage]]:
+    """Run the conversations `concurrency` at a time, appending each to `out` (and syncing it) as it finishes."""
+    from tqdm.auto import tqdm
+
     terminations: Counter = Counter()
     usage = {role: Usage() for role in ("user", "target", "judge")}
     limiter = asyncio.Semaphore(concurrency)
 
-    async def one(case: Case, trial: int) -> dict[str, Any]:
+    async def limited(case: Case, trial: int) -> dict[str, Any]:
         async with limiter:
-            return await converse(case, trial, target, user, judge=judge, max_turns=max_turns,
-                                  stop_phrase=stop_phrase)
+            return await one(case, trial)
 
     with out.open("a", encoding="utf-8") as handle, \
             tqdm(total=len(todo), desc="simulate", unit="conv", disable=not progress) as bar:
-        for finished in asyncio.as_completed([one(case, trial) for case, trial in todo]):
+        for finished in asyncio.as_completed([limited(case, trial) for case, trial in todo]):
             record = await finished
             handle.write(dumps(record) + "\n")
             handle.flush()
@@ -230,9 +247,7 @@ async def simulate_async(dataset: str | Path, out: str | Path, *, target: Target
             for role, numbers in record["usage"].items():
                 usage[role] = usage[role] + Usage(**numbers)
             bar.update()
-    return SimulationResult(out, len(todo), len(wanted) - len(todo), terminations,
-                            {role: totals.to_dict() for role, totals in usage.items()}, time.perf_counter() - started,
-                            retried)
+    return terminations, usage
 
 
 def overview(conversations: str | Path) -> "pd.DataFrame":

@@ -5,6 +5,7 @@ and counted apart.
 """
 from __future__ import annotations
 
+from collections import Counter
 from math import comb
 from typing import Any
 
@@ -57,6 +58,25 @@ def pass_k_table(scored: pd.DataFrame) -> dict[str, dict[str, Any]]:
 def _case_means(scored: pd.DataFrame, metric: str) -> np.ndarray:
     """One value per case (the mean over its trials), so intervals resample cases, not trials."""
     return scored.groupby("case_id")[metric].mean().to_numpy()
+
+
+def unscored_reason(rows: list[dict[str, Any]]) -> str | None:
+    """Why no conversation was scored ("no conversation scored: 13 machinery errors (target_unavailable 13),
+    first: …"), or None when one was."""
+    if any(row.get("status") == "scored" for row in rows):
+        return None
+    if not rows:
+        return "no conversation scored: the run has no conversations"
+    endings = Counter(row.get("termination") or "unknown ending" for row in rows)
+    first = rows[0]
+    message = " ".join(str(first.get("error") or "no message").split())
+    return (f"no conversation scored: {len(rows)} machinery errors "
+            f"({', '.join(f'{reason} {count}' for reason, count in endings.most_common())}), "
+            f"first: {first.get('case_id')} trial {first.get('trial')}: {clip(message)}")
+
+
+def clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:

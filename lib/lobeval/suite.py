@@ -6,23 +6,23 @@ is a RecordError naming the file, the record and the field.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field
 
 from lobeval.errors import RecordError
-from lobeval.records import read_json
+from lobeval.records import STRICT, ExpectedCall, UserStyle, read_json, read_text, validated
 
 # The seeds' field names are accepted on input and mapped to ours.
 TEMPLATE_ALIASES = {"scenarioType": "scenario_name", "instructions": "user_instructions",
                     "task_completion_condition": "task_completion"}
-TEMPLATE_DEFAULTS: dict[str, Any] = {"persona": "", "user_style": "conversational", "user_mistakes": {},
-                                     "expected_outputs": [], "allowed_function_calls": [],
-                                     "forbidden_function_calls": [], "ordered": False}
-TEMPLATE_REQUIRED = ("scenario_name", "user_instructions", "task_completion", "expected_function_calls")
-USER_STYLES = ("conversational", "terse", "one_fact", "all_in_one")
 EFFECTS = ("read", "write")
 _PLUGIN_PREFIX = re.compile(r"^[A-Za-z0-9_]*Plugin-", re.IGNORECASE)
 
@@ -91,13 +91,15 @@ def read_csv_typed(path: Path) -> list[dict[str, Any]]:
 
     Typing by whole column (not by cell) keeps an ID column such as "00123" or "A7" text.
     """
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
-            header = [snake_case(h) for h in next(reader, [])]
-            rows = [row for row in reader if any(cell.strip() for cell in row)]
-    except FileNotFoundError:
-        raise RecordError(path, "file", None, "CSV file not found") from None
+        header = [snake_case(h) for h in next(reader, [])]
+        rows = [row for row in reader if any(cell.strip() for cell in row)]
+    except csv.Error as exc:
+        raise RecordError(path, f"line {reader.line_num}", None, f"is not CSV: {exc}") from None
+    for column in header:
+        if header.count(column) > 1:
+            raise RecordError(path, "header", column, "names two columns (after mapping headers to snake_case)")
     for number, row in enumerate(rows, start=2):
         if len(row) != len(header):
             raise RecordError(path, f"line {number}", None,
@@ -132,6 +134,12 @@ class Suite:
     def templates_file(self) -> Path:
         return self.dir / "templates.json"
 
+    @property
+    def files(self) -> list[Path]:
+        """Every file the suite is read from (labels.jsonl when there is one): no output may overwrite them."""
+        return [self.suite_file, self.tools_file, self.templates_file, self.dir / "labels.jsonl",
+                *(entity.csv for entity in self.entities.values())]
+
     def tool(self, name: str) -> dict[str, Any] | None:
         return self.tools.get(function_key(name))
 
@@ -141,37 +149,76 @@ def repo_root(suite_dir: Path) -> Path:
     return suite_dir.parent.parent if suite_dir.parent.name == "scenarios" else suite_dir
 
 
+class _Parent(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    entity: str
+    key: str
+
+
+class _EntitySpec(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    csv: str
+    id: str
+    parent: _Parent | None = None
+
+
+class _SuiteSpec(BaseModel):
+    """suite.json; each entity is checked on its own (`_EntitySpec`) so that errors name it."""
+
+    model_config = STRICT
+
+    name: str | None = None
+    entities: dict[str, dict[str, Any]] = {}
+    ignored_functions: list[str] = []
+    optional_effects: list[Literal["read", "write"]] = []
+    allowed_function_calls: list[str] = []
+    default_target: str | None = None
+
+
+class Template(BaseModel):
+    """One scenario of templates.json (SPEC §3), after the seed's field names are mapped to ours."""
+
+    model_config = STRICT
+
+    scenario_name: str = Field(min_length=1)
+    user_instructions: str
+    task_completion: str
+    persona: str = ""
+    user_style: UserStyle = "conversational"
+    user_mistakes: dict[str, Any] = {}
+    expected_function_calls: list[ExpectedCall]
+    expected_outputs: list[str] = []
+    allowed_function_calls: list[str] = []
+    forbidden_function_calls: list[str] = []
+    ordered: bool = False
+
+
 def load_suite(suite_dir: str | Path) -> Suite:
     suite_dir = Path(suite_dir).resolve()
     if not suite_dir.is_dir():
         raise RecordError(suite_dir, "suite", None, "is not a directory")
-    spec = read_json(suite_dir / "suite.json")
+    file = suite_dir / "suite.json"
+    spec = read_json(file)
     if not isinstance(spec, dict):
-        raise RecordError(suite_dir / "suite.json", "suite", None, "must be a JSON object")
-    return Suite(dir=suite_dir, name=spec.get("name") or suite_dir.name,
-                 entities=_entities(suite_dir, spec), tools=_tools(suite_dir / "tools.json"),
+        raise RecordError(file, "suite", None, "must be a JSON object")
+    checked = validated(_SuiteSpec, spec, file, "suite")
+    return Suite(dir=suite_dir, name=checked.name or suite_dir.name,
+                 entities=_entities(suite_dir, checked.entities), tools=_tools(suite_dir / "tools.json"),
                  templates=_templates(suite_dir / "templates.json"),
-                 ignored_functions=list(spec.get("ignored_functions", [])),
-                 optional_effects=list(spec.get("optional_effects", [])),
-                 allowed_function_calls=list(spec.get("allowed_function_calls", [])),
-                 default_target=spec.get("default_target"))
+                 ignored_functions=checked.ignored_functions, optional_effects=checked.optional_effects,
+                 allowed_function_calls=checked.allowed_function_calls, default_target=checked.default_target)
 
 
-def _entities(suite_dir: Path, spec: dict[str, Any]) -> dict[str, Entity]:
+def _entities(suite_dir: Path, specs: dict[str, dict[str, Any]]) -> dict[str, Entity]:
     file, root = suite_dir / "suite.json", repo_root(suite_dir)
     entities = {}
-    for name, entry in (spec.get("entities") or {}).items():
-        where = f"entities.{name}"
-        for key in ("csv", "id"):
-            if not isinstance(entry.get(key), str):
-                raise RecordError(file, where, key, "is required (a string)")
-        parent = entry.get("parent")
-        if parent is not None and not (isinstance(parent, dict) and {"entity", "key"} <= parent.keys()):
-            raise RecordError(file, where, "parent", 'must be {"entity": ..., "key": ...}')
-        csv_path = Path(entry["csv"])
-        entities[name] = Entity(name=name, csv=csv_path if csv_path.is_absolute() else root / csv_path,
-                                id=entry["id"], parent=parent and parent["entity"],
-                                parent_key=parent and parent["key"])
+    for name, entry in specs.items():
+        spec = validated(_EntitySpec, entry, file, f"entities.{name}")
+        csv_path = Path(spec.csv)
+        entities[name] = Entity(name=name, csv=csv_path if csv_path.is_absolute() else root / csv_path, id=spec.id,
+                                parent=spec.parent and spec.parent.entity, parent_key=spec.parent and spec.parent.key)
     for name, entity in entities.items():
         if entity.parent and entity.parent not in entities:
             raise RecordError(file, f"entities.{name}", "parent.entity",
@@ -183,16 +230,24 @@ def _tools(path: Path) -> dict[str, dict[str, Any]]:
     tools = read_json(path)
     if not isinstance(tools, list):
         raise RecordError(path, "tools", None, "must be a list of tool definitions")
-    by_key = {}
+    by_key: dict[str, dict[str, Any]] = {}
     for index, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise RecordError(path, f"tool {index}", "function.name", "is required")
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+            raise RecordError(path, f"tool {index}", "function.name", "is required (a string)")
         where = f"tool '{function['name']}'"
+        if function_key(function["name"]) in by_key:
+            raise RecordError(path, where, "function.name", "is defined by an earlier tool too")
         if tool.get("effect") not in EFFECTS:
             raise RecordError(path, where, "effect", f"must be one of {', '.join(EFFECTS)}")
-        if not isinstance(function.get("parameters", {}), dict):
+        parameters = function.get("parameters", {})
+        if not isinstance(parameters, dict):
             raise RecordError(path, where, "function.parameters", "must be a JSON Schema object")
+        try:
+            Draft202012Validator.check_schema(parameters)
+        except SchemaError as exc:
+            field = ".".join(["function.parameters", *map(str, exc.absolute_path)])
+            raise RecordError(path, where, field, f"is not valid JSON Schema: {exc.message}") from None
         by_key[function_key(function["name"])] = tool
     return by_key
 
@@ -207,23 +262,10 @@ def _templates(path: Path) -> list[dict[str, Any]]:
             raise RecordError(path, f"template {index}", None, "must be a JSON object")
         template = {TEMPLATE_ALIASES.get(k, k): v for k, v in entry.items()}
         name = template.get("scenario_name")
-        where = f"scenario '{name}'" if name else f"template {index}"
-        for key in TEMPLATE_REQUIRED:
-            if key not in template:
-                raise RecordError(path, where, key, "is required")
+        where = f"scenario '{name}'" if isinstance(name, str) and name else f"template {index}"
+        template = validated(Template, template, path, where).model_dump()
         if name in names:
             raise RecordError(path, where, "scenario_name", "is used by an earlier template too")
         names.add(name)
-        template = {**TEMPLATE_DEFAULTS, **template}
-        if template["user_style"] not in USER_STYLES:
-            raise RecordError(path, where, "user_style", f"must be one of {', '.join(USER_STYLES)}")
-        if not isinstance(template["expected_function_calls"], list):
-            raise RecordError(path, where, "expected_function_calls", "must be a list")
-        for position, call in enumerate(template["expected_function_calls"]):
-            if not isinstance(call, dict) or not isinstance(call.get("functionName"), str):
-                raise RecordError(path, where, f"expected_function_calls[{position}].functionName", "is required")
-            if not isinstance(call.get("arguments", {}), dict):
-                raise RecordError(path, where, f"expected_function_calls[{position}].arguments",
-                                  "must be an object")
         templates.append(template)
     return templates

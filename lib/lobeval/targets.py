@@ -5,6 +5,10 @@ everything a target does wrong (raises, answers nonsense) surfaces as `TargetErr
 simulation records on the conversation instead of crashing the run. When the target's own
 infrastructure failed (it raised `lobeval.TargetUnavailable`, answered HTTP 429/502/503/504, or
 missed the deadline) the error is a `TargetUnavailableError`: machinery, not the bot's failure.
+
+Every call is bounded by the target's deadline. A Python target's synchronous methods run on daemon
+threads the Target owns; a call that misses its deadline is abandoned with its thread, which is
+replaced, so a bot that hangs neither starves the other conversations nor keeps the process alive.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ import importlib
 import inspect
 import json
 import logging
+import queue
 import re
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -41,9 +47,13 @@ class Reply:
     usage: dict[str, float] | None = None
 
 
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost_usd")
+USAGE_FIELDS = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
+"""What a reply may report of the turn's own model calls (all optional): requests sent, tokens, cost."""
 UNAVAILABLE_STATUSES = (429, 502, 503, 504)
 """HTTP statuses by which a target says its own infrastructure failed (SPEC §5)."""
+MAX_STUCK_CALLS = 64
+"""Synchronous calls abandoned at their deadline and still running: past it, a synchronous call fails
+at once (target_unavailable) rather than start yet another thread."""
 
 
 class TargetError(Exception):
@@ -69,16 +79,19 @@ _KINDS = {type(None): "null", bool: "a boolean", str: "a string", int: "a number
           list: "a list", dict: "an object"}
 
 
-def load_target(spec: str, *, timeout: float = 60.0) -> Target:
+def load_target(spec: str, *, timeout: float = 60.0, workers: int = 8) -> Target:
     """Resolve a target spec (SPEC §5); a Python target's class or factory is called here, once.
 
     Raises RoleError when the spec cannot be resolved. `timeout` (seconds) bounds every later
-    call; a call that misses it is a TargetUnavailableError.
+    call; a call that misses it is a TargetUnavailableError. `workers` is how many synchronous
+    calls of a Python target run at once: give it the number of conversations run at once.
     """
+    if workers < 1:
+        raise RoleError(f"target {spec!r}: workers must be at least 1, not {workers}")
     if spec.startswith(("http://", "https://")):
         backend: _PythonBackend | _HttpBackend = _HttpBackend(spec)
     elif _PYTHON_SPEC.fullmatch(spec):
-        backend = _PythonBackend(_instantiate(spec))
+        backend = _PythonBackend(_instantiate(spec), _Workers(workers))
     else:
         raise RoleError(f"target {spec!r}: expected {_SPEC_FORMS}")
     return Target(spec, backend, timeout)
@@ -88,7 +101,8 @@ class Target:
     """A loaded target: `start` opens one isolated Session per conversation.
 
     An HTTP target keeps one client, bound to the event loop it was first used in: use a
-    Target within one loop and `aclose()` it there.
+    Target within one loop and `aclose()` it there. `aclose()` never waits for a call that missed
+    its deadline.
     """
 
     def __init__(self, name: str, backend: _PythonBackend | _HttpBackend, timeout: float):
@@ -100,7 +114,7 @@ class Target:
             return Session(self, await self._backend.start(copy.deepcopy(case)))
 
     async def aclose(self) -> None:
-        """Release the HTTP client, if one was opened."""
+        """Release the HTTP client or the idle worker threads."""
         await self._backend.aclose()
 
 
@@ -152,12 +166,15 @@ class Session:
 @contextlib.asynccontextmanager
 async def _guard(operation: str, timeout: float) -> AsyncIterator[None]:
     """Bound one call into the target by `timeout` and turn any failure into a TargetError,
-    a TargetUnavailableError when the target's infrastructure failed or the deadline passed."""
+    a TargetUnavailableError when the target's infrastructure failed or the deadline passed.
+    A bot raising SystemExit or KeyboardInterrupt fails its conversation, not the whole run."""
     deadline = asyncio.timeout(timeout)
     try:
         async with deadline:
             yield
-    except Exception as exc:
+    except (asyncio.CancelledError, GeneratorExit):
+        raise
+    except BaseException as exc:
         if isinstance(exc, TargetError):
             kind, cause = type(exc), str(exc)
         elif isinstance(exc, TimeoutError) and deadline.expired():
@@ -193,42 +210,141 @@ def _instantiate(spec: str) -> Any:
     return bot
 
 
-async def _invoke(method: Callable[..., Any], *args: Any) -> Any:
-    """Call a target method that may be async or sync; sync ones run in a worker thread."""
-    if inspect.iscoroutinefunction(method):
-        return await method(*args)
-    # On timeout a sync method keeps its thread until it returns; the conversation moves on.
-    result = await asyncio.to_thread(method, *args)
-    return await result if inspect.isawaitable(result) else result
+class _Job:
+    """One synchronous call, from the event loop that awaits it to a worker thread and back."""
+
+    def __init__(self, method: Callable[..., Any], args: tuple[Any, ...]):
+        self.method, self.args = method, args
+        self.loop = asyncio.get_running_loop()
+        self.future = self.loop.create_future()
+        self.state = "queued"   # then "running", and "done" or "abandoned"
+
+    def call(self) -> tuple[Any, BaseException | None]:
+        try:
+            return self.method(*self.args), None
+        except BaseException as exc:   # SystemExit too: the bot's failure, for the caller to report
+            return None, exc
+
+    def settle(self, result: Any, error: BaseException | None) -> None:
+        """Hand the outcome to the awaiting coroutine, unless it stopped waiting or its loop is gone."""
+        with contextlib.suppress(RuntimeError):   # the loop is closed
+            self.loop.call_soon_threadsafe(self._set, result, error)
+
+    def _set(self, result: Any, error: BaseException | None) -> None:
+        if self.future.done():
+            return
+        if error is None:
+            self.future.set_result(result)
+        else:
+            self.future.set_exception(error)
+
+
+class _Workers:
+    """Daemon threads that run a Python target's synchronous methods, at most `size` at a time.
+
+    A call abandoned at its deadline keeps its thread until it returns: that thread leaves the pool
+    and a fresh one takes its place, so a stuck call never blocks the others, and daemon threads
+    never keep the process alive.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0   # in the pool: not holding an abandoned call
+        self._free = 0      # pool threads not running a job, less the jobs waiting for one
+        self._stuck = 0
+
+    async def run(self, method: Callable[..., Any], *args: Any) -> Any:
+        job = _Job(method, args)
+        with self._lock:
+            if self._stuck >= MAX_STUCK_CALLS:
+                raise TargetUnavailableError(f"too many calls stuck: {self._stuck} missed their deadline and never "
+                                             "returned")
+            self._free -= 1
+            self._jobs.put(job)
+            self._grow()
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            self._abandon(job)
+            raise
+
+    def close(self) -> None:
+        """End the idle threads now and the busy ones after their call, waiting for none of them; the
+        pool is not used again."""
+        with self._lock:
+            for _ in range(self._threads):
+                self._jobs.put(None)
+
+    def _grow(self) -> None:
+        """Start a thread when a job waits and the pool is not full (the lock is held)."""
+        if self._free < 0 and self._threads < self.size:
+            self._threads += 1
+            self._free += 1
+            threading.Thread(target=self._work, name="lobeval-target", daemon=True).start()
+
+    def _abandon(self, job: _Job) -> None:
+        with self._lock:
+            if job.state == "running":
+                self._threads -= 1
+                self._stuck += 1
+                self._grow()
+            if job.state != "done":
+                job.state = "abandoned"
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            with self._lock:
+                if job.state == "abandoned":   # it missed its deadline while it waited
+                    self._free += 1
+                    continue
+                job.state = "running"
+            result, error = job.call()
+            with self._lock:
+                if job.state == "abandoned":   # this thread has left the pool
+                    self._stuck -= 1
+                    return
+                job.state = "done"
+                self._free += 1
+            job.settle(result, error)
 
 
 class _PythonBackend:
     """Calls an in-process target object; its sessions are the objects its start() returns."""
 
-    def __init__(self, bot: Any):
-        self._bot = bot
+    def __init__(self, bot: Any, workers: _Workers):
+        self._bot, self._workers = bot, workers
 
     async def start(self, case: dict) -> Any:
-        return await _invoke(self._bot.start, case)
+        return await self._invoke(self._bot.start, case)
 
     async def greeting(self, session: Any) -> Any:
-        return await _invoke(session.greeting) if hasattr(session, "greeting") else None
+        return await self._invoke(session.greeting) if hasattr(session, "greeting") else None
 
     async def send(self, session: Any, message: str) -> Any:
-        return await _invoke(session.send, message)
+        return await self._invoke(session.send, message)
 
     async def state(self, session: Any) -> Any:
-        return await _invoke(session.state) if hasattr(session, "state") else None
+        return await self._invoke(session.state) if hasattr(session, "state") else None
 
     async def apply(self, session: Any, function_calls: list[dict[str, Any]]) -> Any:
-        return await _invoke(session.apply, function_calls) if hasattr(session, "apply") else None
+        return await self._invoke(session.apply, function_calls) if hasattr(session, "apply") else None
 
     async def close(self, session: Any) -> None:
         if hasattr(session, "close"):
-            await _invoke(session.close)
+            await self._invoke(session.close)
 
     async def aclose(self) -> None:
-        """Nothing to release."""
+        self._workers.close()
+        self._workers = _Workers(self._workers.size)
+
+    async def _invoke(self, method: Callable[..., Any], *args: Any) -> Any:
+        """Call a target method that may be async or sync; sync ones run on the worker threads."""
+        if inspect.iscoroutinefunction(method):
+            return await method(*args)
+        result = await self._workers.run(method, *args)
+        return await result if inspect.isawaitable(result) else result
 
 
 class _Remote(NamedTuple):
@@ -328,8 +444,10 @@ def _usage(usage: Any) -> dict[str, float] | None:
         raise _malformed(f"reply: usage is {_describe(usage)}")
     for name in USAGE_FIELDS:
         value = usage.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise _malformed(f"reply: usage.{name} is {_describe(value)}, expected a number >= 0")
+        unknown_cost = name == "cost_usd" and value is None   # the bot's model has no known price
+        if not unknown_cost and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise _malformed(f"reply: usage.{name} is {_describe(value)}, expected a number >= 0"
+                             + (" or null (unknown)" if name == "cost_usd" else ""))
     return {name: usage.get(name, 0) for name in USAGE_FIELDS}
 
 

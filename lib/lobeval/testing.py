@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 Reply = str | dict[str, Any]
 Policy = Callable[[dict[str, Any]], Reply]
 # Besides these, a fault may be any HTTP error status as a string: "429", "500", "401", ...
-FAULTS = ("timeout", "malformed", "empty", "bad_tool_args")
+FAULTS = ("timeout", "drip", "malformed", "empty", "bad_tool_args")
 EMBEDDING_DIMS = 64
 _ROUTE = re.compile(r"/v1/(?P<v1>chat/completions|embeddings)|/openai/deployments/(?P<deployment>[^/]+)/"
                     r"(?P<azure>chat/completions|embeddings)")
@@ -113,15 +114,16 @@ class FakeOpenAI:
         self.stop()
 
     def fail_next(self, kind: str, times: int = 1, **kw: Any) -> None:
-        """Make the next `times` requests fail. kw: retry_after (for "429"), seconds (for "timeout"),
-        message (for an HTTP status)."""
+        """Make the next `times` requests fail. kw: retry_after (for "429"), seconds (for "timeout": the
+        answer comes after them), interval (for "drip": the answer's body comes one byte per interval,
+        0.05 s by default, so no single read waits long), message (for an HTTP status)."""
         if kind not in FAULTS and not (kind.isdigit() and 400 <= int(kind) < 600):
             raise ValueError(f"unknown fault {kind!r}; choose one of {', '.join(FAULTS)} or an HTTP error status")
         with self._lock:
             self._faults.extend([(kind, kw)] * times)
 
-    def _respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
-        """(status, JSON payload or raw bytes, extra headers) for one request."""
+    def _respond(self, path: str, body: dict[str, Any]) -> _Answer:
+        """The answer to one request."""
         url = urlsplit(path)
         route = _ROUTE.fullmatch(url.path)
         if route is None:
@@ -137,14 +139,14 @@ class FakeOpenAI:
         if kind == "timeout":
             time.sleep(kw.get("seconds", 5.0))
         elif kind == "malformed":
-            return 200, b'{"id": "chatcmpl-broken", "choices": [', {}
+            return _Answer(200, b'{"id": "chatcmpl-broken", "choices": [')
         elif kind.isdigit():
             return _error(int(kind), kw.get("message", f"injected fault {kind}"), kw.get("retry_after", 1))
         try:
             payload = self._completion(body, kind, route["deployment"]) if chat else self._embeddings(body, kind)
         except Exception as exc:  # a bug in a test's policy must be visible, not a hang
             return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
-        return 200, payload, {}
+        return _Answer(200, payload, drip_s=kw.get("interval", 0.05) if kind == "drip" else 0.0)
 
     def _completion(self, body: dict[str, Any], kind: str, deployment: str | None) -> dict[str, Any]:
         if kind == "empty":
@@ -178,9 +180,17 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
             "total_tokens": prompt_tokens + completion_tokens}
 
 
-def _error(status: int, message: str, retry_after: float = 1) -> tuple[int, dict[str, Any], dict[str, str]]:
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    payload: dict[str, Any] | bytes   # JSON, or raw bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    drip_s: float = 0.0   # seconds between the body's bytes; 0 sends it at once
+
+
+def _error(status: int, message: str, retry_after: float = 1) -> _Answer:
     headers = {"Retry-After": str(retry_after)} if status == 429 else {}
-    return status, {"error": {"message": message, "type": "fake_error", "code": str(status)}}, headers
+    return _Answer(status, {"error": {"message": message, "type": "fake_error", "code": str(status)}}, headers)
 
 
 class _Server(ThreadingHTTPServer):
@@ -197,20 +207,28 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         except ValueError:
-            status, payload, headers = _error(400, "the request body is not JSON")
+            answer = _error(400, "the request body is not JSON")
         else:
-            status, payload, headers = self.server.fake._respond(self.path, body)
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            answer = self.server.fake._respond(self.path, body)
+        data = answer.payload if isinstance(answer.payload, bytes) else json.dumps(answer.payload).encode()
         try:
-            self.send_response(status)
+            self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
+            for name, value in answer.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if answer.drip_s:
+                self._drip(data, answer.drip_s)
+            else:
+                self.wfile.write(data)
         except ConnectionError:   # the client gave up (its timeout): nothing to answer
             self.close_connection = True
+
+    def _drip(self, data: bytes, interval: float) -> None:
+        for i in range(len(data)):
+            self.wfile.write(data[i:i + 1])
+            time.sleep(interval)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: requests and headers may carry keys."""

@@ -35,17 +35,34 @@ def says_stop_phrase(message: str, stop_phrase: str = STOP_PHRASE) -> bool:
 
 
 # --- reading the bot's text ------------------------------------------------------------------
+# Every pattern runs in time linear in the text: none has a quantifier that a failed match could
+# make rescan the rest of the text from each position. And the scripted user reads only the end of
+# a reply, as a person would: a turn costs about the same whether the bot wrote a line or 10 MB.
 
-_OPTION = re.compile(r"^\s*(\d+)[.)]\s+(.+?)\s*$", re.MULTILINE)
+READ_CHARS = 10_000
+"""Of a bot reply the scripted user reads: its end."""
+
+_OPTION = re.compile(r"^[ \t]*(\d{1,3})[.)][ \t]+(\S.*)", re.MULTILINE)
 _CONFIRM = re.compile(r"\b(confirm|yes/no|y/n|shall i|should i|do you want me to|is (this|that|everything) "
                       r"correct|proceed\?)", re.IGNORECASE)
 _PROBLEM = re.compile(r"(not (a )?valid|invalid|isn't valid|not recogni[sz]ed|does not exist|doesn't exist|"
                       r"unknown|not found|could not|couldn't|failed)", re.IGNORECASE)
 _ID_TOKEN = re.compile(r"\b[A-Z]{2,}-\d+\b")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")   # a scan stops at the line's end or its next "**", which closes it
+_SENTENCE_END = re.compile(r"(?<=[.!?\n])")
+
+
+def read_end(text: str, size: int = READ_CHARS) -> str:
+    """The last `size` characters of `text`, from the start of a line when they hold one (so that a
+    cut never turns "10. Sick" into "0. Sick")."""
+    if len(text) <= size:
+        return text
+    end = text[-size:]
+    return end[end.find("\n") + 1:]
 
 
 def numbered_options(text: str) -> dict[int, str]:
-    return {int(number): label for number, label in _OPTION.findall(text)}
+    return {int(number): label.rstrip() for number, label in _OPTION.findall(text)}
 
 
 def asks_confirmation(text: str) -> bool:
@@ -61,11 +78,16 @@ def label(name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").strip().lower()
 
 
+def questions(text: str) -> list[str]:
+    """The sentences of `text` that end with a question mark."""
+    return [sentence for sentence in _SENTENCE_END.split(text) if sentence.endswith("?")]
+
+
 def asked_field(text: str, names: list[str]) -> str | None:
     """The field the bot asks for: a bold phrase when it uses one, else a label in its question."""
-    bold = [b.lower() for b in re.findall(r"\*\*(.+?)\*\*", text)]
-    questions = [s.lower().replace("number", "id") for s in re.findall(r"[^.!?\n]*\?", text)]
-    for phrases, exact in ((bold, True), (questions, False)):
+    bold = [b.lower() for b in _BOLD.findall(text)]
+    asked = [s.lower().replace("number", "id") for s in questions(text)]
+    for phrases, exact in ((bold, True), (asked, False)):
         scored = []
         for name in names:
             words = label(name)
@@ -152,7 +174,7 @@ class ScriptedUserSession:
         return self.items[self.index] if self.index < len(self.items) else None
 
     async def reply(self, bot_text: str | None) -> str:
-        text = bot_text or ""
+        text = read_end(bot_text or "")
         if self.item is None:
             return self._finish() if self.items or self.announced else self._announce(text)
         if not self.announced:
@@ -343,7 +365,7 @@ class LLMUserSession:
         result = await self.client.chat([{"role": "system", "content": self.system_prompt()}, *self.history],
                                         temperature=0.7)
         self.usage.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                       cost_usd=result.cost_usd, cached=result.cached)
+                       cost_usd=result.cost_usd, cached=result.cached, requests=result.requests)
         content = (result.message.get("content") or "").strip()
         if not content:
             raise LLMError(f"the user model {self.client.config.model} returned an empty message")

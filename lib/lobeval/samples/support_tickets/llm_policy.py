@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lobeval.errors import TargetUnavailable
-from lobeval.llm import LLMClient, LLMError
+from lobeval.llm import LLMClient, LLMError, Usage
 from lobeval.samples.support_tickets.backend import SupportBackend
 from lobeval.samples.support_tickets.wording import GREETING
 from lobeval.targets import USAGE_FIELDS, Reply
@@ -56,26 +56,25 @@ class LLMPolicy:
     async def respond(self, message: str) -> Reply:
         self.messages.append({"role": "user", "content": message})
         calls: list[dict[str, Any]] = []
-        usage = dict.fromkeys(USAGE_FIELDS, 0)
+        spent = Usage()
         for _ in range(MAX_ROUNDS):
             try:
                 result = await self.client.chat(self.messages, tools=self.tools)
             except LLMError as exc:
                 raise TargetUnavailable(f"the bot's model endpoint gave up: {exc}") from exc
-            if not result.cached:
-                for name in USAGE_FIELDS:
-                    usage[name] += getattr(result, name)
+            spent.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                      cost_usd=result.cost_usd, cached=result.cached, requests=result.requests)
             answer = result.message
             self.messages.append(answer)
             if not answer.get("tool_calls"):
-                return Reply(answer.get("content") or "", calls, usage)
+                return Reply(answer.get("content") or "", calls, {name: getattr(spent, name) for name in USAGE_FIELDS})
             for tool_call in answer["tool_calls"]:
                 record = self._run(tool_call["function"])
                 calls.append(record)
                 outcome = record["result"] if record["error"] is None else {"error": record["error"]}
                 self.messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": json.dumps(outcome)})
         self.messages.append({"role": "assistant", "content": GAVE_UP})
-        return Reply(GAVE_UP, calls, usage)
+        return Reply(GAVE_UP, calls, {name: getattr(spent, name) for name in USAGE_FIELDS})
 
     def _run(self, function: dict[str, Any]) -> dict[str, Any]:
         """Run one tool call; arguments that are not a JSON object make a failed call, not a crash."""

@@ -28,22 +28,32 @@ def test_an_argument_label_needs_its_argument(tmp_path):
     assert not (tmp_path / "l.jsonl").exists()
 
 
-def test_labels_change_precision_when_re_scored(tmp_path):
-    case = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
-            "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"}}]}
-    conversation = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket",
-                    "messages": [{"role": "user", "content": "Create it"}, {"role": "assistant", "content": "Done."}],
-                    "function_calls": [
-                        {"functionName": "get_ticket", "arguments": {"ticket_id": "TKT-1"}, "result": {},
-                         "error": None, "turn": 1},
-                        {"functionName": "create_ticket", "arguments": {"title": "Printer jams", "notes": "x"},
-                         "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
-                    "termination": {"reason": "user_finished", "turns": 2}}
-    dataset = write_jsonl(tmp_path / "d.jsonl", [case])
-    conversations = write_jsonl(tmp_path / "c.jsonl", [conversation])
+CASE = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
+        "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"}}]}
+# One extra call of two, and one extra argument of two; its bot cannot be imported (labels need none).
+CONVERSATION = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket", "target": "no_such_module:Bot",
+                "messages": [{"role": "user", "content": "Create it"}, {"role": "assistant", "content": "Created."}],
+                "function_calls": [
+                    {"functionName": "get_ticket", "arguments": {"ticket_id": "TKT-1"}, "result": {}, "error": None,
+                     "turn": 1},
+                    {"functionName": "create_ticket", "arguments": {"title": "Printer jams", "notes": "x"},
+                     "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
+                "termination": {"reason": "user_finished", "turns": 2}}
+
+
+@pytest.fixture
+def scored(tmp_path):
+    """(dataset, conversations, an empty labels file, the results scored before any label)."""
+    dataset = write_jsonl(tmp_path / "d.jsonl", [CASE])
+    conversations = write_jsonl(tmp_path / "c.jsonl", [CONVERSATION])
     labels = tmp_path / "labels.jsonl"
     labels.touch()
     before = evaluate(dataset, conversations, tmp_path / "before.json", labels=labels, progress=False).results
+    return dataset, conversations, labels, before
+
+
+def test_labels_change_precision_when_re_scored(tmp_path, scored):
+    dataset, conversations, labels, before = scored
     # One extra call of two: Precision_fn 1/2; one extra argument of two: Precision_args 1/2.
     assert (before["metrics"]["Precision_fn"], before["metrics"]["Precision_args"]) == (0.5, 0.5)
     add_label(labels, kind="allowed_extra_call", function_name="Plugin-Get_Ticket", note="lookup", author="ana")
@@ -56,21 +66,8 @@ def test_labels_change_precision_when_re_scored(tmp_path):
     assert change.loc["Recall_fn", "change"] == 0.0
 
 
-def test_rescoring_with_labels_keeps_claims_and_judges_and_loads_no_bot(tmp_path, monkeypatch):
-    case = {"case_id": "t-001", "scenario_name": "ticket", "user_instructions": "Create a ticket.",
-            "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams"}}]}
-    conversation = {"case_id": "t-001", "trial": 0, "scenario_name": "ticket", "target": "no_such_module:Bot",
-                    "messages": [{"role": "user", "content": "Create it"}, {"role": "assistant", "content": "Created."}],
-                    "function_calls": [
-                        {"functionName": "get_ticket", "arguments": {}, "result": {}, "error": None, "turn": 1},
-                        {"functionName": "create_ticket", "arguments": {"title": "Printer jams"},
-                         "result": {"ticket_id": "TKT-9"}, "error": None, "turn": 1}],
-                    "termination": {"reason": "user_finished", "turns": 2}}
-    dataset = write_jsonl(tmp_path / "d.jsonl", [case])
-    conversations = write_jsonl(tmp_path / "c.jsonl", [conversation])
-    labels = tmp_path / "labels.jsonl"
-    labels.touch()
-    before = evaluate(dataset, conversations, tmp_path / "before.json", labels=labels, progress=False).results
+def test_rescoring_with_labels_keeps_claims_and_judges_and_loads_no_bot(tmp_path, scored):
+    _, _, labels, before = scored
     before["rows"][0]["judges"] = {"status": "run", "final_score": 0.5}   # as if judged: must survive re-scoring
     add_label(labels, kind="allowed_extra_call", function_name="get_ticket", note="lookup", author="ana")
     after = rescore_with_labels(before, labels, tmp_path / "after.json")

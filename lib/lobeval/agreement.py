@@ -1,0 +1,280 @@
+"""How far lobeval's verdicts agree with a benchmark's own, trajectory by trajectory (issue #19).
+
+An imported τ-bench or τ²-bench run (`lobeval.importers`) carries the benchmark's verdict per (case, trial)
+in `reference.jsonl`; once lobeval has scored the run, `agreement(rows, reference)` sets lobeval's Success
+against the benchmark's reward: the confusion matrix, the agreement rate and Cohen's κ with 95 % bootstrap
+intervals that resample tasks (all trials of a task together, as lobeval's other intervals do), pass^k by
+both side by side, and every trajectory on which they disagree with the reasons each side gives.
+
+Only trajectories both sides judged are compared: a conversation that ended in a machinery error is no
+score in lobeval and is left out (and listed), as is a verdict without a row or a row without a verdict.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field, field_validator
+
+from lobeval.errors import RecordError
+from lobeval.records import SCHEMA_VERSION, STRICT, iter_jsonl, read_results, validated
+from lobeval.runs import RESULTS_FILE
+from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, clip, pass_hat_k
+
+REFERENCE_FILE = "reference.jsonl"
+OUTCOMES = ("pass", "fail")
+LEFT_OUT = {"machinery_errors": "ended in a machinery error", "without_reference": "had no benchmark verdict",
+            "without_row": "had no lobeval row"}
+
+
+class ReferenceVerdict(BaseModel):
+    """One line of `reference.jsonl`: the benchmark's verdict on one trajectory."""
+
+    model_config = STRICT
+
+    schema_version: int = SCHEMA_VERSION
+    case_id: str
+    trial: int = Field(ge=0)
+    reward: float
+    """1.0 solved, 0.0 not: the benchmark's reward, thresholded as the benchmark does."""
+    raw_reward: float | None = None
+    reward_info: dict[str, Any] = {}
+
+    @field_validator("reward")
+    @classmethod
+    def _zero_or_one(cls, value: float) -> float:
+        if value not in (0.0, 1.0):
+            raise ValueError(f"must be 0.0 or 1.0 (the benchmark's verdict), got {value}")
+        return value
+
+
+def read_reference(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The benchmark's verdicts of a run folder, each checked; a (case, trial) pair twice is an error."""
+    path = Path(run_dir) / REFERENCE_FILE
+    verdicts, seen = [], {}
+    for number, record in iter_jsonl(path):
+        verdict = validated(ReferenceVerdict, record, path, f"line {number}")
+        key = (verdict.case_id, verdict.trial)
+        if key in seen:
+            raise RecordError(path, f"line {number}", "trial",
+                              f"case {key[0]!r} trial {key[1]} is also on line {seen[key]}")
+        seen[key] = number
+        verdicts.append(record)
+    return verdicts
+
+
+def cohen_kappa(table: Any) -> float | None:
+    """Cohen's κ = (p_o − p_e) / (1 − p_e) of a 2×2 table of counts (rows: one rater's verdicts, columns: the
+    other's, in the same order); None when p_e is 1 (both gave one and the same verdict throughout)."""
+    kappa = _kappas(np.asarray(table)[None])[0]
+    return None if np.isnan(kappa) else float(kappa)
+
+
+def _kappas(tables: np.ndarray) -> np.ndarray:
+    """κ of each 2×2 table of a stack (shape (n, 2, 2)), nan where undefined. On counts, κ is
+    (N·agreed − Σ row·column) / (N² − Σ row·column): exact, with no rounding near p_e = 1."""
+    total = tables.sum(axis=(1, 2)).astype(float)
+    agreed = np.trace(tables, axis1=1, axis2=2)
+    chance = (tables.sum(axis=2) * tables.sum(axis=1)).sum(axis=1)
+    denominator = total * total - chance
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (total * agreed - chance) / denominator, np.nan)
+
+
+def _percentiles(values: np.ndarray) -> list[float] | None:
+    """The 95 % percentile interval of the values that are defined; None when none is."""
+    values = values[~np.isnan(values)]
+    if not values.size:
+        return None
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return [float(low), float(high)]
+
+
+def bootstrap(case_tables: np.ndarray) -> tuple[list[float] | None, list[float] | None]:
+    """95 % percentile intervals of the agreement rate and of κ over RESAMPLES resamples of the tasks (seeded).
+    A resample draws as many tasks as there are, with replacement: how often each is drawn is one multinomial
+    draw, and the resample's table the tasks' tables weighted so. Resamples where κ is undefined are left out
+    of its interval."""
+    rng = np.random.default_rng(SEED)
+    tasks = len(case_tables)
+    weights = rng.multinomial(tasks, np.full(tasks, 1 / tasks), size=RESAMPLES)
+    tables = np.tensordot(weights, case_tables, axes=1)
+    rates = np.trace(tables, axis1=1, axis2=2) / tables.sum(axis=(1, 2))
+    return _percentiles(rates), _percentiles(_kappas(tables))
+
+
+def _cell(success: int, reward: float) -> tuple[int, int]:
+    """The table cell of one trajectory: row lobeval, column the benchmark, pass first."""
+    return (0 if success else 1), (0 if reward == 1.0 else 1)
+
+
+def agreement(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
+    """lobeval's verdicts (the `rows` of evaluation_results.json) against the benchmark's (`read_reference`)."""
+    verdicts = {(v["case_id"], v["trial"]): v for v in reference}
+    by_key = {(row["case_id"], row["trial"]): row for row in rows}
+    compared = [(row, verdicts[key]) for key, row in by_key.items() if row["status"] == "scored" and key in verdicts]
+    tables: dict[str, np.ndarray] = defaultdict(lambda: np.zeros((2, 2), dtype=int))
+    for row, verdict in compared:
+        tables[row["case_id"]][_cell(row["Success"], verdict["reward"])] += 1
+    table = sum(tables.values(), np.zeros((2, 2), dtype=int))
+    total = int(table.sum())
+    rate_interval, kappa_interval = bootstrap(np.stack(list(tables.values()))) if total else (None, None)
+    return {
+        "compared": total, "cases": len(tables),
+        "left_out": {"machinery_errors": _keys(key for key, row in by_key.items() if row["status"] != "scored"),
+                     "without_reference": _keys(key for key, row in by_key.items()
+                                                if row["status"] == "scored" and key not in verdicts),
+                     "without_row": _keys(key for key in verdicts if key not in by_key)},
+        "confusion": {f"lobeval_{mine}": {f"benchmark_{theirs}": int(table[i, j]) for j, theirs in enumerate(OUTCOMES)}
+                      for i, mine in enumerate(OUTCOMES)},
+        "agreement": {"value": float(np.trace(table) / total) if total else None, "interval": rate_interval},
+        "kappa": {"value": cohen_kappa(table) if total else None, "interval": kappa_interval},
+        "pass_k": pass_k_both(compared),
+        "disagreements": [disagreement(row, verdict) for row, verdict in compared
+                          if row["Success"] != int(verdict["reward"])],
+    }
+
+
+def _keys(keys: Any) -> list[dict[str, Any]]:
+    return [{"case_id": case_id, "trial": trial} for case_id, trial in sorted(keys)]
+
+
+def pass_k_both(compared: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """pass^k by lobeval and by the benchmark on the same trajectories, for k = 1 .. the most trials of a task:
+    the mean over tasks with at least k trials of C(successes, k) / C(trials, k)."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])   # trials, lobeval's successes, the benchmark's
+    for row, verdict in compared:
+        counts[row["case_id"]][0] += 1
+        counts[row["case_id"]][1] += row["Success"]
+        counts[row["case_id"]][2] += int(verdict["reward"])
+    table = {}
+    for k in range(1, max((n for n, _, _ in counts.values()), default=0) + 1):
+        eligible = [c for c in counts.values() if c[0] >= k]
+        table[str(k)] = {"lobeval": float(np.mean([pass_hat_k(mine, n, k) for n, mine, _ in eligible])),
+                         "benchmark": float(np.mean([pass_hat_k(theirs, n, k) for n, _, theirs in eligible])),
+                         "cases": len(eligible)}
+    return table
+
+
+def disagreement(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+    return {"case_id": row["case_id"], "trial": row["trial"], "lobeval": row["Success"],
+            "benchmark": int(verdict["reward"]), "reasons": lobeval_reasons(row),
+            "benchmark_reasons": benchmark_reasons(verdict.get("reward_info") or {})}
+
+
+def _shown(value: Any) -> str:
+    return clip(json.dumps(value, ensure_ascii=False, default=str), 60)
+
+
+def lobeval_reasons(row: dict[str, Any]) -> list[dict[str, str]]:
+    """Why lobeval failed a conversation, from its row's evidence, in the order of Success's conditions."""
+    reasons = [("missed_call", f"missed required call {call['functionName']}")
+               for call in row.get("unpaired_expected") or [] if not call.get("optional")]
+    for pair in row.get("pairs") or []:
+        if pair.get("optional"):
+            continue
+        name = pair["functionName"]
+        if pair.get("failed"):
+            reasons.append(("failed_call", f"failed call {name} (attempted, not done)"))
+        for argument, check in (pair.get("arguments") or {}).items():
+            if check["status"] == "wrong":
+                reasons.append(("wrong_argument", f"wrong argument {name}.{argument}: "
+                                                  f"{_shown(check['expected'])} → {_shown(check['actual'])}"))
+            elif check["status"] == "missing":
+                reasons.append(("missing_argument", f"missing argument {name}.{argument}"))
+    reasons += [("output_not_told", f"output not told: {fact}") for fact in row.get("missing_outputs") or []]
+    reasons += [("forbidden_call", f"forbidden call {call['functionName']}")
+                for call in row.get("forbidden_calls") or []]
+    reasons += [("unexpected_write", f"unexpected write {call['functionName']}")
+                for call in row.get("unpaired_actual") or []
+                if call.get("effect") == "write" and not call.get("allowed") and not call.get("failed")]
+    if not (row.get("checks") or {}).get("ended_normally", True):
+        reasons.append(("abnormal_ending", f"abnormal ending: {row.get('termination')}"))
+    return [{"kind": kind, "text": text} for kind, text in reasons]
+
+
+def benchmark_reasons(reward_info: dict[str, Any]) -> list[str]:
+    """Why the benchmark failed a trajectory, from its reward_info: τ-bench's database and output checks, and
+    those of τ²-bench's checks that its reward basis counts."""
+    details = reward_info.get("info") if isinstance(reward_info.get("info"), dict) else {}
+    basis = set(reward_info.get("reward_basis") or [])
+    reasons = []
+    database_differs = "DB" in basis and (reward_info.get("db_check") or {}).get("db_match") is False
+    if details.get("r_actions") in (0, False) or database_differs:
+        reasons.append("database differs from the expected end state")
+    reasons += [f"output not told: {fact}" for fact, said in (details.get("outputs") or {}).items() if not said]
+    checks = (("COMMUNICATE", "communicate_checks", "met", lambda c: f"output not told: {c.get('info')}"),
+              ("ACTION", "action_checks", "action_match",
+               lambda c: f"action not matched: {(c.get('action') or {}).get('name')}"),
+              ("ENV_ASSERTION", "env_assertions", "met",
+               lambda c: f"environment assertion failed: {(c.get('env_assertion') or {}).get('func_name')}"),
+              ("NL_ASSERTION", "nl_assertions", "met", lambda c: f"assertion not met: {c.get('nl_assertion')}"))
+    for kind, key, passed, text in checks:
+        if kind in basis:
+            reasons += [text(check) for check in reward_info.get(key) or [] if not check.get(passed)]
+    note = details.get("note") or reward_info.get("note")
+    return reasons + ([str(note)] if note else [])
+
+
+def run_agreement(run_dir: str | Path) -> dict[str, Any]:
+    """`agreement` of a run folder that holds both evaluation_results.json and reference.jsonl."""
+    run_dir = Path(run_dir)
+    return agreement(read_results(run_dir / RESULTS_FILE)["rows"], read_reference(run_dir))
+
+
+# --- tables and text --------------------------------------------------------------------------------------
+
+def confusion_frame(result: dict[str, Any]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_dict(result["confusion"], orient="index")
+    frame.index = [f"lobeval {outcome}" for outcome in OUTCOMES]
+    frame.columns = [f"benchmark {outcome}" for outcome in OUTCOMES]
+    return frame
+
+
+def pass_k_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"k": int(k), "lobeval": v["lobeval"], "benchmark": v["benchmark"],
+                          "difference": v["lobeval"] - v["benchmark"], "cases": v["cases"]}
+                         for k, v in result["pass_k"].items()],
+                        columns=["k", "lobeval", "benchmark", "difference", "cases"])
+
+
+def disagreements_frame(result: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"case_id": d["case_id"], "trial": d["trial"], "lobeval": d["lobeval"],
+                          "benchmark": d["benchmark"], "lobeval_reasons": "; ".join(r["text"] for r in d["reasons"]),
+                          "benchmark_reasons": "; ".join(d["benchmark_reasons"])} for d in result["disagreements"]],
+                        columns=["case_id", "trial", "lobeval", "benchmark", "lobeval_reasons", "benchmark_reasons"])
+
+
+def _estimate(figure: dict[str, Any], undefined: str) -> str:
+    if figure["value"] is None:
+        return undefined
+    band = figure["interval"]
+    return f"{figure['value']:.3f}" + (f" [{band[0]:.3f}, {band[1]:.3f}]" if band else "")
+
+
+def format_agreement(result: dict[str, Any]) -> str:
+    """The agreement as `lobeval agreement` prints it."""
+    left_out = result["left_out"]
+    lines = [f"compared {result['compared']} trajectories of {result['cases']} tasks with the benchmark's verdicts"
+             + "".join(f"; left out {len(keys)} that {LEFT_OUT[what]}" for what, keys in left_out.items() if keys)]
+    if not result["compared"]:
+        return "\n".join(lines)
+    lines += ["", confusion_frame(result).to_string(), "",
+              f"agreement {_estimate(result['agreement'], 'undefined')}   Cohen's kappa "
+              f"{_estimate(result['kappa'], 'undefined (one verdict throughout)')}   (95 % intervals, tasks resampled)",
+              "", "pass^k, on the same trajectories:",
+              pass_k_frame(result).to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+    if result["disagreements"]:
+        lines += ["", f"{len(result['disagreements'])} disagreements:"]
+    for item in result["disagreements"]:
+        verdicts = f"lobeval {OUTCOMES[1 - item['lobeval']]}, benchmark {OUTCOMES[1 - item['benchmark']]}"
+        theirs = "; ".join(item["benchmark_reasons"]) or "no reason given"
+        why = ("; ".join(r["text"] for r in item["reasons"]) if item["reasons"]
+               else f"lobeval found nothing wrong; benchmark: {theirs}")
+        lines.append(f"  case {item['case_id']} trial {item['trial']}: {verdicts}: {why}")
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""lobeval's verdicts against a benchmark's (issue #19): Cohen's κ and the agreement rate on hand-computed
+tables, pass^k by both sides, the reasons of each disagreement, reference.jsonl checked, and the whole path
+from an imported τ-bench and τ²-bench run through lobeval's scoring to numbers computed by hand."""
+import json
+from pathlib import Path
+
+import pytest
+
+from lobeval.agreement import (
+    REFERENCE_FILE, agreement, benchmark_reasons, cohen_kappa, confusion_frame, disagreements_frame,
+    format_agreement, lobeval_reasons, pass_k_both, pass_k_frame, read_reference, run_agreement,
+)
+from lobeval.errors import RecordError
+from lobeval.evaluate import evaluate
+from lobeval.importers import import_tau2, import_tau_bench
+from lobeval.records import read_results
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tau"
+
+
+def row(case_id, trial, success, status="scored", **evidence):
+    return {"case_id": case_id, "trial": trial, "status": status, "Success": success if status == "scored" else None,
+            "checks": {}, **evidence}
+
+
+def verdict(case_id, trial, reward, **reward_info):
+    return {"case_id": case_id, "trial": trial, "reward": float(reward), "reward_info": reward_info}
+
+
+# (lobeval Success, benchmark reward) per trial of five tasks: 4 both pass, 4 both fail, 1 each way apart.
+TRIALS = {"a": [(1, 1), (1, 1)], "b": [(1, 1), (0, 1)], "c": [(0, 0), (0, 0)], "d": [(1, 0), (0, 0)],
+          "e": [(0, 0), (1, 1)]}
+ROWS = [row(case, trial, mine) for case, pairs in TRIALS.items() for trial, (mine, _) in enumerate(pairs)]
+REFERENCE = [verdict(case, trial, theirs) for case, pairs in TRIALS.items() for trial, (_, theirs) in enumerate(pairs)]
+
+
+def test_cohen_kappa_on_hand_computed_tables():
+    # p_o = (20 + 15) / 50 = 0.7; p_e = 0.5·0.6 + 0.5·0.4 = 0.5; κ = (0.7 − 0.5) / (1 − 0.5) = 0.4
+    assert cohen_kappa([[20, 5], [10, 15]]) == pytest.approx(0.4)
+    # p_o = 5/8; p_e = (4·5 + 4·3) / 64 = 0.5; κ = 0.25
+    assert cohen_kappa([[3, 1], [2, 2]]) == pytest.approx(0.25)
+    assert cohen_kappa([[3, 0], [0, 2]]) == 1.0
+    assert cohen_kappa([[0, 3], [2, 0]]) == pytest.approx(-12 / 13)   # p_o = 0, p_e = 13/25
+    assert cohen_kappa([[5, 0], [0, 0]]) is None                       # one verdict throughout: p_e = 1
+
+
+def test_agreement_and_kappa_on_a_hand_computed_case():
+    result = agreement(ROWS, REFERENCE)
+    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 4, "benchmark_fail": 1},
+                                   "lobeval_fail": {"benchmark_pass": 1, "benchmark_fail": 4}}
+    assert (result["compared"], result["cases"]) == (10, 5)
+    # p_o = 8/10; both sides pass half: p_e = 0.5; κ = (0.8 − 0.5) / 0.5 = 0.6
+    assert result["agreement"]["value"] == pytest.approx(0.8)
+    assert result["kappa"]["value"] == pytest.approx(0.6)
+    for figure in (result["agreement"], result["kappa"]):
+        low, high = figure["interval"]
+        assert low <= figure["value"] <= high <= 1.0
+    assert agreement(ROWS, REFERENCE) == result   # the bootstrap is seeded
+    assert [(d["case_id"], d["trial"], d["lobeval"], d["benchmark"]) for d in result["disagreements"]] == [
+        ("b", 1, 0, 1), ("d", 0, 1, 0)]
+
+
+def test_pass_k_by_both_sides_on_the_same_trajectories():
+    # lobeval per task: a 2/2, b 1/2, c 0/2, d 1/2, e 1/2; the benchmark: a 2/2, b 2/2, c 0/2, d 0/2, e 1/2
+    assert agreement(ROWS, REFERENCE)["pass_k"] == {
+        "1": {"lobeval": pytest.approx(0.5), "benchmark": pytest.approx(0.5), "cases": 5},
+        "2": {"lobeval": pytest.approx(0.2), "benchmark": pytest.approx(0.4), "cases": 5}}
+    # uneven trials: x has 3 (lobeval 2 successes, the benchmark 1), y has 1 (lobeval 1, the benchmark 0)
+    compared = [(row("x", t, s), verdict("x", t, r)) for t, (s, r) in enumerate([(1, 1), (1, 0), (0, 0)])]
+    compared.append((row("y", 0, 1), verdict("y", 0, 0)))
+    table = pass_k_both(compared)
+    assert [table[k]["lobeval"] for k in "123"] == pytest.approx([(2 / 3 + 1) / 2, 1 / 3, 0.0])
+    assert [table[k]["benchmark"] for k in "123"] == pytest.approx([(1 / 3 + 0) / 2, 0.0, 0.0])
+    assert [table[k]["cases"] for k in "123"] == [2, 1, 1]
+
+
+def test_only_trajectories_both_sides_judged_are_compared():
+    rows = [*ROWS, row("f", 0, None, status="error"), row("h", 0, 1)]
+    reference = [*REFERENCE, verdict("f", 0, 0), verdict("g", 0, 1)]
+    result = agreement(rows, reference)
+    assert result["compared"] == 10
+    assert result["left_out"] == {"machinery_errors": [{"case_id": "f", "trial": 0}],
+                                  "without_reference": [{"case_id": "h", "trial": 0}],
+                                  "without_row": [{"case_id": "g", "trial": 0}]}
+    assert "left out 1 that ended in a machinery error" in format_agreement(result)
+
+
+def test_a_disagreement_lists_the_reasons_lobeval_gives():
+    failing = row("t", 0, 0, termination="max_turns", checks={"ended_normally": False},
+                  unpaired_expected=[{"functionName": "book", "optional": False},
+                                     {"functionName": "get_user", "optional": True}],
+                  pairs=[{"functionName": "cancel", "optional": False, "failed": True,
+                          "arguments": {"id": {"status": "correct", "expected": "R1", "actual": "R1"},
+                                        "reason": {"status": "wrong", "expected": "change of plan", "actual": "other"},
+                                        "amount": {"status": "missing", "expected": 5, "actual": None}}},
+                         {"functionName": "get_order", "optional": True, "failed": False,
+                          "arguments": {"id": {"status": "wrong", "expected": "O1", "actual": "O2"}}}],
+                  missing_outputs=["54.04"], forbidden_calls=[{"functionName": "delete_user"}],
+                  unpaired_actual=[{"functionName": "refund", "effect": "write", "allowed": False, "failed": False},
+                                   {"functionName": "refund", "effect": "write", "allowed": False, "failed": True},
+                                   {"functionName": "get_x", "effect": "read", "allowed": False, "failed": False}])
+    [item] = agreement([failing], [verdict("t", 0, 1)])["disagreements"]
+    assert (item["lobeval"], item["benchmark"]) == (0, 1)
+    assert [(r["kind"], r["text"]) for r in item["reasons"]] == [
+        ("missed_call", "missed required call book"),
+        ("failed_call", "failed call cancel (attempted, not done)"),
+        ("wrong_argument", 'wrong argument cancel.reason: "change of plan" → "other"'),
+        ("missing_argument", "missing argument cancel.amount"),
+        ("output_not_told", "output not told: 54.04"),
+        ("forbidden_call", "forbidden call delete_user"),
+        ("unexpected_write", "unexpected write refund"),
+        ("abnormal_ending", "abnormal ending: max_turns")]
+    assert lobeval_reasons(row("u", 0, 1)) == []
+
+
+def test_the_benchmark_reasons_count_only_what_its_reward_counted():
+    assert benchmark_reasons({"reward": 0.0, "info": {"r_actions": 0.0, "gt_data_hash": "x"}}) == [
+        "database differs from the expected end state"]
+    assert benchmark_reasons({"info": {"r_outputs": 0.0, "outputs": {"54.04": False, "Austin": True}}}) == [
+        "output not told: 54.04"]
+    tau2 = {"reward": 0.0, "reward_basis": ["DB", "COMMUNICATE"], "db_check": {"db_match": True},
+            "communicate_checks": [{"info": "delayed", "met": False}],
+            "action_checks": [{"action": {"name": "cancel_reservation"}, "action_match": False}]}
+    assert benchmark_reasons(tau2) == ["output not told: delayed"]   # ACTION is not in the reward basis
+    assert benchmark_reasons({"reward": 0.0, "reward_basis": None, "info": {"note": "terminated: max_steps"}}) == [
+        "terminated: max_steps"]
+
+
+def test_read_reference_checks_every_line(tmp_path):
+    good = [verdict("a", 0, 1), verdict("a", 1, 0)]
+    (tmp_path / REFERENCE_FILE).write_text("".join(json.dumps(v) + "\n" for v in good))
+    assert read_reference(tmp_path) == good
+    for bad, field in [({**good[1], "reward": 0.5}, "reward"), ({**good[1], "trial": 0}, "trial"),
+                       ({**good[1], "case_id": 7}, "case_id")]:
+        (tmp_path / REFERENCE_FILE).write_text(json.dumps(good[0]) + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(RecordError) as caught:
+            read_reference(tmp_path)
+        assert (caught.value.record, caught.value.field) == ("line 2", field)
+
+
+def test_tables_and_text():
+    result = agreement(ROWS, REFERENCE)
+    confusion = confusion_frame(result)
+    assert confusion.loc["lobeval pass", "benchmark fail"] == 1 and confusion.loc["lobeval fail", "benchmark fail"] == 4
+    assert pass_k_frame(result)[["k", "cases"]].values.tolist() == [[1, 5], [2, 5]]
+    assert pass_k_frame(result)["difference"].tolist() == pytest.approx([0.0, -0.2])
+    frame = disagreements_frame(result)
+    assert frame[["case_id", "trial", "lobeval", "benchmark"]].values.tolist() == [["b", 1, 0, 1], ["d", 0, 1, 0]]
+    text = format_agreement(result)
+    assert "compared 10 trajectories of 5 tasks" in text
+    assert "agreement 0.800 [" in text and "Cohen's kappa 0.600 [" in text
+    assert ("case d trial 0: lobeval pass, benchmark fail: lobeval found nothing wrong; "
+            "benchmark: no reason given") in text
+    empty = agreement([], [])
+    assert (empty["agreement"]["value"], empty["kappa"]["value"], empty["pass_k"]) == (None, None, {})
+    assert disagreements_frame(empty).empty
+    assert format_agreement(empty) == "compared 0 trajectories of 0 tasks with the benchmark's verdicts"
+
+
+# --- end to end: import, score with lobeval, compare ---------------------------------------------------------
+
+def scored_import(tmp_path, importer, source):
+    run = tmp_path / "run"
+    importer(source, run)
+    evaluate(run / "dataset.jsonl", run / "conversations.jsonl", run / "evaluation_results.json",
+             suite=run / "suite", progress=False)
+    return run
+
+
+def test_an_imported_tau_bench_run_scored_by_lobeval_against_the_benchmark(tmp_path):
+    result = run_agreement(scored_import(tmp_path, import_tau_bench, FIXTURES / "tau_bench_retail.json"))
+    # task 0: both pass, both fail (wrong cancel reason); 1: both pass (a failed call, then the right one),
+    # lobeval passes "1 Main Street" for "1 Main St" (fuzzy 0.82) where the database differs;
+    # 2: both pass, both fail (price not told); 3: the benchmark passes both (the database is untouched),
+    # lobeval fails a transfer with another summary and a missing transfer.
+    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 3, "benchmark_fail": 1},
+                                   "lobeval_fail": {"benchmark_pass": 2, "benchmark_fail": 2}}
+    assert result["agreement"]["value"] == pytest.approx(5 / 8)
+    assert result["kappa"]["value"] == pytest.approx(0.25)   # p_e = (4·5 + 4·3) / 64 = 0.5
+    assert result["pass_k"] == {"1": {"lobeval": 0.5, "benchmark": 0.625, "cases": 4},
+                                "2": {"lobeval": 0.25, "benchmark": 0.25, "cases": 4}}
+    assert [(d["case_id"], d["trial"], [r["kind"] for r in d["reasons"]], d["benchmark_reasons"])
+            for d in result["disagreements"]] == [
+        ("1", 1, [], ["database differs from the expected end state"]),
+        ("3", 0, ["wrong_argument"], []),
+        ("3", 1, ["missed_call"], [])]
+
+
+def test_an_imported_tau2_run_scored_by_lobeval_against_the_benchmark(tmp_path):
+    run = scored_import(tmp_path, import_tau2, FIXTURES / "tau2_airline")
+    result = run_agreement(run)
+    # 7 compared (the infrastructure error is left out): 4 both pass, 2 both fail (a failed cancel, max steps),
+    # one transfer with another summary that only lobeval fails. p_o = 6/7, p_e = (4·5 + 3·2) / 49 = 26/49.
+    assert result["left_out"]["machinery_errors"] == [{"case_id": "2", "trial": 1}]
+    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 4, "benchmark_fail": 0},
+                                   "lobeval_fail": {"benchmark_pass": 1, "benchmark_fail": 2}}
+    assert result["agreement"]["value"] == pytest.approx(6 / 7)
+    assert result["kappa"]["value"] == pytest.approx(16 / 23)
+    assert result["pass_k"]["1"] == {"lobeval": 0.625, "benchmark": 0.75, "cases": 4}
+    assert result["pass_k"]["2"] == {"lobeval": 0.0, "benchmark": pytest.approx(1 / 3), "cases": 3}
+    assert [(d["case_id"], d["trial"]) for d in result["disagreements"]] == [("3", 0)]
+    rows = {(r["case_id"], r["trial"]): r for r in read_results(run / "evaluation_results.json")["rows"]}
+    assert [r["kind"] for r in lobeval_reasons(rows["0", 1])] == ["failed_call"]
+    assert [r["kind"] for r in lobeval_reasons(rows["1", 1])] == ["abnormal_ending"]

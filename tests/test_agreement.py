@@ -202,3 +202,25 @@ def test_an_imported_tau2_run_scored_by_lobeval_against_the_benchmark(tmp_path):
     rows = {(r["case_id"], r["trial"]): r for r in read_results(run / "evaluation_results.json")["rows"]}
     assert [r["kind"] for r in lobeval_reasons(rows["0", 1])] == ["failed_call"]
     assert [r["kind"] for r in lobeval_reasons(rows["1", 1])] == ["abnormal_ending"]
+
+
+@pytest.mark.slow
+def test_an_imported_run_goes_through_the_chain_from_evaluation_and_the_report_shows_the_agreement(
+        tmp_path, monkeypatch, capsys):
+    from helpers import REPO
+    from lobeval.cli import main
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    fixture = REPO / "tests" / "fixtures" / "tau" / "tau_bench_retail.json"
+    assert main(["import", "tau-bench", str(fixture), "--run-id", "tb", "--domain", "retail"]) == 0
+    assert main(["run", "--run-id", "tb"]) == 1      # Success 0.5: the gate fails, and says so
+    run_dir = tmp_path / "runs" / "tb"
+    assert not (run_dir / "01_generate.ipynb").exists() and not (run_dir / "02_simulate.ipynb").exists()
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Agreement with the benchmark" in page and "Cohen" in page and "transfer_to_human_agents" in page
+    capsys.readouterr()
+    assert main(["agreement", str(run_dir)]) == 0
+    assert "3 disagreements" in capsys.readouterr().out

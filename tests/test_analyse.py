@@ -3,8 +3,9 @@ import math
 
 import pytest
 
-from lobeval.analyse import (argument_table, conversations_df, cost_table, failure_clusters, failure_signatures,
-                             function_table, judge_errors_reason, judge_status_counts, judge_table,
+from lobeval.analyse import (argument_matrix, argument_table, conversations_df, cost_table, failure_clusters,
+                             failure_sentences, failure_signatures, function_table, judge_errors_reason,
+                             judge_status_counts, judge_table, metric_name, plot_argument_heatmap, plot_call_heatmaps,
                              plot_metric_distributions, plot_pass_k, plot_recall_heatmap, recall_matrix, shown,
                              termination_table, wrong_value_pairs, worst_conversations)
 
@@ -95,6 +96,41 @@ def test_argument_table_and_wrong_value_pairs():
         {"function": "create_ticket", "argument": "priority", "expected": '"High"', "actual": '"Low"', "count": 2}]
 
 
+def test_wrong_value_pairs_can_all_be_had():
+    results = {"rows": [*RESULTS["rows"], row("e-001", "s1", 0.5, 0, pairs=[pair("create_ticket", {
+        "priority": {"status": "wrong", "expected": "Medium", "actual": "Low"}})])]}
+    assert len(wrong_value_pairs(results, top=1)) == 1
+    assert wrong_value_pairs(results, top=None)[["expected", "actual", "count"]].values.tolist() == [
+        ['"High"', '"Low"', 2], ['"Medium"', '"Low"', 1]]
+
+
+def test_failures_are_told_as_sentences_with_counts_and_wrong_values():
+    sentences = failure_sentences(RESULTS)
+    assert [sentence["text"] for sentence in sentences] == [
+        "create_ticket: priority wrong in 2 conversations (expected → actual: High → Low ×2)",
+        "create_action never called in 1 conversation",
+        "create_ticket: due_date left out in 1 conversation",
+        "claimed to have created something without doing it in 1 conversation",
+        "delete_ticket called without being expected (a write) in 1 conversation",
+        "get_departments called without being expected (a read) in 1 conversation",
+        "the judges found false information (critical) in 1 conversation",
+        "create_ticket: notes given without being expected in 1 conversation"]
+    top = sentences[0]
+    assert (top["count"], top["conversations"], top["examples"]) == (
+        2, 2, [{"case_id": "a-001", "trial": 0}, {"case_id": "c-001", "trial": 0}])
+    claim = sentences[3]
+    assert claim["details"] == [{"text": "I created it", "count": 1}]
+    assert sentences[6]["details"] == [{"text": "made up", "count": 1}]
+    named = {"rows": [row("x-001", "s1", 1.0, 0, claims={"claimed_not_done": [
+        {"message_index": 1, "claim": "TKT-1042", "text": "Your ticket is TKT-1042."}], "done_not_told": []},
+        missing_outputs=["TKT-9"])]}
+    assert [sentence["text"] for sentence in failure_sentences(named)] == [
+        "named TKT-1042, which neither the user nor any call produced, in 1 conversation",
+        "did not tell the user what it should have in 1 conversation"]
+    assert failure_sentences(named)[1]["details"] == [{"text": "TKT-9", "count": 1}]
+    assert failure_sentences(NOTHING_SCORED) == []
+
+
 def test_worst_termination_and_cost_tables():
     assert worst_conversations(RESULTS, n=2)["case_id"].tolist() == ["a-001", "c-001"]
     assert termination_table(RESULTS).to_dict("index") == {
@@ -147,6 +183,33 @@ def test_recall_heatmap_shows_the_matrix():
     # rows create_action, create_ticket; columns s1, s2; the blank cell is masked.
     assert mesh.tolist() == [[0.0, None], [1.0, 1.0]]
     assert [text.get_text() for text in figure.axes[0].texts] == ["0.00", "1.00", "1.00"]
+
+
+def test_argument_matrix_finds_the_wrong_values_recall_does_not():
+    matrix = argument_matrix(RESULTS)
+    # s1: a-001 title right, priority wrong, due_date missing; b-001 title and priority right. s2: priority wrong.
+    assert matrix.loc["create_ticket"].tolist() == [pytest.approx(3 / 5), 0.0]
+    assert recall_matrix(RESULTS).loc["create_ticket"].tolist() == [1.0, 1.0]
+    assert "create_action" not in matrix.index   # never called: nothing to check
+    figure = plot_argument_heatmap(RESULTS)
+    assert figure.axes[0].get_title() == "Arguments right in the calls made"
+    assert argument_matrix(NOTHING_SCORED).empty and plot_argument_heatmap(NOTHING_SCORED) is None
+
+
+def test_the_two_heat_maps_stand_side_by_side_on_the_same_rows():
+    figure = plot_call_heatmaps(RESULTS)
+    recall, arguments = figure.axes[0], figure.axes[1]
+    assert (recall.get_title(), arguments.get_title()) == ("Expected calls made (recall)",
+                                                           "Expected arguments right, in the calls made")
+    assert [label.get_text() for label in recall.get_yticklabels()] == ["create_action", "create_ticket"]
+    assert recall.collections[0].get_array().tolist() == [[0.0, None], [1.0, 1.0]]
+    assert arguments.collections[0].get_array().tolist() == [[None, None], [pytest.approx(0.6), 0.0]]
+    assert plot_call_heatmaps(NOTHING_SCORED) is None
+
+
+def test_metrics_have_readable_names():
+    assert [metric_name(name) for name in ("Recall_fn", "Precision_args", "judge.final_score", "judge.task_adherence")] \
+        == ["Function recall", "Argument precision", "Judges' final score", "task adherence"]
 
 
 def test_metric_distributions_have_one_dot_per_scored_conversation_and_metric():

@@ -29,6 +29,7 @@ def report(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)
         patch.setattr("lobeval.runs.RUNS", runs)
+        patch.delenv("LOBEVAL_RUNS", raising=False)
         patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
         patch.syspath_prepend(str(REPO / "tests"))
         for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
@@ -57,29 +58,108 @@ def page(report):
 
 
 def test_the_page_asks_no_other_host_and_has_no_script_errors(page, report):
-    assert [url for url in page.requests if not url.startswith(("file:", "data:"))] == []
+    assert [url for url in page.requests if not url.startswith(("file:", "data:", "about:"))] == []
     assert page.problems == []
     assert page.dialogs == []     # the greeting's <script> is text, never run
     assert "FAILED" in page.inner_text("body")
 
 
-def test_the_replay_steps_through_a_failing_conversation(page):
-    replay = page.locator(".lobeval-replay").first
+def fresh(page, report, fragment=""):
+    """The report as a reader opens it: loaded anew, at the top, with this fragment in its URL."""
+    page.goto("about:blank")
+    page.goto(report.as_uri() + fragment, wait_until="load")
+    return page.locator(".lobeval-replay").first
+
+
+def is_failing(replay):
+    return replay.locator(".view .failing").count() == 1
+
+
+def test_the_replay_steps_through_a_failing_conversation(page, report):
+    replay = fresh(page, report)
     options = replay.locator("select option")
     assert options.count() >= 1
     first = replay.locator(".pos").inner_text()
+    assert not first.startswith("turn 0") and is_failing(replay)   # it opens at the first failing turn
     replay.locator("button.next").click()
     assert replay.locator(".pos").inner_text() != first
     replay.locator("button.prev").click()
     assert replay.locator(".pos").inner_text() == first
+    while not replay.locator(".pos").inner_text().startswith("turn 0"):
+        replay.locator("button.prev").click()
     assert "<script>alert('greeting')</script>" in replay.locator(".view").inner_text()   # markup shown as text
 
 
-def test_the_wrong_priority_is_shown_as_wrong(page):
-    replay = page.locator(".lobeval-replay").first
-    for _ in range(12):
-        if replay.locator("tr.a-wrong").count():
-            break
-        replay.locator("button.next").click()
-    row = replay.locator("tr.a-wrong").first
+def test_the_wrong_priority_is_shown_as_wrong(page, report):
+    replay = fresh(page, report)
+    row = replay.locator("tr.a-wrong").first      # at the first failing turn already
     assert "priority" in row.inner_text()
+
+
+def test_failing_conversations_are_listed_first_then_by_scenario(page, report):
+    replay = fresh(page, report)
+    options = [text.split(" — ") for text in replay.locator("select option").all_inner_texts()]
+    outcomes = [outcome for _, _, outcome in options]
+    assert outcomes[0] == "failed" and "passed" in outcomes
+    assert outcomes == sorted(outcomes, key=["failed", "error", "passed"].index)
+    failing = [scenario for _, scenario, outcome in options if outcome == "failed"]
+    assert failing == sorted(failing) and "create_ticket" in failing
+
+
+def test_why_it_failed_says_what_and_links_each_example_to_its_first_failing_turn(page, report):
+    from playwright.sync_api import expect
+
+    replay = fresh(page, report)
+    why = page.locator("li", has_text="create_support_ticket: priority wrong in").first
+    assert "(expected → actual: " in why.inner_text()
+    links = why.locator("a.lobeval-replay-link")
+    assert links.count() >= 2
+    link = links.nth(1)                          # not the conversation the replay opens with
+    case_id = link.inner_text()
+    assert case_id not in replay.locator(".view .head").first.inner_text()
+    link.click()
+    assert page.url.endswith(f"#replay-{case_id}-0")
+    assert replay.locator(".view .head").first.inner_text().startswith(f"{case_id}#0 — ")
+    assert replay.locator("select option:checked").inner_text().startswith(f"{case_id}#0 — ")
+    expect(replay).to_be_in_viewport()
+    assert is_failing(replay) and "priority" in replay.locator("tr.a-wrong").first.inner_text()
+    # ... and it is the first failing turn: every turn before it went well
+    while not replay.locator(".pos").inner_text().startswith("turn 1 "):
+        replay.locator("button.prev").click()
+        assert not is_failing(replay)
+    # the same link again goes back to that turn
+    link.click()
+    assert is_failing(replay) and replay.locator("tr.a-wrong").count() >= 1
+
+
+def test_a_url_naming_a_conversation_opens_the_replay_there(page, report):
+    case_id = page.locator("li", has_text="create_support_ticket: priority wrong in").first \
+        .locator("a.lobeval-replay-link").last.inner_text()
+    replay = fresh(page, report, f"#replay-{case_id}-0")
+    assert replay.locator(".view .head").first.inner_text().startswith(f"{case_id}#0 — ")
+    assert is_failing(replay) and "priority" in replay.locator("tr.a-wrong").first.inner_text()
+    assert page.problems == [] and [url for url in page.requests
+                                    if not url.startswith(("file:", "data:", "about:"))] == []
+
+
+def test_the_notebooks_run_by_hand_read_the_latest_run(report, tmp_path, monkeypatch):
+    """With their parameters left as they are, 04 and 05 read the newest finished run (runs.latest_run)."""
+    import papermill
+    import scrapbook
+
+    from lobeval import runs
+
+    monkeypatch.setenv(runs.RUNS_VARIABLE, str(report.parent.parent))
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    scraps = {}
+    for stage in ("04_error_analysis", "05_report"):
+        executed = tmp_path / f"{stage}.ipynb"
+        papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed), kernel_name="python3",
+                                   cwd=str(tmp_path), progress_bar=False)
+        scraps[stage] = {name: scrap.data for name, scrap in scrapbook.read_notebook(str(executed)).scraps.items()}
+    chain = scrapbook.read_notebook(str(report.parent / "05_report.ipynb")).scraps
+    assert scraps["05_report"]["gate_passed"] is False
+    assert scraps["05_report"]["gate_checks"] == chain["gate_checks"].data
+    top = scraps["04_error_analysis"]["top_clusters"][0]
+    assert (top["kind"], top["function"], top["argument"]) == ("wrong_argument", "create_support_ticket", "priority")

@@ -4,6 +4,7 @@ import signal
 import pytest
 
 from lobeval.chat import STATE_CHARS, chat_loop, chat_widget
+from lobeval.render import markdown_html
 from lobeval.targets import Reply
 
 
@@ -141,7 +142,50 @@ def test_chat_widget_sends_on_enter_and_shows_escaped_text_and_every_call():
         return log.value
 
     page = asyncio.run(talk(["<b>1</b>", "1", "ana@example.org", "2026-12-21", "2026-12-24", "1", "yes"]))
-    assert page.startswith("<p><b>bot:</b> Hi, I&#x27;m the HR helper")
-    assert "<p><b>you:</b> &lt;b&gt;1&lt;/b&gt;</p>" in page
+    # the newest message stays in view without a script: a scroll box laid out bottom-up
+    assert page.startswith("<div class='lobeval-chat' style='display:flex;flex-direction:column-reverse;"
+                           "max-height:420px;overflow-y:auto;")
+    messages = page.split("<div class='lobeval-msg'")
+    assert messages[1].startswith(" style='margin:4px 0'><b>bot:</b> <p>Hi, I&#x27;m the HR helper")
+    assert messages[2].startswith(" style='margin:4px 0;padding:4px 6px;background:#eef4ff;border-radius:6px'>"
+                                  "<b>you:</b> &lt;b&gt;1&lt;/b&gt;</div>")
     assert "[book_leave({&quot;employee_email&quot;: &quot;ana@example.org&quot;" in page
     assert "Booked! Your reference is LV-101" in page
+    assert page.endswith("</div></div>") and "<script" not in page
+
+
+class Markdown:
+    """Answers in the markdown bots write, with markup of its own in it."""
+
+    async def start(self, case):
+        return self
+
+    async def send(self, message):
+        return Reply("What is the **priority**?\n1. Low\n2. High <img src=x onerror=alert(1)>\n\n"
+                     "- `<b>` stays *text*\n[link](javascript:alert(1))")
+
+
+def test_chat_widget_renders_the_bots_markdown_and_never_its_markup():
+    async def talk():
+        log, box = chat_widget("test_chat:Markdown", debug=False).children
+        box.value = "hi **there**"
+        await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))
+        return log.value
+
+    page = asyncio.run(talk())
+    assert "<b>you:</b> hi **there**</div>" in page   # what you type is text
+    assert ("<b>bot:</b> <p>What is the <strong>priority</strong>?</p><ol><li>Low</li>"
+            "<li>High &lt;img src=x onerror=alert(1)&gt;</li></ol>"
+            "<ul><li><code>&lt;b&gt;</code> stays <em>text</em></li></ul><p>[link](javascript:alert(1))</p>") in page
+    assert "<img" not in page and "<a " not in page
+
+
+def test_markdown_is_escaped_before_any_tag_is_added():
+    assert markdown_html("a **b** *c* `d*e*`\nnext line") == (
+        "<p>a <strong>b</strong> <em>c</em> <code>d*e*</code><br>next line</p>")
+    assert markdown_html("3. three\n4. four\n* dot\n# Title\n\ncreate_support_ticket a*b*c 2 * 3 * 4") == (
+        "<ol start='3'><li>three</li><li>four</li></ol><ul><li>dot</li></ul><p><strong>Title</strong></p>"
+        "<p>create_support_ticket a*b*c 2 * 3 * 4</p>")
+    assert markdown_html("**<script>alert(1)</script>**") == (
+        "<p><strong>&lt;script&gt;alert(1)&lt;/script&gt;</strong></p>")
+    assert markdown_html("") == "" and markdown_html(None) == ""

@@ -123,6 +123,7 @@ def test_a_degenerate_run_gives_a_full_report_and_a_clear_verdict(prepare, exit_
     suite = make_suite(tmp_path)
     monkeypatch.chdir(REPO)
     monkeypatch.setattr("lobeval.runs.RUNS", runs)
+    monkeypatch.delenv("LOBEVAL_RUNS", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(REPO / "tests"))   # the stage kernels import DownBot from here
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     for variable in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):

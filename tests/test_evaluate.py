@@ -5,7 +5,7 @@ import pytest
 
 from lobeval.cli import main
 from lobeval.evaluate import azure_project, evaluate
-from lobeval.records import read_conversations, write_jsonl
+from lobeval.records import read_conversations, read_results, write_jsonl
 from lobeval.scoring import Rules, score_conversation
 from helpers import make_suite
 
@@ -37,7 +37,9 @@ def test_cli_scores_and_writes_the_results(files, capsys):
     tmp, dataset = files
     convs = write_jsonl(tmp / "c.jsonl", [conversation(), conversation("t-002", priority="Low")])
     assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 0
-    results = json.loads((tmp / "r.json").read_text())
+    written = json.loads((tmp / "r.json").read_text())
+    assert written["rows_file"] == "r.rows.jsonl" and "rows" not in written   # the rows are beside it
+    results = read_results(tmp / "r.json")
     assert set(results) >= {"metrics", "rows", "studio_url", "intervals", "pass_k", "scenarios", "counts", "judges"}
     # t-001 perfect; t-002 one of two arguments wrong: Reliability (1 + 0.5) / 2.
     assert [row["Reliability"] for row in results["rows"]] == [1.0, 0.75]
@@ -233,3 +235,218 @@ def test_an_existing_results_file_is_replaced_and_nothing_else_is(files, capsys)
     assert run_cli("--dataset", dataset, "--conversations", convs, "--out", other) == 2
     assert "other.jsonl: --out: exists and is not an evaluation results file" in capsys.readouterr().err
     assert other.read_bytes() == before
+
+
+# --- streaming, the rows file, azure-ai-evaluation only for a Foundry project (issue #18) -----------------
+
+def mixed_run(tmp):
+    """A suite, a dataset and conversations of every kind a row can come from: right, wrong and extra
+    arguments, an extra call, a machinery error, an imported transcript carrying its case, a recorded end state."""
+    suite = make_suite(tmp)
+    dataset = write_jsonl(tmp / "d.jsonl", [CASE, {**CASE, "case_id": "t-002"}, {**CASE, "case_id": "t-003"}])
+    extra = conversation("t-002", trial=1, priority="Low")
+    extra["function_calls"][0]["arguments"]["notes"] = "urgent"
+    extra["function_calls"].append({"functionName": "get_ticket", "arguments": {"ticket_id": "TKT-9"},
+                                    "result": {}, "error": None, "turn": 1})
+    imported = {"case_id": "prod-17", "messages": [{"role": "assistant", "content": "Done, TKT-9."}],
+                "function_calls": [{"functionName": "create_ticket", "arguments": json.dumps({"title": "Printer"})}],
+                "expected_function_calls": [{"functionName": "create_ticket", "arguments": {"title": "Printer jams",
+                                                                                            "due": "2024-05-01"}}]}
+    convs = write_jsonl(tmp / "c.jsonl", [
+        conversation(), conversation("t-002", priority="Low"), extra,
+        conversation("t-003", reason="llm_error", error="gave up"), imported,
+        conversation("t-003", trial=1, target=BOT, state_changes={}),
+    ])
+    return suite, dataset, convs
+
+
+def without_azure(monkeypatch):
+    for name in ("AZURE_AI_PROJECT", "AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "AZURE_AI_PROJECT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_azure_evaluate_and_direct_scoring_write_the_same_rows(tmp_path, monkeypatch):
+    without_azure(monkeypatch)
+    suite, dataset, convs = mixed_run(tmp_path)
+    direct = evaluate(dataset, convs, tmp_path / "direct.json", suite=suite, progress=False).results
+    azure = evaluate(dataset, convs, tmp_path / "azure.json", suite=suite, progress=False, azure=True).results
+    assert direct["rows"] == azure["rows"] and len(direct["rows"]) == 6
+    assert {**direct, "rows": None} == {**azure, "rows": None}
+    wrong = [row.get("wrong_arguments") for row in direct["rows"]]
+    assert wrong[1] == [{"functionName": "create_ticket", "argument": "priority", "expected": "High", "actual": "Low"}]
+    assert direct["rows"][4]["missing_arguments"] == [{"functionName": "create_ticket", "argument": "due",
+                                                       "expected": "2024-05-01"}]
+    assert direct["rows"][5]["state"] is not None and direct["counts"]["errors"] == 1
+
+
+def test_azure_evaluate_runs_only_when_a_foundry_project_is_configured(files, monkeypatch):
+    import lobeval.evaluate
+
+    tmp, dataset = files
+    convs = write_jsonl(tmp / "c.jsonl", [conversation(), conversation("t-002", priority="Low")])
+    calls = []
+
+    def through_azure(work, rules):
+        work = list(work)
+        calls.append(len(work))
+        return [score_conversation(c, k, rules) for c, k in work], "https://ai.azure.com/run/1"
+
+    monkeypatch.setattr(lobeval.evaluate, "score_with_azure", through_azure)
+    without_azure(monkeypatch)
+    local = evaluate(dataset, convs, tmp / "r.json", progress=False).results
+    assert calls == [] and local["studio_url"] is None
+    monkeypatch.setenv("AZURE_AI_PROJECT", "https://x.services.ai.azure.com/api/projects/p")
+    logged = evaluate(dataset, convs, tmp / "r.json", progress=False).results
+    assert calls == [2] and logged["studio_url"] == "https://ai.azure.com/run/1"
+    assert logged["rows"] == local["rows"]
+
+
+def test_rows_are_a_jsonl_file_beside_the_results_without_the_lists_pairs_repeat(tmp_path, monkeypatch):
+    without_azure(monkeypatch)
+    suite, dataset, convs = mixed_run(tmp_path)
+    out = tmp_path / "run" / "evaluation_results.json"
+    results = evaluate(dataset, convs, out, suite=suite, progress=False).results
+    summary = json.loads(out.read_text())
+    assert summary["rows_file"] == "evaluation_rows.jsonl" and "rows" not in summary
+    assert set(summary) >= {"schema_version", "metrics", "intervals", "pass_k", "scenarios", "counts", "errors",
+                            "judges", "claims", "usage", "config", "studio_url"}
+    lines = (out.parent / "evaluation_rows.jsonl").read_text().splitlines()
+    written = [json.loads(line) for line in lines]
+    assert len(written) == 6 and all(row["schema_version"] == 1 for row in written)
+    assert not any(key in row for row in written for key in ("wrong_arguments", "missing_arguments", "extra_arguments"))
+    assert sorted(path.name for path in out.parent.iterdir()) == ["evaluation_results.json", "evaluation_rows.jsonl"]
+    # read back, each row is what the scorer made of it
+    rules = lobeval_rules(suite)
+    [(_, _, first)] = read_conversations(convs)[:1]
+    expected = score_conversation(first, CASE, rules)
+    assert {key: results["rows"][0][key] for key in expected} == expected
+
+
+def lobeval_rules(suite):
+    from lobeval.evaluate import make_rules
+    from lobeval.suite import load_suite
+
+    return make_rules(load_suite(suite), [])
+
+
+def test_chunks_change_nothing(tmp_path, monkeypatch):
+    import lobeval.evaluate
+
+    without_azure(monkeypatch)
+    suite, dataset, convs = mixed_run(tmp_path)
+    whole = evaluate(dataset, convs, tmp_path / "whole.json", suite=suite, progress=False).results
+    monkeypatch.setattr(lobeval.evaluate, "CHUNK", 2)
+    chunked = evaluate(dataset, convs, tmp_path / "chunked.json", suite=suite, progress=False).results
+    assert chunked["rows"] == whole["rows"]
+    assert {**chunked, "rows": None} == {**whole, "rows": None}
+
+
+def test_a_failure_midway_leaves_the_earlier_results_whole_and_no_temporary_file(files, monkeypatch):
+    import lobeval.evaluate
+
+    tmp, dataset = files
+    convs = write_jsonl(tmp / "c.jsonl", [conversation(), conversation("t-002", priority="Low")])
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 0
+    before = {path.name: path.read_bytes() for path in tmp.glob("r.*")}
+    assert set(before) == {"r.json", "r.rows.jsonl"}
+    monkeypatch.setattr(lobeval.evaluate, "CHUNK", 1)
+    real = lobeval.evaluate.find_claims
+    seen = []
+
+    def failing(conversation, tools):
+        seen.append(conversation["case_id"])
+        if len(seen) == 2:
+            raise OSError(28, "No space left on device")
+        return real(conversation, tools)
+
+    monkeypatch.setattr(lobeval.evaluate, "find_claims", failing)
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 2
+    assert {path.name: path.read_bytes() for path in tmp.glob("r.*")} == before
+    assert list(tmp.glob(".r.*")) == []
+
+
+def test_a_bad_line_after_many_good_ones_writes_nothing(files, capsys, monkeypatch):
+    import lobeval.evaluate
+
+    tmp, dataset = files
+    monkeypatch.setattr(lobeval.evaluate, "CHUNK", 1)
+    good = "".join(json.dumps(conversation(trial=trial)) + "\n" for trial in range(5))
+    (tmp / "c.jsonl").write_text(good + '{"case_id": "t-001", "trial": 9, "messages": []}\n')
+    assert run_cli("--dataset", dataset, "--conversations", tmp / "c.jsonl", "--out", tmp / "r.json") == 2
+    assert "c.jsonl: line 6 (case t-001): field 'function_calls': is required" in capsys.readouterr().err
+    assert list(tmp.glob("r.*")) == [] and list(tmp.glob(".r.*")) == []
+
+
+def test_a_file_where_the_rows_would_go_that_is_not_rows_is_left_alone(files, capsys):
+    tmp, dataset = files
+    convs = write_jsonl(tmp / "c.jsonl", [conversation()])
+    mine = write_jsonl(tmp / "r.rows.jsonl", [{"note": "my own file"}])
+    before = mine.read_bytes()
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 2
+    assert "r.rows.jsonl: --out: exists and is not the rows file of evaluation results" in capsys.readouterr().err
+    assert mine.read_bytes() == before and not (tmp / "r.json").exists()
+
+
+def test_rescoring_with_labels_keeps_claims_state_and_judges_and_writes_both_files(tmp_path, monkeypatch):
+    from lobeval.evaluate import rescore_with_labels
+
+    without_azure(monkeypatch)
+    suite, dataset, convs = mixed_run(tmp_path)
+    out = tmp_path / "evaluation_results.json"
+    before = evaluate(dataset, convs, out, suite=suite, progress=False).results
+    (suite / "labels.jsonl").write_text(
+        '{"kind": "allowed_extra_call", "functionName": "get_ticket", "scenario_name": "ticket"}\n'
+        '{"kind": "allowed_extra_argument", "functionName": "create_ticket", "argument": "notes"}\n')
+    after = rescore_with_labels(read_results(out), suite / "labels.jsonl", tmp_path / "evaluation_results.labelled.json")
+    assert (tmp_path / "evaluation_rows.labelled.jsonl").exists()
+    assert after == read_results(tmp_path / "evaluation_results.labelled.json")
+    assert (before["rows"][2]["Precision_fn"], after["rows"][2]["Precision_fn"]) == (0.5, 1.0)
+    assert after["config"]["labels"] == 2
+    for key in ("claims", "state", "judges"):
+        assert [row.get(key) for row in after["rows"]] == [row.get(key) for row in before["rows"]]
+    assert read_results(out) == before   # the run itself is unchanged
+
+
+def test_evaluating_again_with_judges_asks_the_model_nothing(tmp_path, monkeypatch):
+    """The judges' cache answers every request of a re-evaluation of unchanged conversations, chunk after chunk."""
+    import lobeval.evaluate
+    from lobeval.judges import ConversationJudges, selected_judges
+    from lobeval.llm import LLMClient, resolve_model
+    from lobeval.testing import FakeOpenAI, json_reply
+
+    without_azure(monkeypatch)
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_EMBEDDING_MODEL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-JUDGE1234567")
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(lobeval.evaluate, "CHUNK", 2)
+    good = {name: {"score": 4, "reason": "fine"}
+            for name in ("helpfulness", "coherence", "verbosity", "relevance", "faithfulness")}
+
+    def policy(request):
+        if "achieved the user's goal" in request["messages"][0]["content"]:
+            return json_reply({"score": 1, "reason": "created"})
+        return json_reply(good)
+
+    dataset = write_jsonl(tmp_path / "d.jsonl", [CASE, {**CASE, "case_id": "t-002"}])
+    convs = write_jsonl(tmp_path / "c.jsonl", [conversation(), conversation("t-002", priority="Low"),
+                                               conversation(trial=1), conversation("t-002", trial=1, reason="llm_error")])
+    with FakeOpenAI(policy) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+
+        def judged():
+            client = LLMClient(resolve_model("judge"), role="judge", cache=True)
+            judges = ConversationJudges(client, selected_judges(["per_turn", "goal"]), [])
+            return evaluate(dataset, convs, tmp_path / "r.json", judges=judges, progress=False).results
+
+        first = judged()
+        sent = server.count
+        second = judged()
+        assert sent > 0 and server.count == sent
+    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] > 0
+    verdicts = [[{k: v for k, v in row["judges"].items() if k != "usage"} for row in run["rows"]]
+                for run in (first, second)]
+    assert verdicts[0] == verdicts[1] and verdicts[1][0]["final_score"] == 1.0
+    assert second["rows"][3]["judges"] == {"status": "not run: the conversation ended in a machinery error"}
+    assert second["judges"]["coverage"]["judge.final_score"]["of"] == 3

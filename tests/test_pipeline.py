@@ -16,22 +16,109 @@ from lobeval.suite import load_suite
 pytestmark = pytest.mark.slow
 
 
-def test_generate_notebook_writes_the_dataset_and_glues_its_path(tmp_path):
+def test_generate_notebook_by_hand_writes_the_dataset_into_runs_dev_and_glues_its_path(tmp_path, monkeypatch):
     import papermill
     import scrapbook
 
-    out = tmp_path / "dataset.jsonl"
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
     executed = tmp_path / "01_generate.ipynb"
     papermill.execute_notebook(str(REPO / "notebooks" / "01_generate.ipynb"), str(executed),
-                               parameters={"suite": str(REPO / "scenarios" / "support_tickets"),
-                                           "cases_per_scenario": 2, "seed": 3, "out": str(out)},
-                               kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+                               parameters={"cases_per_scenario": 2, "seed": 3}, kernel_name="python3",
+                               cwd=str(REPO / "notebooks"), progress_bar=False)
     scraps = scrapbook.read_notebook(str(executed)).scraps
+    out = tmp_path / "runs" / "dev" / "dataset.jsonl"
     cases = read_jsonl(out)
     templates = json.loads((REPO / "scenarios" / "support_tickets" / "templates.json").read_text())
     assert scraps["dataset_path"].data == str(out)
     assert scraps["n_cases"].data == len(cases) == 2 * len(templates)
     assert scraps["cases_per_scenario"].data == {t["scenario_name"]: 2 for t in templates}
+
+
+MODEL_VARS = ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
+              "LOBEVAL_EMBEDDING_MODEL")
+
+
+def by_hand(stage: str, runs_dir, executed) -> None:
+    """Run a stage notebook as an analyst does in JupyterLab: no parameters, in notebooks/, with
+    LOBEVAL_RUNS naming the runs folder."""
+    import papermill
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOBEVAL_RUNS", str(runs_dir))
+        for name in MODEL_VARS:
+            patch.delenv(name, raising=False)
+        papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed), kernel_name="python3",
+                                   cwd=str(REPO / "notebooks"), progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def latest(tmp_path_factory):
+    """A runs folder holding one finished run, made in-process (no notebook): its dataset (one case per
+    scenario), its conversations, its configuration, a results file and its index line."""
+    from lobeval.generate import generate
+    from lobeval.records import write_json
+
+    runs_dir = tmp_path_factory.mktemp("by-hand") / "runs"
+    run_dir = runs_dir / "r1"
+    generate(SAMPLE_SUITE, run_dir / "dataset.jsonl", cases_per_scenario=1)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in MODEL_VARS:
+            patch.delenv(name, raising=False)
+        assert main(["simulate", "--dataset", str(run_dir / "dataset.jsonl"),
+                     "--out", str(run_dir / "conversations.jsonl")]) == 0
+    config = {"run_id": "r1", "suite_name": "support_tickets", "suite": str(SAMPLE_SUITE),
+              "target": "lobeval.samples.support_tickets:SupportTicketBot"}
+    write_json(run_dir / "config.json", config)
+    write_json(run_dir / "evaluation_results.json", {})   # what the chain's 03 wrote: here only its mark
+    runs.add_to_index(runs_dir / "index.jsonl", config, run_dir, {}, {})
+    return run_dir
+
+
+def files(folder) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+
+
+def test_simulate_by_hand_starts_from_the_latest_run_and_writes_beside_it(latest, tmp_path):
+    import scrapbook
+
+    before = files(latest)
+    by_hand("02_simulate", latest.parent, tmp_path / "02.ipynb")
+    written = latest / "by-hand" / "conversations.jsonl"
+    assert scrapbook.read_notebook(str(tmp_path / "02.ipynb")).scraps["conversations_path"].data == str(written)
+    assert len(read_jsonl(written)) == len(read_jsonl(latest / "dataset.jsonl"))
+    assert files(latest) == before
+
+
+def test_evaluate_by_hand_scores_the_latest_run_and_writes_beside_it(latest, tmp_path):
+    before = files(latest)
+    by_hand("03_evaluate", latest.parent, tmp_path / "03.ipynb")
+    results = json.loads((latest / "by-hand" / "evaluation_results.json").read_text())
+    assert results["counts"]["scored"] == len(read_jsonl(latest / "conversations.jsonl"))
+    assert results["metrics"]["Reliability"] == 1.0
+    assert files(latest) == before
+
+
+def test_a_notebook_by_hand_with_no_finished_run_says_what_to_run_first(tmp_path):
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError) as failed:
+        by_hand("02_simulate", tmp_path / "runs", tmp_path / "02.ipynb")
+    assert failed.value.cell_index == 2     # the first cell after the parameters
+    assert failed.value.ename == "ConfigError"
+    assert failed.value.evalue == ("no finished run under runs/: run `make run` or `lobeval run` first, or set "
+                                   "run_dir in the parameters cell")
+
+
+def test_a_run_whose_first_stage_never_finished_starts_again_with_the_new_configuration(tmp_path):
+    run_dir = tmp_path / "x"
+    first = {"run_id": "x", "suite_name": "s", "seed": 1}
+    pipeline.start_or_resume(run_dir, first, {})
+    assert pipeline.start_or_resume(run_dir, {**first, "seed": 2}, {})["seed"] == 2
+    assert runs.read_config(run_dir)["seed"] == 2
+    finished(run_dir / "01_generate.ipynb", dataset_path="d.jsonl")
+    with pytest.raises(ConfigError, match=r"run x exists with another configuration \(seed: 2 then, 3 now\)"):
+        pipeline.start_or_resume(run_dir, {**first, "seed": 3}, {})
+    assert pipeline.start_or_resume(run_dir, {**first, "seed": 2}, {})["seed"] == 2
 
 
 SECRET = "sk-test-NEVER-WRITTEN-123456"

@@ -5,8 +5,8 @@ import pytest
 
 from lobeval.errors import RecordError
 from lobeval.records import (
-    MACHINERY_ERRORS, NORMAL_ENDINGS, SCHEMA_VERSION, iter_jsonl, read_cases, read_conversations, read_json,
-    read_results, write_json, write_jsonl,
+    MACHINERY_ERRORS, NORMAL_ENDINGS, SCHEMA_VERSION, ResultsWriter, iter_jsonl, read_cases, read_conversations,
+    read_json, read_results, rows_path, write_json, write_jsonl,
 )
 
 
@@ -110,3 +110,115 @@ def test_a_case_and_a_conversation_name_their_line_and_field(tmp_path):
 def test_machinery_errors_and_normal_endings_are_apart():
     assert not set(MACHINERY_ERRORS) & set(NORMAL_ENDINGS)
     assert {"llm_error", "target_unavailable", "budget_spent"} == set(MACHINERY_ERRORS)
+
+
+# --- the rows file beside evaluation_results.json ---------------------------------------------------------
+
+PAIR = {"expected_index": 0, "actual_index": 0, "functionName": "create_ticket", "optional": False, "failed": False,
+        "arguments": {"title": {"expected": "Printer jams", "actual": "printer jams", "status": "correct"},
+                      "priority": {"expected": "High", "actual": "Low", "status": "wrong"},
+                      "due": {"expected": "2024-05-01", "actual": None, "status": "missing"}},
+        "extra_arguments": {"notes": {"actual": "urgent", "allowed": False}}}
+FULL_ROW = {"case_id": "a-001", "trial": 0, "scenario_name": "s", "status": "scored", "termination": "user_finished",
+            "Reliability": 0.5, "Success": 0, "pairs": [PAIR], "unpaired_expected": [], "unpaired_actual": [],
+            "wrong_arguments": [{"functionName": "create_ticket", "argument": "priority", "expected": "High",
+                                 "actual": "Low"}],
+            "missing_arguments": [{"functionName": "create_ticket", "argument": "due", "expected": "2024-05-01"}],
+            "extra_arguments": [{"functionName": "create_ticket", "argument": "notes", "actual": "urgent",
+                                 "allowed": False}],
+            "missing_outputs": [], "forbidden_calls": [], "judges": {"status": "not run"}}
+ERROR_ROW = {"case_id": "a-002", "trial": 0, "scenario_name": "s", "status": "error", "termination": "llm_error",
+             "Reliability": None, "Success": None}
+
+
+def write_results(path, rows, **overrides):
+    summary = {key: value for key, value in results(**overrides).items() if key != "rows"}
+    summary["counts"] = {**summary["counts"], "conversations": len(rows)}
+    with ResultsWriter(path) as writer:
+        for row in rows:
+            writer.write(row)
+        writer.finish(summary)
+    return path
+
+
+def test_rows_are_written_beside_the_results_and_read_back_as_they_were(tmp_path):
+    path = write_results(tmp_path / "evaluation_results.json", [FULL_ROW, ERROR_ROW])
+    assert json.loads(path.read_text())["rows_file"] == "evaluation_rows.jsonl"
+    lines = [json.loads(line) for line in (tmp_path / "evaluation_rows.jsonl").read_text().splitlines()]
+    assert lines[0]["schema_version"] == SCHEMA_VERSION and "wrong_arguments" not in lines[0]   # derivable
+    assert lines[1] == {"schema_version": SCHEMA_VERSION, **ERROR_ROW}
+    read = read_results(path)
+    assert read["rows"] == [FULL_ROW, ERROR_ROW] and list(read["rows"][0]) == list(FULL_ROW)
+    assert "rows_file" not in read and read_results(path, rows=False) == {k: v for k, v in read.items() if k != "rows"}
+
+
+def test_argument_lists_that_pairs_do_not_give_are_kept(tmp_path):
+    odd = {**FULL_ROW, "wrong_arguments": []}
+    path = write_results(tmp_path / "r.json", [odd])
+    assert "wrong_arguments" in json.loads((tmp_path / "r.rows.jsonl").read_text())
+    assert read_results(path)["rows"] == [odd]
+
+
+def test_values_orjson_cannot_hold_exactly_are_written_by_the_standard_library(tmp_path):
+    huge = {**ERROR_ROW, "usage": {"user": {"calls": 10 ** 30}}, "error": "caf\u00e9 \u2028 \U0001F600"}
+    path = write_results(tmp_path / "r.json", [huge])
+    assert read_results(path)["rows"] == [huge]
+
+
+def test_rows_file_names(tmp_path):
+    assert rows_path(tmp_path / "evaluation_results.json") == tmp_path / "evaluation_rows.jsonl"
+    assert rows_path(tmp_path / "evaluation_results.labelled.json") == tmp_path / "evaluation_rows.labelled.jsonl"
+    assert rows_path(tmp_path / "r.json") == tmp_path / "r.rows.jsonl"
+
+
+@pytest.mark.parametrize("break_it, where, problem", [
+    (lambda rows: rows.write_text('{"case_id": "a", "trial": 0, "status": "scored"}\n{"case_id": "b", "trial": -1, '
+                                  '"status": "scored"}\n'), "line 2: field 'trial'", "greater than or equal to 0"),
+    (lambda rows: rows.write_text('{"case_id": "a", "trial": 0, "status": "scored"}\n{"case_id": \n'), "line 2",
+     "invalid JSON"),
+    (lambda rows: rows.write_text('{"case_id": "a", "trial": 0, "status": "scored"}\n'), "file",
+     "holds 1 rows where"),
+    (lambda rows: rows.unlink(), "file", "not found"),
+])
+def test_a_broken_rows_file_names_itself_the_line_and_the_field(tmp_path, break_it, where, problem):
+    path = write_results(tmp_path / "evaluation_results.json", [FULL_ROW, ERROR_ROW])
+    rows = tmp_path / "evaluation_rows.jsonl"
+    break_it(rows)
+    with pytest.raises(RecordError) as caught:
+        read_results(path)
+    assert str(caught.value).startswith(f"{rows}: {where}") and problem in str(caught.value)
+
+
+def test_the_rows_file_is_a_name_beside_the_results(tmp_path):
+    path = tmp_path / "r.json"
+    document = {key: value for key, value in results().items() if key != "rows"}
+    path.write_text(json.dumps({**document, "rows_file": "../elsewhere.jsonl"}))
+    with pytest.raises(RecordError, match=r"r.json: file: field 'rows_file': must be the name of a file beside"):
+        read_results(path)
+
+
+def test_a_failed_write_leaves_neither_file(tmp_path):
+    with pytest.raises(ValueError):   # pydantic's: the summary does not fit its schema
+        with ResultsWriter(tmp_path / "r.json") as writer:
+            writer.write(FULL_ROW)
+            writer.finish({"metrics": "not a mapping", "counts": {"conversations": 1, "errors": 0}})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_jsonl_is_read_a_line_at_a_time_with_the_whole_file_checks(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n{"a": 2}\n{"a": "caf\xe9"}\n')
+    rows = iter_jsonl(path)
+    assert next(rows) == (1, {"a": 1}) and next(rows) == (2, {"a": 2})   # read before the bad line is reached
+    with pytest.raises(RecordError, match=r"x.jsonl: line 3: is not UTF-8 text \(byte 0xe9\)"):
+        next(rows)
+    path.write_bytes(b'{"a": 1}\n{"a": "x\x00"}\n')
+    with pytest.raises(RecordError, match=r"x.jsonl: line 2: holds a NUL byte"):
+        list(iter_jsonl(path))
+    path.write_bytes('{"a": 1}\n'.encode("utf-16"))
+    with pytest.raises(RecordError, match=r"x.jsonl: file: is UTF-16 text"):
+        list(iter_jsonl(path))
+    path.write_bytes(b'{"a": 1}\n{"a": 2')   # a line torn by a kill
+    assert list(iter_jsonl(path, torn_end=True)) == [(1, {"a": 1})]
+    with pytest.raises(RecordError, match="line 2: invalid JSON"):
+        list(iter_jsonl(path))

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lobeval.labels import list_labels
-from lobeval.replay import label_request, labelable_items, replay_data, replay_html, replay_widget
+from lobeval.labels import add_label, list_labels
+from lobeval.records import read_labels
+from lobeval.replay import (covering_label, label_request, labelable_items, link_html, replay_data, replay_html,
+                            replay_widget)
 
 ATTACK = "</script><script>alert(1)</script>"
 
@@ -47,17 +49,58 @@ def test_steps_are_user_turns_with_their_calls_annotated():
     assert (record["id"], record["outcome"], record["missed"], record["missing_outputs"]) == \
         ("t-001#0", "failed", ["create_action"], ["TKT-9"])
     assert [step["turn"] for step in record["steps"]] == [0, 1, 2]
+    # turn 1 made an extra call, turn 2 a wrong argument: it opens at turn 1, not at the greeting
+    assert [step["failing"] for step in record["steps"]] == [False, True, True] and record["first_failure"] == 1
+    assert record["anchor"] == "replay-t-001-0"
     assert [m["content"] for m in record["steps"][1]["messages"]] == [f"Make a ticket {ATTACK}", "Which department?"]
     [lookup] = record["steps"][1]["calls"]
     assert (lookup["index"], lookup["verdict"], lookup["expected"]) == (0, "extra", "")
     [create] = record["steps"][2]["calls"]
     assert (create["verdict"], create["expected"], create["outcome"]) == ("paired", "create_ticket",
                                                                           '→ {"ticket_id": "TKT-9"}')
+    assert create["notes"] == [] and lookup["notes"] == []
     assert create["arguments"] == [
         {"argument": "title", "actual": '"printer"', "expected": '"Printer"', "status": "correct"},
         {"argument": "priority", "actual": '"Low"', "expected": '"High"', "status": "wrong"},
         {"argument": "due_date", "actual": "", "expected": '"2024-05-01"', "status": "missing"},
         {"argument": "notes", "actual": json.dumps(ATTACK), "expected": "", "status": "extra"}]
+
+
+CLAIMED = {**ROW, "case_id": "t-003", "scenario_name": "a-scenario", "pairs": [], "unpaired_actual": [],
+           "unpaired_expected": [], "extra_arguments": [], "missing_outputs": [],
+           "claims": {"claimed_not_done": [{"message_index": 4, "claim": "create", "text": "Created."}],
+                      "done_not_told": [{"actual_index": 1, "functionName": "create_ticket", "turn": 2}]},
+           "judges": {"status": "run", "turns": [{"message_index": 2, "failed": True, "failure": {
+               "category": "false_information", "severity": "high", "reason": "there is no IT department"}}]}}
+
+
+def test_claims_judges_and_untold_writes_are_flagged_where_they_happen():
+    [record] = replay_data({"rows": [CLAIMED]}, {("t-003", 0): {**CONVERSATION, "case_id": "t-003"}})
+    first, second = record["steps"][1], record["steps"][2]
+    assert first["messages"][1]["flags"] == [
+        "the judges: false_information (high): there is no IT department"]
+    assert second["messages"][1]["flags"] == [
+        "claimed but not done (create): no call did what this message says"]
+    assert second["calls"][0]["notes"] == ["done, but the user was never told"]
+    assert record["first_failure"] == 1
+
+
+def test_failing_conversations_come_first_then_by_scenario():
+    passed = {**ROW, "case_id": "t-000", "scenario_name": "a-scenario", "Success": 1}
+    error = {"case_id": "t-004", "trial": 0, "scenario_name": "a-scenario", "status": "error", "error": "gave up"}
+    records = replay_data({"rows": [passed, ROW, error, CLAIMED]}, CONVERSATIONS)
+    assert [(record["id"], record["outcome"]) for record in records] == [
+        ("t-003#0", "failed"), ("t-001#0", "failed"), ("t-004#0", "error"), ("t-000#0", "passed")]
+    # a conversation that failed without a failing turn (a call never made) opens at its end
+    missed_only = {**ROW, "pairs": [], "unpaired_actual": [], "extra_arguments": []}
+    [record] = replay_data({"rows": [missed_only]}, {("t-001", 0): {**CONVERSATION, "function_calls": []}})
+    assert record["first_failure"] == len(record["steps"]) - 1 == 2
+
+
+def test_a_link_names_the_conversation_safely():
+    assert link_html("t-001", 0) == "<a class='lobeval-replay-link' href='#replay-t-001-0'>t-001#0</a>"
+    odd = link_html("a'b <c>#", 2, "<b>x</b>")
+    assert odd == ("<a class='lobeval-replay-link' href='#replay-a%27b%20%3Cc%3E%23-2'>&lt;b&gt;x&lt;/b&gt;</a>")
 
 
 def test_case_ids_choose_the_conversations_and_a_missing_transcript_has_no_steps():
@@ -92,18 +135,48 @@ def test_static_replay_script_steps_through_turns_showing_markup_as_text(tmp_pat
                                        "next,next,next,prev"], capture_output=True, text=True, check=True).stdout)
     texts = lambda view: [(node["cls"], node.get("text")) for node in view["children"]]
     assert shown[0]["options"] == ["t-001#0 — ticket — failed"]
-    assert [view["pos"] for view in shown] == ["turn 0 (1 of 3)", "turn 1 (2 of 3)", "turn 2 (3 of 3)",
+    # it opens at the first failing turn (1), not at the greeting
+    assert [view["pos"] for view in shown] == ["turn 1 (2 of 3)", "turn 2 (3 of 3)", "turn 2 (3 of 3)",
                                                "turn 2 (3 of 3)", "turn 1 (2 of 3)"]
-    assert texts(shown[0]["view"])[2:] == [("warn", "expected but not called: create_action"),
-                                           ("warn", "not told to the user: TKT-9"),
-                                           ("m assistant", "assistant: Hello & welcome")]
-    assert ("m user", f"user: Make a ticket {ATTACK}") in texts(shown[1]["view"])
-    create = shown[2]["view"]["children"][-1]
+    assert texts(shown[0]["view"])[2:6] == [("warn", "expected but not called: create_action"),
+                                            ("warn", "not told to the user: TKT-9"),
+                                            ("warn failing", "something went wrong in this turn"),
+                                            ("m user", f"user: Make a ticket {ATTACK}")]
+    assert shown[4]["view"] == shown[0]["view"]
+    create = shown[1]["view"]["children"][-1]
     assert (create["cls"], create["children"][0]["text"]) == ("call v-paired",
                                                               "#1 create_ticket — paired (expected create_ticket)")
     rows = [(row["cls"], [cell["text"] for cell in row["children"]]) for row in create["children"][1]["children"][1:]]
     assert rows[1] == ("a-wrong", ["priority", '"Low"', '"High"', "wrong"])
     assert rows[3] == ("a-extra", ["notes", json.dumps(ATTACK), "", "extra"])
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's script")
+def test_a_link_or_the_url_opens_a_conversation_at_its_first_failing_turn(tmp_path):
+    claimed = {("t-003", 0): {**CONVERSATION, "case_id": "t-003"}}
+    page = tmp_path / "replay.html"
+    page.write_text(replay_html({"rows": [ROW, CLAIMED]}, {**CONVERSATIONS, **claimed}), encoding="utf-8")
+
+    def run(clicks, fragment=""):
+        return json.loads(subprocess.run(["node", str(Path(__file__).with_name("replay_dom.js")), str(page), clicks,
+                                          fragment], capture_output=True, text=True, check=True).stdout)
+
+    heads = lambda view: view["view"]["children"][0]["text"]
+    shown = run("next,link:replay-t-001-0,next,link:replay-t-001-0,hash:replay-t-003-0,link:elsewhere,"
+                "hash:replay-nobody-0")
+    assert shown[0]["options"] == ["t-003#0 — a-scenario — failed", "t-001#0 — ticket — failed"]
+    assert [(heads(view).split(" — ")[0], view["pos"], view["selected"], view["scrolled"]) for view in shown] == [
+        ("t-003#0", "turn 1 (2 of 3)", "0", 0), ("t-003#0", "turn 2 (3 of 3)", "0", 0),
+        ("t-001#0", "turn 1 (2 of 3)", "1", 1),    # the link: its conversation, at its first failing turn
+        ("t-001#0", "turn 2 (3 of 3)", "1", 1),
+        ("t-001#0", "turn 1 (2 of 3)", "1", 2),    # the same link again: back to that turn
+        ("t-003#0", "turn 1 (2 of 3)", "0", 3),    # the URL's fragment
+        ("t-003#0", "turn 1 (2 of 3)", "0", 3), ("t-003#0", "turn 1 (2 of 3)", "0", 3)]   # not a replay's
+    flagged = [(node["cls"], node.get("text")) for node in shown[0]["view"]["children"]]
+    assert ("m assistant flagged", "assistant: Which department?") in flagged
+    assert ("flag", "⚠ the judges: false_information (high): there is no IT department") in flagged
+    opened = run("", "#replay-t-001-0")[0]   # a page opened with the fragment
+    assert (heads(opened).split(" — ")[0], opened["pos"], opened["scrolled"]) == ("t-001#0", "turn 1 (2 of 3)", 1)
 
 
 def test_two_replays_on_one_page_do_not_collide():
@@ -128,9 +201,12 @@ def test_labelable_items_are_the_unallowed_extra_calls_and_arguments():
 def test_widget_steps_filters_and_writes_a_label(tmp_path):
     passed = {**ROW, "case_id": "t-002", "scenario_name": "other", "Success": 1, "unpaired_actual": [],
               "extra_arguments": []}
-    replay = replay_widget({"rows": [ROW, passed]}, CONVERSATIONS, suite_dir=tmp_path)
-    assert replay.conversation.value == "t-001#0" and replay.position.value == "turn 0 (1 of 3)"
-    assert "Hello &amp; welcome" in replay.view.value
+    replay = replay_widget({"rows": [passed, ROW]}, CONVERSATIONS, suite_dir=tmp_path)
+    # the failing conversation first, at its first failing turn
+    assert replay.conversation.value == "t-001#0" and replay.position.value == "turn 1 (2 of 3)"
+    assert "something went wrong in this turn" in replay.view.value
+    replay.previous.click()
+    assert replay.position.value == "turn 0 (1 of 3)" and "Hello &amp; welcome" in replay.view.value
     replay.next.click()
     replay.next.click()
     replay.next.click()   # already at the last step: stays
@@ -148,13 +224,43 @@ def test_widget_steps_filters_and_writes_a_label(tmp_path):
     [label] = list_labels(tmp_path / "labels.jsonl").to_dict("records")
     assert (label["kind"], label["functionName"], label["argument"], label["scenario_name"], label["note"],
             label["author"]) == ("allowed_extra_argument", "create_ticket", "notes", None, "harmless", "ana")
-    assert button.disabled and label["id"] in replay.feedback.value
+    assert label["id"] in replay.feedback.value
+    # now covered by that label: no "mark legitimate" for it, and "undo"
+    said, undo = replay.labels.children[1].children
+    assert f"marked legitimate for the whole suite by label {label['id']}: harmless" in said.value
+    assert undo.description == "undo"
+    assert [type(widget).__name__ for widget in replay.labels.children[0].children][-1] == "Button"
+    undo.click()
+    assert list_labels(tmp_path / "labels.jsonl").empty and "revoked" in replay.feedback.value
+    assert replay.labels.children[1].children[-1].description == "mark legitimate"
 
     replay.outcome.value = "passed"
     assert replay.conversation.options == (("t-002#0 — other — passed", "t-002#0"),)
     assert replay.position.value == "" and replay.labels.children == ()
     replay.outcome.value = "error"
     assert replay.conversation.value is None and "no conversation matches" in replay.view.value
+
+
+def test_items_a_label_already_covers_say_so_and_offer_no_marking(tmp_path):
+    add_label(tmp_path / "labels.jsonl", kind="allowed_extra_call", function_name="Plugin-Get_Departments",
+              scenario_name="ticket", note="looking first is fine", author="bo")
+    add_label(tmp_path / "labels.jsonl", kind="allowed_extra_argument", function_name="create_ticket",
+              argument="notes", scenario_name="another scenario", note="", author="bo")
+    replay = replay_widget({"rows": [ROW]}, CONVERSATIONS, suite_dir=tmp_path)
+    call, argument = replay.labels.children
+    [said] = call.children   # covered, and not added here: nothing to undo
+    assert "extra call get_departments (turn 1) — marked legitimate for scenario ticket by label" in said.value
+    assert "looking first is fine (applies from the next evaluation)" in said.value
+    assert argument.children[-1].description == "mark legitimate"   # that label is for another scenario
+    [label] = [label for label in read_labels(tmp_path / "labels.jsonl") if label["functionName"] == "create_ticket"]
+    assert covering_label(labelable_items(ROW)[1], {**ROW, "scenario_name": "another scenario"}, [label]) == label
+
+
+def test_a_damaged_labels_file_is_said_and_nothing_is_offered_as_covered(tmp_path):
+    (tmp_path / "labels.jsonl").write_text("{not json\n")
+    replay = replay_widget({"rows": [ROW]}, CONVERSATIONS, suite_dir=tmp_path)
+    assert "labels.jsonl" in replay.feedback.value
+    assert [control.children[-1].description for control in replay.labels.children] == ["mark legitimate"] * 2
 
 
 def test_without_a_suite_the_widget_says_labels_cannot_be_saved():

@@ -1,6 +1,10 @@
 """The report's pieces: the gate's verdict, its escaping, the baseline and the trend, the page's hygiene."""
 import pytest
 
+import re
+
+import pandas as pd
+
 from lobeval import report, runs
 from lobeval.errors import RecordError
 from lobeval.records import write_json
@@ -43,9 +47,17 @@ def test_the_previous_run_of_the_suite_is_the_baseline(tmp_path):
     indexed(index, tmp_path, "other", suite="t")
     folder, config = run_folder(tmp_path, "new", success=0)
     earlier = report.history(index, config)
-    assert (earlier.baseline, earlier.skipped) == (str(tmp_path / "old"), [])
+    assert (earlier.baseline, earlier.baseline_id, earlier.skipped) == (str(tmp_path / "old"), "old", [])
     passed, checks = report.gate_verdict(folder, config, earlier)
     assert not passed and "no regression in Success" in [check["check"] for check in checks]
+    assert report.comparison_text(checks, earlier).startswith("No regression against run old (the previous run")
+    worse = [{"check": "no regression in Recall_args", "passed": False, "reason": "-0.300 [-0.4, -0.2], p = 0.001"},
+             {"check": "no regression in Success", "passed": True, "reason": "+0.000"}]
+    assert report.comparison_text(worse, earlier) == (
+        "Regression against run old (the previous run of this suite): Argument recall -0.300 [-0.4, -0.2], "
+        "p = 0.001.")
+    page = report.verdict_html(False, worse, {"counts": {"errors": 0}}, earlier)
+    assert "Regression against run old" in page and "FAIL</b> no regression in Argument recall: -0.300" in page
     trend = report.trend_table(earlier, config, {"Reliability": 1.0, "Success": 0.0})
     assert trend.index.tolist() == ["old", "new"] and trend["Success"].tolist() == [1.0, 0.0]
     assert report.skipped_html(earlier) == ""
@@ -86,6 +98,29 @@ def test_the_run_being_made_must_be_whole(tmp_path):
         report.gate_verdict(folder, config, report.history(tmp_path / "index.jsonl", config))
 
 
+def test_the_verdict_names_what_it_was_compared_with(tmp_path):
+    index = tmp_path / "index.jsonl"
+    indexed(index, tmp_path, "old")
+    folder, config = run_folder(tmp_path, "new")
+    earlier = report.history(index, config)
+    passed, checks = report.gate_verdict(folder, config, earlier)
+    assert passed
+    page = report.verdict_html(passed, checks, {"counts": {"scored": 4, "errors": 0}}, earlier)
+    assert ("No regression against run old (the previous run of this suite): none of the 2 metrics compared is "
+            "significantly worse on the conversations both runs scored.") in page
+    # the failed checks open, the passed ones folded
+    assert "<details><summary>5 checks passed</summary>" in page and "FAIL" not in page
+
+    alone = report.history(tmp_path / "none.jsonl", config)
+    _, checks = report.gate_verdict(folder, config, alone)
+    assert report.comparison_text(checks, alone).startswith("No earlier run of this suite to compare with")
+    assert report.comparison_text(checks, None).startswith("No earlier run of this suite to compare with")
+
+    unshared = report.History(earlier.runs, earlier.baseline, [])
+    assert report.comparison_text(checks, unshared) == (
+        "Not compared with run old (the previous run of this suite): the two runs share no scored conversation.")
+
+
 def test_the_verdict_escapes_what_it_shows():
     checks = [{"check": "Success >= 0.8", "passed": False, "reason": "<script>x</script>"}]
     page = report.verdict_html(False, checks, {"counts": {"scored": 1, "errors": 0, "target_errors": 0}})
@@ -104,17 +139,33 @@ def test_the_verdict_shows_judge_errors_and_final_statuses():
     results = judged_results(errored_conversations=1,
                              final_status={"Done": 1, "Partial Failure": 0, "Failed": 0, "Not judged": 1})
     page = report.verdict_html(True, [], results)
-    assert "Judges: Done 1 · Partial Failure 0 · Failed 0 · Not judged 1; 1 conversations with judge errors" in page
+    assert ("Judges: Done 1 · Partial Failure 0 · Failed 0 · Not judged 1; 1 conversations with judge errors "
+            "(judged 1 of 2)") in page
     assert "1 judge errors, first: a trial 0: goal: unusable &lt;reply&gt;" in page
-    assert report.judges_html({"counts": {}, "rows": [], "metrics": {}, "judges": {"status": "not run"}}) == ""
+    not_run = {"counts": {}, "rows": [], "metrics": {}, "judges": {"status": "not run: no judge model configured"}}
+    assert report.judges_html(not_run) == "<p>Judges: not run: no judge model configured.</p>"
+    assert "not run: no judge model configured" in report.judges_section_html(not_run)
+
+
+def test_the_judges_section_shows_each_status_and_each_figure_readably():
+    results = judged_results(final_status={"Done": 1, "Partial Failure": 0, "Failed": 0, "Not judged": 1},
+                             coverage={"judge.final_score": {"judged": 1, "of": 2, "errors": 1, "not_applicable": 0}})
+    page = report.judges_section_html(results)
+    assert [chip.split(">")[-1] for chip in page.split("</span>")[:4]] == [
+        "Done 1", "Partial Failure 0", "Failed 0", "Not judged 1"]
+    assert "judged 1 of 2 scored conversations" in page
+    summary = report.judge_summary(results)
+    assert summary.index.name == "judge" and summary.index.tolist() == ["Judges' final score"]
+    assert list(summary.columns) == ["mean", "95% interval", "judged", "judge errors", "not applicable", "mean over"]
+    assert summary.loc["Judges' final score", "judged"] == "judged 1 of 2"
 
 
 def test_a_judge_figure_in_the_headline_says_what_it_covers():
     results = judged_results(coverage={"judge.final_score": {"judged": 1, "of": 2, "errors": 1}})
     table = report.headline_table(results)
     assert table.loc["Success", "over"] == "2 of 2 conversations scored"
-    assert table.loc["judge.final_score", "over"] == "judged 1 of 2, 1 judge errors: a mean over part of them"
-    assert report.headline_table(judged_results()).loc["judge.final_score", "over"] == "coverage not recorded"
+    assert table.loc["Judges' final score", "over"] == "judged 1 of 2, 1 judge errors: a mean over part of them"
+    assert report.headline_table(judged_results()).loc["Judges' final score", "over"] == "coverage not recorded"
 
 
 def test_nothing_measured_gives_empty_tables_not_errors():
@@ -129,3 +180,123 @@ def test_external_scripts_and_styles_are_dropped_and_inline_ones_kept():
             '<script>var local = 1;</script><img src="data:image/png;base64,AAAA">')
     kept = report.self_contained(page)
     assert "cdn.example" not in kept and "var local = 1;" in kept and "data:image/png" in kept
+
+
+ATTACK = "</script><script>alert(1)</script>"
+
+
+def scored_row(case_id, scenario="sc", **found):
+    return {"case_id": case_id, "trial": 0, "scenario_name": scenario, "status": "scored", "termination": "user_finished",
+            "Reliability": 0.9, "Success": 0, "pairs": [], "unpaired_expected": [], "unpaired_actual": [],
+            "wrong_arguments": [], "missing_arguments": [], "extra_arguments": [], "missing_outputs": [],
+            "forbidden_calls": [], "claims": {"claimed_not_done": [], "done_not_told": []}, **found}
+
+
+def priority(case_id, expected, actual):
+    check = {"status": "wrong", "expected": expected, "actual": actual}
+    return scored_row(case_id, pairs=[{"expected_index": 0, "actual_index": 0, "functionName": "create_ticket",
+                                       "failed": False, "arguments": {"priority": check,
+                                                                       "title": {"status": "correct"}}}],
+                      wrong_arguments=[{"functionName": "create_ticket", "argument": "priority", **check}])
+
+
+LONG_CLAIM = "I have created the action item ACT-77 " + "and told everyone about it " * 12 + ATTACK
+FAILING = {"counts": {"conversations": 7, "scored": 7, "errors": 0, "trials": 1}, "metrics": {}, "rows": [
+    *(priority(f"p-{i}", "Medium", "Low") for i in range(6)), priority("p-6", "High", "Medium"),
+    scored_row("m-1", unpaired_expected=[{"functionName": "update_ticket", "optional": False}]),
+    scored_row(f"c-1{ATTACK}", claims={"claimed_not_done": [{"message_index": 1, "claim": "create", "text": LONG_CLAIM}],
+                                       "done_not_told": []})]}
+
+
+def test_why_it_failed_is_told_in_sentences_with_counts_wrong_values_and_links_into_the_replay():
+    page = report.why_html(FAILING)
+    items = re.findall(r"<li><b>(.*?)</b>", page)
+    assert items == [
+        "create_ticket: priority wrong in 7 conversations (expected → actual: Medium → Low ×6, High → Medium ×1)",
+        "update_ticket never called in 1 conversation",
+        "claimed to have created something without doing it in 1 conversation"]
+    # five links shown, all seven folded; each opens the replay at that conversation
+    assert page.count("href='#replay-p-0-0'") == 2 and "<summary>all 7 conversations</summary>" in page
+    assert "<a class='lobeval-replay-link' href='#replay-m-1-0'>m-1</a>" in page
+    # the claim whole (not cut), escaped, folded because long; the case id with markup escaped and quoted
+    assert "<script>" not in page and "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<details><summary>what the bot said (1)</summary>" in page
+    assert html_text(LONG_CLAIM) in page
+    assert "href='#replay-c-1%3C%2Fscript%3E%3Cscript%3Ealert%281%29%3C%2Fscript%3E-0'" in page
+    assert report.why_html({**FAILING, "rows": [scored_row("ok", Success=1)]}) == "<p>No failures.</p>"
+
+
+def html_text(text):
+    import html
+
+    return html.escape(text)
+
+
+def test_claims_are_shown_whole_with_a_link_and_escaped():
+    page = report.claims_html(FAILING)
+    assert "claimed but not done" in page and html_text(LONG_CLAIM) in page and "<script>" not in page
+    assert "lobeval-replay-link" in page
+    nothing = {"rows": [], "counts": {}, "metrics": {}}
+    assert report.claims_html(nothing) == "<p>no conversation scored: the run has no conversations</p>"
+
+
+def test_root_causes_are_shown_whole_and_folded_where_long(tmp_path):
+    assert report.root_causes_html(tmp_path) == "<p>Root causes: not run (no model configured for the analysis).</p>"
+    description = "The bot lowers every priority it is given. " * 10
+    write_json(tmp_path / "root_causes.json", {"schema_version": 1, "root_causes": [
+        {"title": f"Priority {ATTACK}", "description": description, "severity": "high",
+         "conversations": ["p-1#0", "odd"], "turns": [2], "suggested_fix": "Keep the priority the user gives."}]})
+    page = report.root_causes_html(tmp_path, FAILING)
+    assert html_text(description) in page and "<details><summary>What goes wrong: The bot lowers" in page
+    assert "<i>Suggested fix:</i> Keep the priority the user gives." in page
+    assert "<a class='lobeval-replay-link' href='#replay-p-1-0'>p-1</a>, odd · user turns 2" in page
+    assert "<script>" not in page
+
+
+def test_tables_have_readable_headers_and_no_index_or_none():
+    results = {"counts": {"conversations": 2, "scored": 2, "errors": 0}, "metrics": {"Success": 0.5}, "rows": [],
+               "judges": {"status": "not run: no judge model configured"},
+               "scenarios": [{"scenario_name": None, "conversations": 2, "errors": 0, "Reliability": 0.5,
+                              "Success": 0.5, "Success_interval": [0.0, 1.0], "claimed_not_done": 0,
+                              "done_not_told": 0, "judge.final_score": None}]}
+    summary = report.scenario_summary(results)
+    assert summary.index.tolist() == ["(no scenario)"]
+    assert "judges' final score" not in summary   # the judges did not run
+    page = report.table_html(summary, results)
+    headers = re.findall(r"<th>(.*?)</th>", page)
+    assert headers[:4] == ["scenario", "conversations", "machinery errors", "Reliability"]
+    assert not any("_" in header for header in headers)
+    assert ">None<" not in page and "<td>—</td>" in page and "<td class='n'>0.500</td>" in page
+    assert ">0<" not in page.split("<tbody>")[0]
+    unnamed = report.table_html(pd.DataFrame([{"what": ATTACK}]))
+    assert re.findall(r"<th>(.*?)</th>", unnamed) == ["what"] and "<script>" not in unnamed
+    assert report.table_html(pd.DataFrame(), {"rows": []}, "x") == "<p>no conversation scored: the run has no conversations</p>"
+    costs = report.cost_by_role({"usage": {"user": {}, "target": {}}, "judges": {"usage_by_judge": {"per_turn": {}}}})
+    assert costs.index.tolist() == ["simulated user", "bot (target)", "judge: per turn"]
+
+
+def test_the_heat_maps_stand_side_by_side_as_one_inline_image():
+    page = report.heatmaps_html(FAILING)
+    assert page.count("<img src='data:image/png;base64,") == 1
+    nothing = report.heatmaps_html({"rows": [], "counts": {}, "metrics": {}})
+    assert nothing.count("no conversation scored: the run has no conversations") == 2
+
+
+def test_the_configuration_is_a_short_definition_list():
+    config = {"schema_version": 1, "run_id": "r1", "suite": "/x/scenarios/s", "suite_name": "s", "seed": 42,
+              "cases_per_scenario": 3, "target": f"bot{ATTACK}", "user": "llm", "trials": 2, "concurrency": 4,
+              "judges": None, "gate": {"Reliability": 0.8, "Success": 0.9}, "max_error_rate": 0.05,
+              "models": {"user": {"provider": "openai", "model": "gpt-4o-mini", "base_url": None,
+                                  "api_version": None}, "judge": None},
+              "versions": {"python": "3.11.7", "lobeval": "0.1.0"}, "started": "2026-01-01T00:00:00", "extra": [1]}
+    page = report.config_html(config)
+    entries = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", page))
+    assert entries["Suite"] == "s" and entries["Simulated user"] == "llm"
+    assert entries["Test cases"] == "3 per scenario, 2 trials each, seed 42"
+    assert entries["Models"] == "simulated user: openai gpt-4o-mini · judges: none (offline)"
+    assert entries["Judges"] == "not run: no judge model"
+    assert entries["Quality gate"] == ("Reliability ≥ 0.8, Success ≥ 0.9, at most 5% of conversations lost to "
+                                       "machinery errors")
+    assert "<details><summary>Versions</summary>python 3.11.7 · lobeval 0.1.0</details>" in page
+    assert "<dt>extra</dt><dd>[1]</dd>" in page and "<dt>suite folder</dt><dd>/x/scenarios/s</dd>" in page
+    assert "<script>" not in page and "{" not in page.split("</style>")[1]   # no JSON

@@ -3,7 +3,7 @@ import pytest
 
 from lobeval.errors import ConfigError
 from lobeval.evaluate import JUDGES_OFF, NO_JUDGE_MODEL
-from lobeval.roles import resolve
+from lobeval.roles import check, resolve
 from lobeval.testing import FakeOpenAI
 from lobeval.users import ScriptedUser
 
@@ -65,3 +65,42 @@ def test_with_models_every_part_is_built_on_its_role(monkeypatch):
     assert len(parts.judges._azure.tool_definitions) == 14   # the suite's tools, for the Azure evaluators
     assert (parts.embedder.role, parts.embedder.config.model) == ("embedding", "text-embedding-3-small")
     assert parts.root_cause_model.role == "judge"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"user": "llm"}, "--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL"),
+    ({"user": "robot"}, "unknown user simulator 'robot'; choose one of scripted, llm"),
+    ({"judges": ["goal"]}, "--judges goal needs a judge model"),
+    ({"judges": ["all"]}, "--judges all needs a judge model"),
+    ({"judges": ["gaol"]}, r"unknown judge\(s\) gaol"),
+])
+def test_the_check_refuses_what_building_the_parts_would(options, message):
+    with pytest.raises(ConfigError, match=message):
+        check(**options)
+    with pytest.raises(ConfigError, match=message):
+        resolve("user", "judges", **options)
+
+
+def test_the_check_passes_offline_options_that_need_no_model():
+    check()
+    check(judges=["none"])
+
+
+@pytest.mark.parametrize("variables, message", [
+    ({"LOBEVAL_BUDGET_USD": "lots"}, "LOBEVAL_BUDGET_USD='lots' is not an amount of US dollars"),
+    ({"LOBEVAL_MODEL": "gpt-4o-mini", "OPENAI_API_KEY": ""}, "a model is named for role 'user'"),
+])
+def test_the_check_refuses_a_bad_environment(monkeypatch, variables, message):
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=message):
+        check(user="llm")
+
+
+def test_the_check_builds_no_model_client(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a client was built")
+
+    monkeypatch.setenv("LOBEVAL_MODEL", "gpt-4o-mini")
+    monkeypatch.setattr("lobeval.roles.model_client", refuse)
+    check(user="llm", judges=["goal"])

@@ -136,3 +136,51 @@ def test_secrets_are_scrubbed_as_text_json_and_html(tmp_path):
     assert json.loads((tmp_path / "sub" / "results.json").read_text()) == {"error": "refused ***"}
     assert (tmp_path / "sub" / "results.json").stat().st_mode & 0o777 == 0o600
     assert sorted(path.name for path in tmp_path.rglob("*")) == ["clean.txt", "results.json", "sub"]
+
+
+def finished_folder(runs_dir, name: str, mtime: int):
+    """A run folder holding its evaluation_results.json, last written at `mtime`."""
+    results = runs_dir / name / runs.RESULTS_FILE
+    results.parent.mkdir(parents=True)
+    results.write_text("{}")
+    os.utime(results, (mtime, mtime))
+    return runs_dir / name
+
+
+def test_the_latest_run_is_the_last_finished_in_the_index(tmp_path):
+    older, newer = finished_folder(tmp_path, "a", 2_000), finished_folder(tmp_path, "b", 1_000)
+    gone = tmp_path / "deleted"
+    for folder in (older, newer, gone):
+        runs.add_to_index(tmp_path / runs.INDEX, {"run_id": folder.name, "suite_name": "s"}, folder, {}, {})
+    assert runs.latest_run(tmp_path) == newer     # the index's order, not the files' times; a deleted run is passed
+
+
+def test_without_an_index_the_latest_run_is_the_newest_folder_with_results(tmp_path):
+    finished_folder(tmp_path, "a", 1_000)
+    newest = finished_folder(tmp_path, "b", 2_000)
+    (tmp_path / "c").mkdir()                                   # started, never finished
+    finished_folder(tmp_path / "b", "by-hand", 3_000)          # a hand run inside a run is no run
+    assert runs.latest_run(tmp_path) == newest
+
+
+@pytest.mark.parametrize("make", [lambda root: None, lambda root: (root / "dev").mkdir(parents=True)])
+def test_no_finished_run_says_what_to_run_first(tmp_path, make):
+    make(tmp_path / "runs")
+    with pytest.raises(ConfigError, match=r"^no finished run under runs/: run `make run` or `lobeval run` first, "
+                                          r"or set run_dir in the parameters cell$"):
+        runs.latest_run(tmp_path / "runs")
+
+
+def test_the_runs_folder_is_beside_notebooks_or_named_by_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv(runs.RUNS_VARIABLE, raising=False)
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert runs.runs_root() == tmp_path.resolve() / "runs"
+    monkeypatch.chdir(tmp_path / "notebooks")       # where JupyterLab runs a notebook's kernel
+    assert runs.runs_root() == tmp_path.resolve() / "runs"
+    assert runs.run_folder("x") == tmp_path.resolve() / "runs" / "x"
+    monkeypatch.setenv(runs.RUNS_VARIABLE, str(tmp_path / "elsewhere"))
+    assert runs.runs_root() == tmp_path.resolve() / "elsewhere"
+    assert runs.index_path() == tmp_path.resolve() / "elsewhere" / "index.jsonl"
+    with pytest.raises(ConfigError, match="no finished run"):
+        runs.latest_run()

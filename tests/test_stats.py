@@ -52,3 +52,20 @@ def test_why_nothing_was_scored():
     assert unscored_reason(rows) == ("no conversation scored: 3 machinery errors (target_unavailable 2, "
                                      "budget_spent 1), first: c0 trial 0: " + ("refused " + "x" * 300)[:199] + "…")
     assert unscored_reason([*rows, {"case_id": "d", "trial": 0, "status": "scored"}]) is None
+
+
+def test_a_tally_fed_row_by_row_keeps_only_the_summary_fields_and_sums_up_alike():
+    from lobeval.stats import SUMMARY_FIELDS, RowTally
+
+    rows = [{"case_id": f"c{n % 7}", "trial": n // 7, "scenario_name": f"s{n % 3}",
+             "status": "error" if n % 11 == 0 else "scored", "termination": "llm_error" if n % 11 == 0 else "user_finished",
+             "pairs": [{"big": "evidence"}] * 3,
+             **{m: (None if n % 11 == 0 else (n % 4) / 4) for m in
+                ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args")},
+             "Success": None if n % 11 == 0 else n % 2} for n in range(40)]
+    tally = RowTally()
+    for row in rows:
+        tally.add(row)
+    assert set(tally.columns) == set(SUMMARY_FIELDS) and len(tally) == 40
+    assert tally.summarise() == summarise(rows) == summarise(iter(rows))
+    assert RowTally().summarise() == summarise([])

@@ -6,6 +6,7 @@ import contextlib
 import datetime
 import json
 import logging
+import re
 import subprocess
 import sys
 import threading
@@ -186,17 +187,52 @@ def simulate(bot, dataset, out, *, timeout=60.0, concurrency=2):
 
 # --- load_target -------------------------------------------------------------------------
 
-def test_unknown_module_names_the_module_and_the_import_error():
-    with pytest.raises(RoleError, match="cannot import module 'no_such_bots': ModuleNotFoundError"):
+def test_unknown_module_names_the_module_the_import_error_and_where_the_kernel_looks():
+    with pytest.raises(RoleError, match="cannot import module 'no_such_bots': ModuleNotFoundError") as info:
         load_target("no_such_bots:Bot")
+    assert "the stage notebooks' kernel must import it too" in str(info.value)
+    assert "PYTHONPATH" in str(info.value) and "JupyterLab" in str(info.value)
 
 
-def test_missing_attribute_lists_what_the_module_defines():
-    with pytest.raises(RoleError, match=r"has no attribute 'EchoBott'; it defines .*\bEchoBot\b") as info:
+def test_missing_attribute_offers_the_close_name_and_lists_the_classes_defined():
+    with pytest.raises(RoleError, match=r"has no attribute 'EchoBott'; did you mean EchoBot\? "
+                                        r"The classes it defines: .*\bEchoBot\b") as info:
         target("EchoBott")
-    assert "SyncBot" in str(info.value) and "parrot_bot" in str(info.value)
+    assert "SyncBot" in str(info.value)
     assert "_Parrot" not in str(info.value)
     assert "Reply" not in str(info.value)  # imported, not defined there
+    with pytest.raises(RoleError, match=r"has no attribute 'Parrot_Bot'; did you mean parrot_bot\b"):
+        target("Parrot_Bot")    # a factory function is offered too, whatever the case
+
+
+def test_a_package_offers_the_classes_it_takes_from_its_own_modules():
+    with pytest.raises(RoleError, match=r"has no attribute 'SupportTicketBott'; did you mean SupportTicketBot\?"):
+        targets.check_target("lobeval.samples.support_tickets:SupportTicketBott")
+
+
+def test_checking_a_target_imports_it_but_builds_nothing(monkeypatch):
+    built = []
+    monkeypatch.setattr(EchoBot, "__init__", lambda self: built.append(self))
+    targets.check_target(f"{__name__}:EchoBot")
+    assert built == []
+    target("EchoBot")
+    assert len(built) == 1
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("http://", "it names no host"),
+    ("https://:8000/v1", "it names no host"),
+    ("http://host:80a/v1", "Port could not be cast to integer value"),
+    ("http://host:99999", "Port out of range"),
+    ("http://host/v1?key=1", "a base URL has no ?query or #fragment"),
+    ("http://my host/v1", "it contains white space"),
+    ("http://[::1/v1", "Invalid IPv6 URL"),
+])
+def test_a_malformed_url_is_refused_before_any_request(url, problem):
+    with pytest.raises(RoleError, match=rf"not a well-formed base URL \({re.escape(problem)}"):
+        targets.check_target(url)
+    with pytest.raises(RoleError, match="not a well-formed base URL"):
+        load_target(url)
 
 
 def test_attribute_that_is_not_callable_is_refused():
@@ -210,9 +246,15 @@ def test_object_without_start_is_refused():
 
 
 @pytest.mark.parametrize("spec", ["echo_bot", "bots:", "bots:a:b", "ftp://bots.example", ":EchoBot"])
-def test_spec_of_neither_form_shows_both_forms(spec):
-    with pytest.raises(RoleError, match=r"expected 'module:attr' .* or an http:// or https:// base URL"):
+def test_spec_of_no_form_shows_every_form(spec):
+    with pytest.raises(RoleError, match=r"expected 'module:attr' .*, an http:// or https:// base URL, or the path "
+                                        r"of a model-and-prompt target's .json file"):
         load_target(spec)
+
+
+def test_a_prompt_target_file_that_does_not_exist_is_named(tmp_path):
+    with pytest.raises(RoleError, match="no such file .a model-and-prompt target is a JSON file"):
+        load_target(str(tmp_path / "bot.json"))
 
 
 def test_workers_must_be_at_least_one():

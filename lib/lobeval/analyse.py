@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 import json
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from matplotlib.figure import Figure
 
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
+from lobeval.render import metric_name
 from lobeval.stats import clip, unscored_reason
 from lobeval.suite import function_key
 
@@ -122,15 +125,17 @@ def argument_table(results: dict[str, Any]) -> pd.DataFrame:
     return table.sort_values(["wrong", "missing", "extra"], ascending=False)
 
 
-def wrong_value_pairs(results: dict[str, Any], top: int = 10) -> pd.DataFrame:
-    """The most frequent (function, argument, expected → actual) among wrong arguments."""
+def wrong_value_pairs(results: dict[str, Any], top: int | None = 10) -> pd.DataFrame:
+    """The most frequent (function, argument, expected → actual) among wrong arguments (values as JSON
+    text); `top=None` for all of them."""
     arguments = _arguments(results)
     wrong = arguments[arguments["status"] == "wrong"].copy()
     for column in ("expected", "actual"):
-        wrong[column] = wrong[column].map(lambda value: json.dumps(value, ensure_ascii=False))
+        wrong[column] = wrong[column].map(lambda value: json.dumps(value, ensure_ascii=False, default=str))
     counts = wrong.groupby(["function", "argument", "expected", "actual"]).size().rename("count").reset_index()
-    return counts.sort_values(["count", "function", "argument"], ascending=[False, True, True]).head(top) \
-        .reset_index(drop=True)
+    counts = counts.sort_values(["count", "function", "argument", "expected", "actual"],
+                                ascending=[False, True, True, True, True])
+    return (counts if top is None else counts.head(top)).reset_index(drop=True)
 
 
 def worst_conversations(results: dict[str, Any], n: int = 10) -> pd.DataFrame:
@@ -228,6 +233,76 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
     return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)
 
 
+KINDS = ("missed_call", "forbidden_call", "wrong_argument", "missing_argument", "claimed_not_done", "failed_call",
+         "extra_call", "behaviour", "missing_output", "extra_argument")
+"""Every failure kind, the order in which equally frequent failures are told."""
+CLAIM_VERBS = {"create": "created", "update": "updated", "cancel": "cancelled"}
+_IDENTIFIER = re.compile(r"[A-Z]{2,6}-\d+")
+_SEVERITY = ("critical", "high", "medium", "low")
+
+
+def failure_sentences(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The failure clusters as sentences a manager reads, the widest-spread first: each a dict with the
+    signature (kind, function, argument, category), `count` (items), `conversations` (how many),
+    `text` ("create_support_ticket: priority wrong in 12 conversations (expected → actual: Medium → Low ×8,
+    High → Medium ×4)", "update_ticket never called in 3 conversations", ...), `details` (the full texts
+    behind it, each {"text", "count"}: what the bot claimed, the judges' reasons, the facts never told)
+    and `examples`, every conversation affected as {"case_id", "trial"} in case order."""
+    failures = failure_signatures(results)
+    wrong = wrong_value_pairs(results, top=None)
+    found = []
+    for (kind, function, argument, category), group in failures.groupby(SIGNATURE, sort=False):
+        examples = sorted({(case_id, int(trial)) for case_id, trial in zip(group["case_id"], group["trial"])})
+        pairs = wrong[(wrong["function"] == function) & (wrong["argument"] == argument)]
+        text = _sentence(kind, function, argument, category, len(examples), group, pairs)
+        details = Counter(" ".join(str(detail).split()) for detail in group["detail"]
+                          if detail is not None and detail == detail and str(detail).strip())   # NaN != NaN
+        found.append({"kind": kind, "function": function, "argument": argument, "category": category,
+                      "count": len(group), "conversations": len(examples), "text": text,
+                      "details": [{"text": detail, "count": count} for detail, count in details.most_common()],
+                      "examples": [{"case_id": case_id, "trial": trial} for case_id, trial in examples]})
+    order = {kind: position for position, kind in enumerate(KINDS)}
+    return sorted(found, key=lambda item: (-item["conversations"], -item["count"], order.get(item["kind"], len(order)),
+                                           item["function"], item["argument"], item["category"]))
+
+
+def _sentence(kind: str, function: str, argument: str, category: str, n: int, group: pd.DataFrame,
+              pairs: pd.DataFrame) -> str:
+    where = f"in {n} conversation{'' if n == 1 else 's'}"
+    if kind == "wrong_argument":
+        values = ", ".join(f"{_shown_value(expected)} → {_shown_value(actual)} ×{count}"
+                           for expected, actual, count in zip(pairs["expected"], pairs["actual"], pairs["count"]))
+        return f"{function}: {argument} wrong {where}" + (f" (expected → actual: {values})" if values else "")
+    if kind == "claimed_not_done":
+        if _IDENTIFIER.fullmatch(category):
+            return f"named {category}, which neither the user nor any call produced, {where}"
+        verb = CLAIM_VERBS.get(category, category or "done something")
+        return f"claimed to have {verb} something without doing it {where}"
+    if kind == "behaviour":
+        severities = [value for value in group["severity"] if value in _SEVERITY]
+        worst = f" ({min(severities, key=_SEVERITY.index)})" if severities else ""
+        return f"the judges found {(category or 'a failure').replace('_', ' ')}{worst} {where}"
+    extra = {"read": " (a read)", "write": " (a write)"}.get(category, "")
+    return {
+        "missed_call": f"{function} never called {where}",
+        "extra_call": f"{function} called without being expected{extra} {where}",
+        "failed_call": f"{function} called but the call failed {where}",
+        "forbidden_call": f"{function} called although it is forbidden {where}",
+        "missing_argument": f"{function}: {argument} left out {where}",
+        "extra_argument": f"{function}: {argument} given without being expected {where}",
+        "missing_output": f"did not tell the user what it should have {where}",
+    }.get(kind, f"{kind.replace('_', ' ')} {function} {argument} {category} {where}".replace("  ", " "))
+
+
+def _shown_value(text: str) -> str:
+    """A value of `wrong_value_pairs` (JSON text) as a reader wants it: a non-empty string bare."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, str) and value.strip() == value and value else text
+
+
 def cluster_records(clusters: pd.DataFrame, n: int = 10) -> list[dict[str, Any]]:
     """The first n clusters as plain JSON values (for scrapbook and reports)."""
     return json.loads(clusters.head(n).to_json(orient="records"))
@@ -242,20 +317,72 @@ def recall_matrix(results: dict[str, Any]) -> pd.DataFrame:
     return counts.astype(float).sort_index().sort_index(axis=1)
 
 
+def argument_matrix(results: dict[str, Any]) -> pd.DataFrame:
+    """Per function (rows) and scenario (columns), the share of the expected arguments of its paired calls
+    that were correct (neither wrong nor missing); NaN where no paired call of it had an expected argument.
+    Beside `recall_matrix`: a call that was made with a wrong value is found here, not there."""
+    arguments = _arguments(results)
+    checked = arguments[arguments["status"].isin(["correct", "wrong", "missing"])]
+    shares = checked.pivot_table(index="function", columns="scenario_name", values="status",
+                                 aggfunc=lambda statuses: (statuses == "correct").sum() / len(statuses))
+    return shares.astype(float).sort_index().sort_index(axis=1)
+
+
 # Figures are built without pyplot: no global state, no GUI backend, and a returned Figure is shown once.
+def _heatmap(matrix: pd.DataFrame, title: str, scale: str) -> Figure:
+    figure = Figure(figsize=(2.6 + 0.6 * max(len(matrix.columns), 1), 2.6 + 0.4 * max(len(matrix), 1)),
+                    layout="constrained")
+    ax = figure.subplots()
+    sns.heatmap(matrix, ax=ax, vmin=0.0, vmax=1.0, cmap="RdYlGn", annot=True, fmt=".2f", linewidths=0.5,
+                cbar_kws={"label": scale})
+    ax.set(title=title, xlabel="scenario", ylabel="function")
+    ax.tick_params(axis="x", labelrotation=45)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+    return figure
+
+
 def plot_recall_heatmap(results: dict[str, Any]) -> Figure | None:
     """Function × scenario heat map of the recall of expected calls, annotated; blank where not expected.
     None when no scored conversation expected a call."""
     matrix = recall_matrix(results)
     if matrix.empty:
         return None
-    figure = Figure(figsize=(2.0 + 0.8 * max(len(matrix.columns), 1), 2.5 + 0.45 * max(len(matrix), 1)),
-                    layout="constrained")
-    ax = figure.subplots()
-    sns.heatmap(matrix, ax=ax, vmin=0.0, vmax=1.0, cmap="RdYlGn", annot=True, fmt=".2f", linewidths=0.5,
-                cbar_kws={"label": "recall"})
-    ax.set(title="Recall of expected calls", xlabel="scenario", ylabel="function")
+    return _heatmap(matrix, "Expected calls made (recall)", "share of expected calls made")
+
+
+def plot_call_heatmaps(results: dict[str, Any]) -> Figure | None:
+    """`plot_recall_heatmap` and `plot_argument_heatmap` side by side in one figure, on the same functions
+    (rows) and scenarios (columns), with one colour scale: a call made with a wrong value is green on the
+    left and not on the right. None when no scored conversation expected a call."""
+    recall, arguments = recall_matrix(results), argument_matrix(results)
+    if recall.empty and arguments.empty:
+        return None
+    rows = sorted(set(recall.index) | set(arguments.index))
+    columns = sorted(set(recall.columns) | set(arguments.columns))
+    figure = Figure(figsize=(3.4 + 1.0 * max(len(columns), 1), 2.8 + 0.4 * max(len(rows), 1)), layout="constrained")
+    axes = figure.subplots(1, 2, sharey=True)
+    panels = ((recall, "Expected calls made (recall)"), (arguments, "Expected arguments right, in the calls made"))
+    for ax, (matrix, title) in zip(axes, panels):
+        matrix = matrix.reindex(index=rows, columns=columns).astype(float)
+        last = ax is axes[-1]
+        sns.heatmap(matrix, ax=ax, vmin=0.0, vmax=1.0, cmap="RdYlGn", annot=True, fmt=".2f", linewidths=0.5,
+                    cbar=last, cbar_kws={"label": "share (1.00: all)"} if last else None,
+                    mask=matrix.isna() if not matrix.isna().all().all() else None)
+        ax.set(title=title, xlabel="scenario", ylabel="" if last else "function")
+        ax.tick_params(axis="x", labelrotation=45)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
     return figure
+
+
+def plot_argument_heatmap(results: dict[str, Any]) -> Figure | None:
+    """Function × scenario heat map of `argument_matrix` (expected arguments correct in paired calls),
+    annotated; blank where no paired call had an expected argument. None when none had."""
+    matrix = argument_matrix(results)
+    if matrix.empty:
+        return None
+    return _heatmap(matrix, "Arguments right in the calls made", "share of expected arguments correct")
 
 
 def _metric_values(results: dict[str, Any]) -> pd.DataFrame:
@@ -279,7 +406,7 @@ def plot_metric_distributions(results: dict[str, Any]) -> Figure | None:
         sns.boxplot(shown, x="value", y="scenario_name", order=scenarios, ax=ax, color="#dde6f3", fliersize=0)
         sns.stripplot(shown, x="value", y="scenario_name", order=scenarios, ax=ax, color="#1f4e8c", size=4,
                       jitter=0.2)
-        ax.set(title=metric, xlim=(-0.05, 1.05), xlabel="", ylabel="")
+        ax.set(title=metric_name(metric), xlim=(-0.05, 1.05), xlabel="", ylabel="")
     return figure
 
 

@@ -6,7 +6,9 @@ import contextlib
 import math
 import multiprocessing
 import os
+import re
 import resource
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -97,13 +99,12 @@ def bench_simulate(conversations: int = 200, concurrency: int = 32, latency: flo
     return asyncio.run(_simulate_bench(conversations, concurrency, latency))
 
 
-def synthetic_scoring_work(conversations: int, seed: int = 0) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(conversation, case) pairs: 5 expected calls and 6 actual ones (one extra), 5 arguments each,
-    of every kind the scorer compares (text, ID, number, date, boolean); some values wrong."""
+def synthetic_work(conversations: int, seed: int = 0) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(conversation, case) pairs, one at a time: 5 expected calls and 6 actual ones (one extra), 5 arguments
+    each, of every kind the scorer compares (text, ID, number, date, boolean); some values wrong."""
     import random
 
     rng = random.Random(seed)
-    work = []
     for n in range(conversations):
         expected, actual = [], []
         for f in range(5):
@@ -125,27 +126,124 @@ def synthetic_scoring_work(conversations: int, seed: int = 0) -> list[tuple[dict
         conversation = {"case_id": case["case_id"], "trial": 0, "scenario_name": case["scenario_name"],
                         "function_calls": actual, "messages": [{"role": "assistant", "content": f"Done: TKT-{n}-0."}],
                         "termination": {"reason": "user_finished", "turns": 6}}
-        work.append((conversation, case))
-    return work
+        yield conversation, case
 
 
-def bench_evaluate(conversations: int = 10_000, through_azure: bool = True) -> dict[str, Any]:
-    """Wall time and peak memory of scoring and summarising, directly and through azure's evaluate()."""
-    from lobeval.evaluate import score_with_azure
-    from lobeval.scoring import Rules, score_conversation
-    from lobeval.stats import summarise
+def synthetic_scoring_work(conversations: int, seed: int = 0) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """`synthetic_work` as a list."""
+    return list(synthetic_work(conversations, seed))
 
-    work = synthetic_scoring_work(conversations)
-    rules = Rules()
-    started = time.perf_counter()
-    rows = [score_conversation(conversation, case, rules) for conversation, case in work]
-    scored = time.perf_counter()
-    summary = summarise(rows)
-    figures = {"conversations": conversations, "score s": scored - started, "summarise s": time.perf_counter() - scored,
-               "Reliability": summary["metrics"]["Reliability"], "peak RSS MB": _peak_rss_mb()}
-    if through_azure:
+
+def write_synthetic(folder: str | Path, conversations: int, seed: int = 0) -> tuple[Path, Path]:
+    """dataset.jsonl and conversations.jsonl of `synthetic_work` in `folder`, written one line at a time."""
+    import orjson
+
+    folder = Path(folder)
+    dataset, transcripts = folder / "dataset.jsonl", folder / "conversations.jsonl"
+    with dataset.open("wb") as cases, transcripts.open("wb") as talks:
+        for conversation, case in synthetic_work(conversations, seed):
+            cases.write(orjson.dumps({**case, "user_instructions": "Create the tickets."},
+                                     option=orjson.OPT_APPEND_NEWLINE))
+            talks.write(orjson.dumps(conversation, option=orjson.OPT_APPEND_NEWLINE))
+    return dataset, transcripts
+
+
+EVALUATE_SIZES = (10_000, 100_000)
+_AZURE_CHILD = ("import functools, sys\n"
+                "import lobeval.evaluate\n"
+                "lobeval.evaluate.evaluate = functools.partial(lobeval.evaluate.evaluate, azure=True)\n"
+                "from lobeval.cli import main\n"
+                "sys.exit(main())\n")
+"""The child for --azure: `lobeval evaluate` as when a Foundry project is configured, but logging nothing."""
+_TIME_LINE = re.compile(r"^time: [\d.]+ s in evaluate: (.*)$", re.MULTILINE)
+_PHASE = re.compile(r"([a-z][a-z ]*?) (\d+(?:\.\d+)?) s")
+
+
+def bench_evaluate(sizes: tuple[int, ...] = EVALUATE_SIZES, repeat: int = 1, azure: bool = False,
+                   folder: str | Path | None = None) -> list[dict[str, Any]]:
+    """`lobeval evaluate` on synthetic conversations (`synthetic_work`), the whole process in a subprocess,
+    `repeat` times per size: per run its wall time, CPU time, peak memory (the child's ru_maxrss), rows per
+    second and the seconds of each phase (evaluate's own "time:" line; "startup" is the rest: imports,
+    options, the parts). The dataset and conversations files are written first, outside the measurement.
+    `azure`: score through azure-ai-evaluation's evaluate() as when a Foundry project is configured (locally)."""
+    found = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="lobeval-bench-", dir=folder) as tmp:
+            dataset, transcripts = write_synthetic(tmp, size)
+            runs = [_evaluate_once(Path(tmp), dataset, transcripts, size, azure) for _ in range(repeat)]
+            results = Path(tmp) / "evaluation_results.json"
+            from lobeval.records import read_results, rows_path
+
+            summary = read_results(results, rows=False)
+            found.append({"conversations": size, "runs": runs, "Reliability": summary["metrics"]["Reliability"],
+                          "scored": summary["counts"]["scored"],
+                          "results MB": results.stat().st_size / 1e6, "rows MB": rows_path(results).stat().st_size / 1e6,
+                          "input MB": (dataset.stat().st_size + transcripts.stat().st_size) / 1e6})
+    return found
+
+
+def _evaluate_once(folder: Path, dataset: Path, transcripts: Path, size: int, azure: bool) -> dict[str, Any]:
+    """One `lobeval evaluate` in a child process, its rusage taken with os.wait4 (the child's own ru_maxrss:
+    what getrusage(RUSAGE_CHILDREN) reports after this child alone)."""
+    import subprocess
+    import sys
+
+    env = {name: value for name, value in os.environ.items() if not name.startswith("LOBEVAL_EMBEDDING")}
+    command = ["-c", _AZURE_CHILD] if azure else ["-m", "lobeval"]
+    argv = [sys.executable, *command, "evaluate", "--dataset", str(dataset), "--conversations", str(transcripts),
+            "--judges", "none", "--out", str(folder / "evaluation_results.json")]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        score_with_azure(work, rules)
-        figures["azure evaluate() s"] = time.perf_counter() - started
-        figures["peak RSS MB with azure"] = _peak_rss_mb()
-    return figures
+        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        said, complained = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if child.returncode != 0:
+        raise RuntimeError(f"lobeval evaluate exited {child.returncode}: {complained[-2000:]}")
+    phases = _phases(said)
+    phases["startup"] = max(wall - sum(phases.values()), 0.0)
+    return {"wall s": wall, "CPU s": usage.ru_utime + usage.ru_stime, "peak MB": usage.ru_maxrss / 1024,
+            "rows/s": size / wall, "phases": phases}
+
+
+def _phases(output: str) -> dict[str, float]:
+    """The seconds by phase of `lobeval evaluate`'s "time:" line."""
+    line = _TIME_LINE.search(output)
+    if line is None:
+        raise RuntimeError(f"lobeval evaluate printed no time line: {output[-2000:]}")
+    return {name: float(seconds) for name, seconds in _PHASE.findall(line.group(1))}
+
+
+PHASE_GROUPS = {"startup": ("startup",), "read": ("read", "embeddings"), "azure": ("azure",), "score": ("score",),
+                "claims/end states/judges": ("claims", "end states", "judges"), "summary": ("summary",),
+                "write": ("write",)}
+"""How the bench reports the phases: "startup" is the process's time outside evaluate() (imports, options)."""
+
+
+def format_evaluate(figures: list[dict[str, Any]]) -> list[str]:
+    """The bench's lines: per size, the median of the runs with their range, and the phases' shares."""
+    def spread(values: list[float], fmt: str) -> str:
+        middle = statistics.median(values)
+        return format(middle, fmt) + (f" ({format(min(values), fmt)}–{format(max(values), fmt)})"
+                                      if len(values) > 1 else "")
+
+    lines = []
+    for entry in figures:
+        runs = entry["runs"]
+        lines.append(f"evaluate: {entry['conversations']} synthetic conversations (5 expected calls, 6 actual, "
+                     f"5 arguments each; {entry['input MB']:.0f} MB of input), the whole `lobeval evaluate` process, "
+                     f"{len(runs)} run(s); Reliability {entry['Reliability']:.3f}")
+        lines.append(f"  wall {spread([r['wall s'] for r in runs], '.2f')} s, CPU {spread([r['CPU s'] for r in runs], '.2f')} s, "
+                     f"peak memory (RSS) {spread([r['peak MB'] for r in runs], '.0f')} MB, "
+                     f"{spread([r['rows/s'] for r in runs], '.0f')} rows/s")
+        shares = []
+        for group, names in PHASE_GROUPS.items():
+            values = [sum(r["phases"].get(name, 0.0) for name in names) / r["wall s"] * 100 for r in runs]
+            if any(r["phases"].keys() & set(names) for r in runs):
+                shares.append(f"{group} {spread(values, '.0f')} %")
+        lines.append("  share of the wall time: " + ", ".join(shares))
+        lines.append(f"  written: evaluation_results.json {entry['results MB'] * 1000:.0f} kB, "
+                     f"evaluation_rows.jsonl {entry['rows MB']:.0f} MB")
+    return lines

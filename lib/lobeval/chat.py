@@ -106,21 +106,32 @@ def _record_change(old: Any, new: Any) -> str:
 
 
 def chat_widget(spec: str, *, debug: bool = True) -> Any:
-    """An ipywidgets chat with a target, for a notebook cell (needs a running kernel)."""
+    """An ipywidgets chat with a target, for a notebook cell (needs a running kernel).
+
+    The bot's replies are rendered from the markdown bots write (`render.markdown_html`: escaped first,
+    raw HTML never let through); what you type is shown as text. The log keeps its newest message in
+    view without any script: its messages sit in a scroll box laid out bottom-up (CSS
+    `flex-direction: column-reverse`), which a browser keeps scrolled to the end as it grows."""
     import ipywidgets as widgets
 
+    from lobeval.render import markdown_html
+
+    scroller = ("display:flex;flex-direction:column-reverse;max-height:420px;overflow-y:auto;"
+                "border:1px solid #ccc;padding:6px;font-family:sans-serif;font-size:13px")
+    looks = {"you": "margin:4px 0;padding:4px 6px;background:#eef4ff;border-radius:6px",
+             "bot": "margin:4px 0", "error": "margin:4px 0;color:#b00020"}
     target = load_target(spec)
-    log = widgets.HTML(layout=widgets.Layout(border="1px solid #ccc", padding="6px", max_height="420px",
-                                             overflow="auto"))
+    log = widgets.HTML(layout=widgets.Layout(width="100%"))
     box = widgets.Text(placeholder="Type a message and press Enter", continuous_update=False,
                        layout=widgets.Layout(width="100%"))
     state: dict[str, Session | None] = {"session": None}
     lines: list[str] = []
 
     def add(who: str, text: str, calls: list[str] = ()) -> None:
-        lines.append(f"<p><b>{who}:</b> {escape(text).replace(chr(10), '<br>')}</p>")
-        lines.extend(f"<pre style='margin:0;color:#666'>{escape(c)}</pre>" for c in calls)
-        log.value = "".join(lines)
+        shown = markdown_html(text) if who == "bot" else "<br>".join(escape(line) for line in text.split("\n"))
+        lines.append(f"<div class='lobeval-msg' style='{looks[who]}'><b>{who}:</b> {shown}</div>")
+        lines.extend(f"<pre style='margin:0;color:#666;white-space:pre-wrap'>{escape(c)}</pre>" for c in calls)
+        log.value = f"<div class='lobeval-chat' style='{scroller}'><div>{''.join(lines)}</div></div>"
 
     async def send(message: str) -> None:
         if state["session"] is None:

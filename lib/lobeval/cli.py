@@ -1,11 +1,15 @@
-"""The `lobeval` command. Exit status: 0 done, 1 a quality gate failed (gate, run), 2 bad input."""
+"""The `lobeval` command. Exit status: 0 done, 1 a quality gate failed (gate, run), 2 bad input or usage."""
 from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
+import re
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from lobeval.errors import LobevalError
+from lobeval.errors import ConfigError, LobevalError
 from lobeval.roles import DEFAULT_TARGET, USER_KINDS
 from lobeval.users import STOP_PHRASE
 
@@ -76,13 +80,11 @@ def _bench(args: argparse.Namespace) -> int:
     from lobeval.bench import bench_evaluate, bench_simulate
 
     if args.what == "evaluate":
-        figures = bench_evaluate(args.conversations or 10_000)
-        print(f"evaluate: {figures['conversations']} synthetic conversations (5 expected calls, 6 actual, "
-              f"5 arguments each); Reliability {figures['Reliability']:.3f}")
-        print(f"scoring {figures['score s']:.2f} s + summary with bootstrap intervals {figures['summarise s']:.2f} s "
-              f"= {figures['score s'] + figures['summarise s']:.2f} s; peak memory (RSS) {figures['peak RSS MB']:.0f} MB")
-        print(f"the same scoring through azure-ai-evaluation's evaluate(): {figures['azure evaluate() s']:.2f} s; "
-              f"peak memory (RSS) {figures['peak RSS MB with azure']:.0f} MB")
+        from lobeval.bench import EVALUATE_SIZES, format_evaluate
+
+        sizes = (args.conversations,) if args.conversations else EVALUATE_SIZES
+        for line in format_evaluate(bench_evaluate(sizes, repeat=args.repeat, azure=args.azure)):
+            print(line)
         return 0
 
     figures = bench_simulate(args.conversations or 200, args.concurrency, args.latency)
@@ -129,6 +131,122 @@ def _gate(args: argparse.Namespace) -> int:
     return 0 if all(check["passed"] for check in checks) else 1
 
 
+DESCRIPTION = """lobeval tells whether a line-of-business chatbot can be trusted: it generates test cases from
+scenario templates and business data, lets a simulated user talk to the bot, scores the function calls
+the bot made against those it should have made, and reports. `lobeval run` does it all."""
+EPILOG = """exit status:
+  0  done (for run and gate: the quality gate passed)
+  1  a quality gate failed (run, gate)
+  2  bad input or usage: one line on standard error names the file, the record and the field, or the
+     option; nothing is written
+
+Every command has --help. The reference: docs/cli.md (commands and options), docs/targets.md
+(connecting a bot), docs/formats.md (suites and files), docs/models.md (models, judges, budget),
+docs/metrics.md (the metrics)."""
+# What argparse takes for a negative number rather than an option.
+_NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
+
+
+def _import(args: argparse.Namespace) -> int:
+    from lobeval import runs
+
+    run_dir = runs.run_folder(args.run_id)
+    if args.format == "traces":
+        from lobeval.traces import import_traces
+
+        if args.domain or args.effect:
+            raise ConfigError("import traces: --domain and --effect are for benchmark runs (tau-bench, tau2)")
+        if args.trace_format is None:
+            raise ConfigError("import traces: give --format openai-chat, openai-agents or otel-genai")
+        written = import_traces(args.file, args.trace_format, run_dir / "conversations.jsonl")
+        print(f"{written} conversations written to {run_dir / 'conversations.jsonl'}")
+        return 0
+    from lobeval.importers import import_tau2, import_tau_bench, parse_effects
+
+    if args.trace_format is not None:
+        raise ConfigError(f"import {args.format}: --format is for traces")
+    importer = import_tau_bench if args.format == "tau-bench" else import_tau2
+    result = importer(args.file, run_dir, domain=args.domain, effects=parse_effects(args.effect))
+    print("\n".join(result.summary()))
+    return 0
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from lobeval.agreement import format_agreement, run_agreement
+
+    print(format_agreement(run_agreement(args.run_dir)))
+    return 0
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from lobeval.importers import parse_effects
+    from lobeval.mcp_tools import tools_from_mcp, write_tools_json
+
+    def ask(name: str) -> str:
+        answer = ""
+        while answer not in ("read", "write"):
+            answer = input(f"does {name} only read (read) or change something (write)? ").strip().lower()
+        return answer
+
+    tools = tools_from_mcp(args.from_mcp, effects=parse_effects(args.effect), ask=ask if sys.stdin.isatty() else None)
+    print(f"{len(tools)} tools written to {write_tools_json(tools, args.out)}")
+    return 0
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviated options (`--trial` is not `--trials`), whose errors are one line, and
+    which names a close option or command for an unknown one."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        words = list(sys.argv[1:] if args is None else args)
+        problem = unknown_word(words, list(self._option_string_actions), commands(self))
+        if problem:
+            self.error(problem)
+        return super().parse_known_args(words, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The names of a parser's commands, if it has any."""
+    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
+
+
+def unknown_word(words: list[str], options: list[str], command_names: list[str]) -> str | None:
+    """The first option among `words` that is not one of `options`, or (with commands) the command word when
+    it is none of them, said with a close name: "unknown option --trial; did you mean --trials?"."""
+    for word in words:
+        if word == "--":
+            return None
+        if command_names and not word.startswith("-"):
+            return None if word in command_names else f"unknown command {word!r}{guess(word, command_names)}"
+        option = word.split("=", 1)[0]
+        if word.startswith("-") and word != "-" and not _NEGATIVE_NUMBER.fullmatch(word) and option not in options:
+            return f"unknown option {option}{guess(option, options)}"
+    return None
+
+
+def guess(word: str, names: list[str]) -> str:
+    """"; did you mean X?" for the one name `word` begins, or else the closest name (leading dashes aside)."""
+    starting = [name for name in names if name.startswith(word)]
+    if len(starting) == 1:
+        return f"; did you mean {starting[0]}?"
+    bare = {name.lstrip("-"): name for name in names}
+    close = difflib.get_close_matches(word.lstrip("-"), bare, n=1)
+    return f"; did you mean {bare[close[0]]}?" if close else ""
+
+
+def one_line(message: str) -> str:
+    """A line break or control character quoted from a record or an argument, escaped."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
+
+
 def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="a target call that takes longer ends the conversation as target_unavailable, a "
@@ -138,12 +256,18 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
                              "(llm_error, target_unavailable, budget_spent)")
 
 
+TARGET_HELP = "module:attr (a Python class or factory) or http(s)://host/base; see docs/targets.md"
+USER_HELP = "scripted (offline, the default) or llm (a model plays the user; docs/models.md)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lobeval", description=__doc__)
+    parser = Parser(prog="lobeval", description=DESCRIPTION, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     gen = commands.add_parser("generate", help="fill scenario templates with business data into a dataset")
-    gen.add_argument("--suite", required=True, help="the suite folder, e.g. scenarios/support_tickets")
+    gen.add_argument("--suite", required=True, help="the suite folder, e.g. scenarios/support_tickets "
+                                                    "(docs/formats.md)")
     gen.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
     gen.add_argument("--seed", type=int, default=42, metavar="S")
     gen.add_argument("--out", required=True, help="the dataset file to write (JSONL)")
@@ -152,8 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim = commands.add_parser("simulate", help="let a simulated user talk to the target, one conversation per "
                                                 "case and trial; resumes when --out exists")
     sim.add_argument("--dataset", required=True)
-    sim.add_argument("--target", default=DEFAULT_TARGET, help=f"module:attr or http(s)://... (default {DEFAULT_TARGET})")
-    sim.add_argument("--user", default="scripted", choices=USER_KINDS)
+    sim.add_argument("--target", default=DEFAULT_TARGET, help=f"{TARGET_HELP} (default {DEFAULT_TARGET})")
+    sim.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
     sim.add_argument("--trials", type=int, default=1, metavar="K", help="conversations per case, for pass^k")
     sim.add_argument("--concurrency", type=int, default=4, metavar="C")
     sim.add_argument("--max-turns", type=int, default=20, metavar="T", help="user messages at most")
@@ -174,7 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "schemas, labels.jsonl")
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
-                    help="run the model judges (all, or a comma-separated selection); needs a judge model")
+                    help="run the model judges (all, or a comma-separated selection); needs a judge model "
+                         "(docs/models.md)")
     ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
                                      "(default: the target each conversation names)")
     ev.add_argument("--out", required=True, help="evaluation_results.json to write")
@@ -187,33 +312,43 @@ def build_parser() -> argparse.ArgumentParser:
     lint.set_defaults(handler=_lint)
 
     chat = commands.add_parser("chat", help="talk to a target yourself")
-    chat.add_argument("--target", default=DEFAULT_TARGET)
+    chat.add_argument("--target", default=DEFAULT_TARGET, help=f"{TARGET_HELP} (default {DEFAULT_TARGET})")
     chat.add_argument("--debug", action="store_true", help="show every function call with arguments and result")
     chat.set_defaults(handler=_chat)
 
     bench = commands.add_parser("bench", help="print speed figures: simulation against the fake endpoint, "
                                               "or scoring synthetic conversations")
     bench.add_argument("what", choices=["simulate", "evaluate"])
-    bench.add_argument("--conversations", type=int, help="default: 200 to simulate, 10000 to evaluate")
+    bench.add_argument("--conversations", type=int, help="default: 200 to simulate; 10000 and then 100000 to evaluate")
     bench.add_argument("--concurrency", type=int, default=32)
     bench.add_argument("--latency", type=float, default=0.1, help="seconds per model completion")
+    bench.add_argument("--repeat", type=int, default=1, metavar="R", help="evaluate: runs per size, for the spread")
+    bench.add_argument("--azure", action="store_true", help="evaluate: score through azure-ai-evaluation's evaluate() "
+                                                            "as when a Foundry project is configured (logging nothing)")
     bench.set_defaults(handler=_bench)
 
-    run = commands.add_parser("run", help="run the five stage notebooks into runs/<run_id>/, write the report and "
-                                          "print the quality gate's verdict: exit 1 when the gate fails; the same "
-                                          "--run-id again resumes")
-    run.add_argument("--suite", default="scenarios/support_tickets")
+    run = commands.add_parser(
+        "run", help="run the five stage notebooks into runs/<run_id>/, write the report and print the quality "
+                    "gate's verdict: exit 1 when the gate fails; the same --run-id again resumes",
+        description="Run the five stage notebooks into runs/<run_id>/ (or $LOBEVAL_RUNS/<run_id>/), write "
+                    "report.html and print the quality gate's checks; exit 1 when the gate fails. Before stage 01 "
+                    "the suite, the target, the --min metrics and the models the options need are checked: a "
+                    "mistake exits 2 and writes nothing. The same --run-id again resumes. See docs/cli.md.")
+    run.add_argument("--suite", default="scenarios/support_tickets",
+                     help="the suite folder (default scenarios/support_tickets; docs/formats.md)")
     run.add_argument("--run-id", help="default: the time and the suite's name")
     run.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
     run.add_argument("--seed", type=int, default=42, metavar="S")
-    run.add_argument("--target", help="module:attr or http(s)://...; default: the suite's default_target")
-    run.add_argument("--user", default="scripted", choices=USER_KINDS)
-    run.add_argument("--trials", type=int, default=1, metavar="K")
+    run.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
+    run.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
+    run.add_argument("--trials", type=int, default=1, metavar="K", help="conversations per case, for pass^k")
     run.add_argument("--concurrency", type=int, default=4, metavar="C")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
-                                                     "(default all; none to switch them off)")
+                                                     "(default all; none to switch them off); naming them "
+                                                     "needs a judge model (docs/models.md)")
     run.add_argument("--min", action="append", metavar="METRIC=VALUE",
-                     help="the quality gate's minimums (default Reliability=0.8 and Success=0.8); repeatable")
+                     help="the quality gate's minimums (default Reliability=0.8 and Success=0.8); repeatable; "
+                          "the metrics: docs/metrics.md")
     _target_options(run)
     run.add_argument("--max-error-rate", type=float, default=0.05, metavar="R",
                      help="the gate fails when more than this share of conversations failed in the machinery "
@@ -225,6 +360,31 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("baseline", metavar="RUN_DIR", help="the baseline run folder (runs/<run_id>)")
     compare.add_argument("candidate", metavar="RUN_DIR", help="the candidate run folder")
     compare.set_defaults(handler=_compare)
+
+    imp = commands.add_parser("import", help="a public benchmark run (tau-bench, tau2) with its verdicts, or production "
+                                             "traces, as runs/<run_id>/ (docs/analysis.md, docs/formats.md)")
+    imp.add_argument("format", choices=["tau-bench", "tau2", "traces"])
+    imp.add_argument("file", metavar="FILE", help="tau-bench results .json; tau2 results.json or its folder; a traces file")
+    imp.add_argument("--run-id", required=True)
+    imp.add_argument("--domain", help="benchmark runs: the suite's and scenarios' name")
+    imp.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
+                     help="benchmark runs: a function's effect where the guess from its name is wrong")
+    imp.add_argument("--format", dest="trace_format", choices=["openai-chat", "openai-agents", "otel-genai"],
+                     help="traces: the format of FILE")
+    imp.set_defaults(handler=_import)
+
+    agree = commands.add_parser("agreement", help="lobeval's verdict against an imported benchmark's: confusion "
+                                                  "matrix, agreement, Cohen's kappa, pass^k, disagreements")
+    agree.add_argument("run_dir", metavar="RUN_DIR")
+    agree.set_defaults(handler=_agreement)
+
+    tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")
+    tools.add_argument("--from-mcp", required=True, metavar="SERVER",
+                       help="a stdio command (e.g. 'python -m my.server') or a streamable HTTP URL")
+    tools.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
+                       help="a tool's effect where its annotations do not say (otherwise asked on a terminal)")
+    tools.add_argument("--out", required=True, help="the tools.json to write")
+    tools.set_defaults(handler=_tools)
 
     gate = commands.add_parser("gate", help="exit 1 when a run misses a threshold or regresses against a baseline")
     gate.add_argument("--run", required=True, metavar="RUN_DIR", help="the run folder to check")
@@ -252,9 +412,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bad_input(command: str, message: str) -> int:
-    """Exit status 2 with one line: a line break or control character quoted from a record is escaped."""
-    line = "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
-    print(f"lobeval {command}: error: {line}", file=sys.stderr)
+    """Exit status 2 with one line."""
+    print(f"lobeval {command}: error: {one_line(message)}", file=sys.stderr)
     return 2
 
 

@@ -1,4 +1,4 @@
-"""Compare two runs on the conversations they share, and gate a run on thresholds (SPEC §7).
+"""Compare two runs on the conversations they share, and gate a run on thresholds (docs/cli.md).
 
 Pairs are (case_id, trial) scored in both runs; the rest are counted, not compared. For each
 metric (all of them 0..1, higher is better):

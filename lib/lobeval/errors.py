@@ -32,5 +32,10 @@ class TargetUnavailable(Exception):
 
     The conversation is then a machinery error: left out of every metric, counted in the error
     rate and run again by `lobeval simulate --retry-errors`, never scored as the bot's failure.
-    Over HTTP a target says the same with status 429, 502, 503 or 504.
+    Over HTTP a target says the same with status 429, 502, 503 or 504. `usage` is what the turn's own
+    model calls had used before it failed (as in a reply's usage), so that it is still counted.
     """
+
+    def __init__(self, message: str = "", *, usage: dict[str, float | None] | None = None):
+        super().__init__(message)
+        self.usage = usage

@@ -1,35 +1,42 @@
-"""Stage 3: score every conversation against its case and write `evaluation_results.json`.
+"""Stage 3: score every conversation against its case and write `evaluation_results.json` and its rows.
 
-`evaluate()` reads as its steps: read the cases and the conversations (one file or several),
-load the suite's rules and the analysts' labels, score each conversation through
-azure-ai-evaluation's `evaluate()` (so results have its shape and can be logged to an Azure AI
-Foundry project), add the claims check, the end-state check and the judges, summarise, write.
+`evaluate()` reads as its steps: load the suite's rules and the analysts' labels, index the cases, then
+stream the conversations (read and validated one line at a time) in chunks: score each chunk, add the
+claims check, the end-state check and the judges, write each row as it is done and keep of it only what
+the summary needs; summarise; rename both files into place. The rows are scored by
+`scoring.score_conversation`, or, when an Azure AI Foundry project is configured (`azure_project()`),
+through azure-ai-evaluation's `evaluate()`, which logs them there in its shape.
 It receives its parts (the judges, the embedder) and builds none: `lobeval.roles` does.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import io
+import itertools
 import json
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from lobeval.claims import find_claims
-from lobeval.endstate import replay_cases, state_differences
 from lobeval.errors import RecordError, RoleError
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
-    METRICS, SCHEMA_VERSION, RunResults, check_output, read_as, read_cases, read_conversations, read_labels,
-    read_results, with_changes, write_json,
+    MACHINERY_ERRORS, METRICS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases, iter_conversations,
+    read_as, read_labels, read_results, rows_path, with_changes,
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
-from lobeval.stats import summarise
+from lobeval.stats import RowTally
 from lobeval.suite import Suite, function_key, load_suite
 
 EVALUATOR = "function_calls"
@@ -37,32 +44,91 @@ NO_JUDGE_MODEL = "not run: no judge model configured"
 JUDGES_OFF = "not run: switched off (--judges none)"
 _CASE_FIELDS = ("scenario_name", "expected_function_calls", "expected_outputs", "allowed_function_calls",
                 "forbidden_function_calls", "ordered", "task_completion", "user_instructions")
+CHUNK = 1000
+"""Conversations scored together: the claims, the end states and the judges run a chunk at a time."""
+PHASES = ("read", "embeddings", "azure", "score", "claims", "end states", "judges", "summary", "write")
 
 
-@dataclass
 class EvaluationResult:
-    path: Path
-    results: dict[str, Any]
+    """What `evaluate()` wrote: `path`, the summary (the results without their rows), the seconds spent in
+    each phase; `results` reads the whole results back (rows included) when first asked for."""
+
+    def __init__(self, path: Path, summary: dict[str, Any], seconds: dict[str, float] | None = None):
+        self.path, self.summary_document, self.seconds = path, summary, seconds or {}
+        self._results: dict[str, Any] | None = None
+
+    @property
+    def results(self) -> dict[str, Any]:
+        if self._results is None:
+            self._results = read_results(self.path)
+        return self._results
 
     def summary(self) -> list[str]:
-        metrics, intervals, counts = self.results["metrics"], self.results["intervals"], self.results["counts"]
+        results = self.summary_document
+        metrics, intervals, counts = results["metrics"], results["intervals"], results["counts"]
         lines = [f"scored {counts['scored']} conversations ({counts['errors']} machinery errors left out, "
                  f"{counts['target_errors']} target errors scored as failures)"]
-        for name, value in metrics.items():
-            if value is None:
+        coverage = results["judges"].get("coverage") or {}
+        for name in dict.fromkeys([*metrics, *coverage]):   # a judge that judged nothing has coverage, no value
+            value, cover = metrics.get(name), coverage.get(name)
+            if value is None and cover is None:
                 continue
             low_high = intervals.get(name)
-            band = f"  [{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high else ""
-            cover = (self.results["judges"].get("coverage") or {}).get(name)
+            band = f"  [{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high and value is not None else ""
             if cover:
                 band += f"  judged {cover['judged']} of {cover['of']}" + (
                     f", {cover['errors']} judge errors" if cover["errors"] else "")
-            lines.append(f"{name:>16} {value:.3f}{band}")
-        errored = self.results["judges"].get("errored_conversations")
-        lines.append(f"judges: {self.results['judges']['status']}"
+            shown = f"{value:.3f}" if value is not None else "not measured"
+            lines.append(f"{name:>16} {shown}{band}")
+        errored = results["judges"].get("errored_conversations")
+        lines.append(f"judges: {results['judges']['status']}"
                      + (f" ({errored} conversations with judge errors)" if errored else ""))
+        if self.seconds:
+            lines.append(f"time: {sum(self.seconds.values()):.2f} s in evaluate: "
+                         + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items()))
+        if results.get("rows_file"):
+            lines.append(f"rows: {self.path.with_name(results['rows_file'])}")
         lines.append(str(self.path))
         return lines
+
+
+class Phases:
+    """Wall seconds by phase, each second counted once: entering a phase pauses the one it interrupts."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._current, self._since = "", time.perf_counter()
+
+    def _switch(self, name: str) -> str:
+        now = time.perf_counter()
+        if self._current:
+            self.seconds[self._current] = self.seconds.get(self._current, 0.0) + now - self._since
+        previous, self._current, self._since = self._current, name, now
+        return previous
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        previous = self._switch(name)
+        try:
+            yield
+        finally:
+            self._switch(previous)
+
+    def timed(self, name: str, items: Iterable[Any]) -> Iterator[Any]:
+        """`items`, the time spent producing each counted in `name`."""
+        iterator = iter(items)
+        while True:
+            previous = self._switch(name)
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            finally:
+                self._switch(previous)
+            yield item
+
+    def ordered(self) -> dict[str, float]:
+        return {name: self.seconds[name] for name in PHASES if name in self.seconds}
 
 
 class FunctionCallEvaluator:
@@ -76,80 +142,292 @@ class FunctionCallEvaluator:
         return {**{metric: row[metric] for metric in METRICS}, "row": row}
 
 
+class Cases:
+    """The dataset's cases by case_id: every case read and validated up front (`read_cases`' checks), each
+    kept as its compact JSON and turned back into a dict when a conversation asks for it."""
+
+    def __init__(self, dataset: str | Path | None):
+        self._packed: dict[str, bytes | str] = {}
+        for case in iter_cases(dataset) if dataset else ():
+            self._packed[case.case_id] = _pack(case.model_dump())
+
+    def get(self, case_id: str) -> dict[str, Any] | None:
+        packed = self._packed.get(case_id)
+        if packed is None:
+            return None
+        return orjson.loads(packed) if isinstance(packed, bytes) else json.loads(packed)
+
+
+def _pack(value: dict[str, Any]) -> bytes | str:
+    """orjson's bytes, or the stdlib's text for what orjson cannot write (an integer beyond 64 bits, which
+    orjson would read back as a float)."""
+    try:
+        # a copy of exactly its length: orjson's own result keeps the whole buffer it was written in
+        return memoryview(orjson.dumps(value, default=str)).tobytes()
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@contextlib.contextmanager
+def _old_objects_left_alone() -> Iterator[None]:
+    """Keep the objects alive before (the imported libraries: some 150,000 objects) out of the cyclic garbage
+    collector's full collections while a run is scored, which otherwise walk them again and again as rows come
+    and go (a quarter of evaluate's time); they are handed back after. Left as it is when something froze first."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _leaving_old_objects_alone(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _old_objects_left_alone():
+            return function(*args, **kwargs)
+    return wrapper
+
+
+@_leaving_old_objects_alone
 def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | Path], out: str | Path, *,
              suite: str | Path | None = None, judges: Any = NO_JUDGE_MODEL, embedder: LLMClient | None = None,
-             labels: str | Path | None = None, target: str | None = None, progress: bool = True) -> EvaluationResult:
-    """Score the conversations and write the results.
+             labels: str | Path | None = None, target: str | None = None, progress: bool = True,
+             azure: bool | None = None) -> EvaluationResult:
+    """Score the conversations and write the results (`out`) and their rows (`records.rows_path(out)`).
 
     `judges`: the conversation judges to run (`lobeval.judges.ConversationJudges`), or the reason they
     do not run. `embedder`: a client for the embedding model, for semantic comparison of free text.
     `target` replays the expected calls for the end-state check; default: the target each conversation names.
+    `azure`: score through azure-ai-evaluation's `evaluate()`; default: when a Foundry project is configured
+    (True without one runs it locally, logging nothing).
     """
-    conversation_files = [conversations] if isinstance(conversations, str | Path) else list(conversations)
-    cases = {case.case_id: case.model_dump() for case in read_cases(dataset)} if dataset else {}
-    records = read_conversations(conversation_files)
-    loaded = load_suite(suite) if suite else None
-    labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
-    given_labels = labels_path is not None and (labels is not None or labels_path.exists())   # a suite may have none
-    rules = make_rules(loaded, read_labels(labels_path) if given_labels else [])
-    work = [(record, case_for(record, cases, path, line)) for path, line, record in records]
-    out = Path(out)
-    check_output(out, [dataset, labels_path, *conversation_files, *(loaded.files if loaded else [])])
-    read_as(out, read_results, "an evaluation results file")
+    phases = Phases()
+    with phases("read"):
+        conversation_files = [conversations] if isinstance(conversations, str | Path) else list(conversations)
+        loaded = load_suite(suite) if suite else None
+        labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
+        given_labels = labels_path is not None and (labels is not None or labels_path.exists())   # a suite may have none
+        rules = make_rules(loaded, read_labels(labels_path) if given_labels else [])
+        out = Path(out)
+        check_results_output(out, [dataset, labels_path, *conversation_files, *(loaded.files if loaded else [])])
+        cases = Cases(dataset)
+    work = partial(_work, phases, conversation_files, cases)
     if embedder is not None:
-        rules = with_embeddings(rules, work, embedder)
-    rows, studio_url = score_with_azure(work, rules)
-    rows = add_claims(rows, work, rules)
-    rows = add_end_states(rows, work, target)
-    rows, judge_summary = add_judges(rows, work, judges, progress)
+        rules = with_embeddings(rules, work(), embedder, phases)
+    to_judge = None
+    if not isinstance(judges, str):   # every conversation checked before the first judge is paid for
+        to_judge = sum((conversation.get("termination") or {}).get("reason") not in MACHINERY_ERRORS
+                       for conversation, _ in work())
     config = {"dataset": str(dataset) if dataset else None,
               "conversations": [str(path) for path in conversation_files],
               "suite": str(loaded.dir) if loaded else None, "labels": len(rules.labels),
-              "labels_path": str(labels_path) if labels_path else None,
-              "text_comparison": rules.text_mode, "judges": judge_summary.get("selected", [])}
-    return EvaluationResult(*write_results(out, rows, judge_summary, config, studio_url))
+              "labels_path": str(labels_path) if labels_path else None, "text_comparison": rules.text_mode}
+    through_azure = azure_project() is not None if azure is None else azure
+    scored: Iterator[dict[str, Any]] | None = None
+    studio_url = None
+    if through_azure:
+        with phases("azure"):
+            azure_rows, studio_url = score_with_azure(work(), rules)
+        scored = iter(azure_rows)
+    tally = _Tally()
+    with ResultsWriter(out) as writer, _JudgeRun(judges, progress, to_judge) as judging:
+        for chunk in _chunks(work(), CHUNK):
+            with phases("score"):
+                rows = _rows_of(chunk, scored, rules)
+            with phases("claims"):
+                rows = add_claims(rows, chunk, rules)
+            with phases("end states"):
+                rows = add_end_states(rows, chunk, target)
+            with phases("judges"):
+                rows = judging.add(rows, chunk)
+            with phases("write"):
+                for row in rows:
+                    writer.write(row)
+                    tally.add(row)
+            del rows
+        if scored is not None and next(scored, None) is not None:
+            raise RuntimeError("azure-ai-evaluation returned more rows than there are conversations")
+        with phases("summary"):
+            judge_summary = judging.summary(tally.judged)
+            summary = tally.summary(judge_summary, {**config, "judges": judge_summary.get("selected", [])}, studio_url)
+        with phases("write"):
+            written = writer.finish(summary)
+    return EvaluationResult(out, written, phases.ordered())
 
 
-def write_results(out: str | Path, rows: list[dict[str, Any]], judge_summary: dict[str, Any], config: dict[str, Any],
-                  studio_url: str | None) -> tuple[Path, dict[str, Any]]:
-    """Summarise the rows into the results document, check it against its schema, write it whole."""
-    judge_summary = dict(judge_summary)
-    results = {"schema_version": SCHEMA_VERSION, **summarise(rows)}
-    results["metrics"].update(judge_summary.pop("metrics", {}))
-    results["intervals"].update(judge_summary.pop("intervals", {}))
-    results.update({
-        "judges": judge_summary,
-        "claims": {kind: sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
-                   for kind in ("claimed_not_done", "done_not_told")},
-        "usage": total_usage(rows), "config": config, "studio_url": studio_url, "rows": rows})
-    add_scenario_findings(results)
-    RunResults.model_validate(results)
-    return write_json(out, results), results
+def check_results_output(out: Path, inputs: list[str | Path | None]) -> None:
+    """Refuse an output that is an input, a folder, or an existing file that is not evaluation results (the
+    results file and its rows file alike): nothing but results is ever overwritten."""
+    check_output(out, inputs)
+    check_output(rows_path(out), inputs)
+    read_as(out, partial(read_results, rows=False), "an evaluation results file")
+    read_as(rows_path(out), first_row, "the rows file of evaluation results")
 
 
+def _work(phases: Phases, conversation_files: list[str | Path], cases: Cases) -> Iterator[tuple[dict, dict]]:
+    """(conversation, case) of every conversation, in file order, read one at a time (time counted as "read")."""
+    def pairs() -> Iterator[tuple[dict, dict]]:
+        for path, line, record in iter_conversations(conversation_files):
+            yield record, case_for(record, cases, path, line)
+    return phases.timed("read", pairs())
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def _rows_of(chunk: list[tuple[dict, dict]], scored: Iterator[dict[str, Any]] | None, rules: Rules) -> list[dict]:
+    """The chunk's rows: scored here, or the next ones azure-ai-evaluation returned (checked to be theirs)."""
+    if scored is None:
+        return [score_conversation(conversation, case, rules) for conversation, case in chunk]
+    rows = []
+    for conversation, _ in chunk:
+        row = next(scored, None)
+        if row is None or (row["case_id"], row["trial"]) != (conversation["case_id"], conversation.get("trial", 0)):
+            raise RuntimeError(f"azure-ai-evaluation returned rows out of step with the conversations at case "
+                               f"{conversation['case_id']!r} trial {conversation.get('trial', 0)}")
+        rows.append(row)
+    return rows
+
+
+class _Tally:
+    """What the results' summary needs of each row once it is written: the metrics' columns (stats.RowTally),
+    claim counts, judge verdicts that ran, final scores by scenario, usage by role."""
+
+    def __init__(self) -> None:
+        self.rows = RowTally()
+        self.claims = {kind: 0 for kind in ("claimed_not_done", "done_not_told")}
+        self.scenario_claims: dict[str, dict[str, int]] = {}
+        self.judged: list[dict[str, Any]] = []
+        self.finals: dict[str, list[float]] = {}
+        self.usage: dict[str, Usage] = {}
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.add(row)
+        scenario = row["scenario_name"]
+        counts = self.scenario_claims.setdefault(scenario, {kind: 0 for kind in self.claims})
+        for kind in self.claims:
+            found = len(row["claims"][kind]) if row.get("claims") else 0
+            self.claims[kind] += found
+            counts[kind] += found
+        verdict = row.get("judges") or {}
+        if verdict.get("status") == "run":
+            self.judged.append({"scenario_name": scenario, "judges": verdict})
+        if verdict.get("final_score") is not None:
+            self.finals.setdefault(scenario, []).append(verdict["final_score"])
+        for role, numbers in (row.get("usage") or {}).items():
+            self.usage.setdefault(role, Usage()).merge(Usage.of(numbers))
+
+    def summary(self, judge_summary: dict[str, Any], config: dict[str, Any], studio_url: str | None) -> dict[str, Any]:
+        """The results document without its rows, in the order it always had."""
+        judge_summary = dict(judge_summary)
+        results = {"schema_version": SCHEMA_VERSION, **self.rows.summarise()}
+        results["metrics"].update(judge_summary.pop("metrics", {}))
+        results["intervals"].update(judge_summary.pop("intervals", {}))
+        results.update({"judges": judge_summary, "claims": dict(self.claims),
+                        "usage": {role: usage.to_dict() for role, usage in self.usage.items()},
+                        "config": config, "studio_url": studio_url})
+        covered = _scenario_coverage(self.judged)
+        for entry in results["scenarios"]:
+            name = entry["scenario_name"]
+            entry["judge.final_score_coverage"] = covered.get(name)
+            entry.update(self.scenario_claims.get(name, dict.fromkeys(self.claims, 0)))
+            finals = self.finals.get(name)
+            entry["judge.final_score"] = sum(finals) / len(finals) if finals else None
+        return results
+
+
+def _scenario_coverage(judged: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Coverage of the judges' final score per scenario (judges.scenario_coverage); no judge ran: none."""
+    if not judged:
+        return {}
+    from lobeval.judges import scenario_coverage
+
+    return scenario_coverage(judged)
+
+
+class _JudgeRun:
+    """The conversation judges over the run, a chunk at a time, with one progress bar; or, when `judges` is the
+    reason they do not run, that reason on every row."""
+
+    def __init__(self, judges: Any, progress: bool, total: int | None = None):
+        self.judges, self.progress, self.total, self._bar = judges, progress, total, None
+
+    def __enter__(self) -> _JudgeRun:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def add(self, rows: list[dict[str, Any]], chunk: list[tuple[dict, dict]]) -> list[dict[str, Any]]:
+        if isinstance(self.judges, str):
+            for row in rows:
+                row["judges"] = {"status": self.judges}
+            return rows
+        if self._bar is None:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=self.total, desc="judges", unit="conv", disable=not self.progress)
+        scored = [(conversation, case) for row, (conversation, case) in zip(rows, chunk) if row["status"] == "scored"]
+        verdicts = run_sync(self._judge(scored))
+        for row in rows:
+            row["judges"] = verdicts.get((row["case_id"], row["trial"]),
+                                         {"status": "not run: the conversation ended in a machinery error"})
+        return rows
+
+    async def _judge(self, work: list[tuple[dict, dict]]) -> dict[tuple[str, int], dict[str, Any]]:
+        import asyncio
+
+        async def one(conversation: dict[str, Any], case: dict[str, Any]) -> tuple[tuple[str, int], dict]:
+            verdict = await self.judges.judge(conversation, case)
+            self._bar.update()
+            return (conversation["case_id"], conversation.get("trial", 0)), verdict
+
+        return dict(await asyncio.gather(*(one(conversation, case) for conversation, case in work)))
+
+    def summary(self, judged: list[dict[str, Any]]) -> dict[str, Any]:
+        if isinstance(self.judges, str):
+            return {"status": self.judges, "selected": [], "errors": 0, "usage": Usage().to_dict()}
+        from lobeval.judges import summarise_judges
+
+        usage = {name: usage.to_dict() for name, usage in self.judges.usage.items()}
+        return summarise_judges(judged, self.judges.selection, usage)
+
+
+@_leaving_old_objects_alone
 def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: str | Path) -> dict[str, Any]:
-    """The run of `results` scored again with the labels now in `labels_path`. Labels change only the
-    function-call metrics, so the claims, the end-state check and the judges are taken from `results`:
-    no model is called and the bot under test is not loaded."""
+    """The run of `results` (as `read_results` gives it) scored again with the labels now in `labels_path`.
+    Labels change only the function-call metrics, so the claims, the end-state check and the judges are taken
+    from `results`: no model is called and the bot under test is not loaded. Written like `evaluate()`'s."""
     config = results["config"]
-    cases = {case.case_id: case.model_dump() for case in read_cases(config["dataset"])} if config["dataset"] else {}
     loaded = load_suite(config["suite"]) if config["suite"] else None
     labels_path = Path(labels_path)
     rules = make_rules(loaded, read_labels(labels_path) if labels_path.exists() else [])
+    out = Path(out)
+    check_results_output(out, [config["dataset"], labels_path, *config["conversations"]])
+    cases = Cases(config["dataset"])
     earlier = {(row["case_id"], row["trial"]): row for row in results["rows"]}
-    rows = []
-    for path, line, record in read_conversations(config["conversations"]):
-        row = score_conversation(record, case_for(record, cases, path, line), rules)
-        kept = earlier.get((row["case_id"], row["trial"]), {})
-        rows.append({**row, **{key: kept.get(key) for key in ("claims", "state", "judges") if key in kept}})
     judge_summary = {key: value for key, value in results["judges"].items()}
     judge_summary["metrics"] = {name: value for name, value in results["metrics"].items() if name.startswith("judge.")}
     judge_summary["intervals"] = {name: value for name, value in results["intervals"].items()
                                   if name.startswith("judge.")}
-    _, rescored = write_results(out, rows, judge_summary,
-                                {**config, "labels": len(rules.labels), "labels_path": str(labels_path)},
-                                results.get("studio_url"))
-    return rescored
+    tally = _Tally()
+    with ResultsWriter(out) as writer:
+        for conversation, case in _work(Phases(), config["conversations"], cases):
+            row = score_conversation(conversation, case, rules)
+            kept = earlier.get((row["case_id"], row["trial"]), {})
+            row = {**row, **{key: kept.get(key) for key in ("claims", "state", "judges") if key in kept}}
+            writer.write(row)
+            tally.add(row)
+        writer.finish(tally.summary(judge_summary, {**config, "labels": len(rules.labels),
+                                                   "labels_path": str(labels_path)}, results.get("studio_url")))
+    return read_results(out)
 
 
 def make_rules(suite: Suite | None, labels: list[dict[str, Any]]) -> Rules:
@@ -174,10 +452,13 @@ def case_for(conversation: dict[str, Any], cases: dict[str, dict[str, Any]], pat
     return case
 
 
-def with_embeddings(rules: Rules, work: list[tuple[dict, dict]], embedder: LLMClient) -> Rules:
+def with_embeddings(rules: Rules, work: Iterable[tuple[dict, dict]], embedder: LLMClient,
+                    phases: Phases | None = None) -> Rules:
     """Semantic comparison of free text with the embedding model: every text embedded once."""
-    texts = sorted({text for conversation, case in work for text in _texts(case.get("expected_function_calls"))}
-                   | {text for conversation, _ in work for text in _texts(conversation.get("function_calls"))})
+    found: set[str] = set()
+    for conversation, case in work:
+        found |= _texts(case.get("expected_function_calls")) | _texts(conversation.get("function_calls"))
+    texts = sorted(found)
     vectors: dict[str, np.ndarray] = {}
 
     async def embed_all() -> None:
@@ -186,7 +467,8 @@ def with_embeddings(rules: Rules, work: list[tuple[dict, dict]], embedder: LLMCl
             for text, vector in zip(batch, await embedder.embed(batch)):
                 vectors[text] = np.asarray(vector) / (np.linalg.norm(vector) or 1.0)
 
-    run_sync(embed_all())
+    with phases("embeddings") if phases else contextlib.nullcontext():
+        run_sync(embed_all())
 
     def similar(expected: str, actual: str, mode: str, threshold: float) -> bool:
         if mode == "semantic" and expected in vectors and actual in vectors:
@@ -219,18 +501,22 @@ def azure_project(env: dict[str, str] | None = None) -> str | dict[str, str] | N
     return triple if all(triple.values()) else None
 
 
-def score_with_azure(work: list[tuple[dict, dict]], rules: Rules) -> tuple[list[dict[str, Any]], str | None]:
-    """Score through azure.ai.evaluation.evaluate() with FunctionCallEvaluator; rows in input order."""
+def score_with_azure(work: Iterable[tuple[dict, dict]], rules: Rules) -> tuple[list[dict[str, Any]], str | None]:
+    """Score through azure.ai.evaluation.evaluate() with FunctionCallEvaluator, logging to the Foundry project
+    when one is configured; rows in input order. The work is streamed to its data file; azure-ai-evaluation
+    holds every row in memory, so this path's memory grows with the run."""
     from azure.ai.evaluation import evaluate as azure_evaluate
 
-    if not work:
-        return [], None
     with tempfile.TemporaryDirectory(prefix="lobeval-eval-") as tmp:
         data = Path(tmp) / "data.jsonl"
-        with data.open("w", encoding="utf-8") as handle:
+        written = 0
+        with data.open("wb") as handle:
             for conversation, case in work:
                 slim = {k: v for k, v in conversation.items() if k != "state_changes"}
-                handle.write(json.dumps({"conversation": slim, "case": case}, default=str) + "\n")
+                handle.write(_json_line({"conversation": slim, "case": case}))
+                written += 1
+        if not written:
+            return [], None
         quiet = io.StringIO()
         logging.disable(logging.INFO)
         try:
@@ -240,15 +526,24 @@ def score_with_azure(work: list[tuple[dict, dict]], rules: Rules) -> tuple[list[
         finally:
             logging.disable(logging.NOTSET)
     rows = [line.get(f"outputs.{EVALUATOR}.row") for line in result["rows"]]
-    if len(rows) != len(work) or not all(isinstance(row, dict) for row in rows):
-        raise RuntimeError(f"azure-ai-evaluation returned {len(rows)} rows for {len(work)} conversations; "
+    if len(rows) != written or not all(isinstance(row, dict) for row in rows):
+        raise RuntimeError(f"azure-ai-evaluation returned {len(rows)} rows for {written} conversations; "
                            f"its output was:\n{quiet.getvalue()[-2000:]}")
     return rows, result.get("studio_url")
 
 
+def _json_line(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_APPEND_NEWLINE)
+    except (orjson.JSONEncodeError, TypeError):
+        return (json.dumps(value, default=str) + "\n").encode("utf-8")
+
+
 def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules) -> list[dict[str, Any]]:
     """Claimed but not done, and done but not told, for each conversation (rows are in work's order)."""
-    return [{**row, "claims": find_claims(conversation, rules.tools)} for row, (conversation, _) in zip(rows, work)]
+    for row, (conversation, _) in zip(rows, work):
+        row["claims"] = find_claims(conversation, rules.tools)
+    return rows
 
 
 def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
@@ -260,6 +555,15 @@ def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
     """
     recorded = [(conversation, case) for conversation, case in work
                 if conversation.get("state_changes") is not None and (target or conversation.get("target"))]
+    states = _end_states(recorded, target) if recorded else {}
+    for row in rows:
+        row["state"] = states.get((row["case_id"], row["trial"]))
+    return rows
+
+
+def _end_states(recorded: list[tuple[dict, dict]], target: str | None) -> dict[tuple[str, int], dict[str, Any]]:
+    from lobeval.endstate import replay_cases, state_differences
+
     wanted: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
     for conversation, case in recorded:
         spec = target or conversation["target"]
@@ -282,45 +586,4 @@ def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
             states[key] = {"differences": state_differences(replay["initial"], replay["expected"],
                                                             with_changes(replay["initial"], conversation["state_changes"])),
                            "replay_errors": replay["replay_errors"]}
-    return [{**row, "state": states.get((row["case_id"], row["trial"]))} for row in rows]
-
-
-def add_judges(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], judges: Any,
-               progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The conversation judges on every scored conversation; "not run" with its reason (never a number)
-    when `judges` is that reason."""
-    from lobeval.judges import judge_all, summarise_judges
-
-    if isinstance(judges, str):
-        return ([{**row, "judges": {"status": judges}} for row in rows],
-                {"status": judges, "selected": [], "errors": 0, "usage": Usage().to_dict()})
-    scored = [(conversation, case) for row, (conversation, case) in zip(rows, work) if row["status"] == "scored"]
-    verdicts, usage = judge_all(judges, scored, progress=progress)
-    rows = [{**row, "judges": verdicts.get((row["case_id"], row["trial"]),
-                                           {"status": "not run: the conversation ended in a machinery error"})}
-            for row in rows]
-    return rows, summarise_judges(rows, judges.selection, usage)
-
-
-def add_scenario_findings(results: dict[str, Any]) -> None:
-    """Claims and the judges' final score per scenario (with what it covers), next to the function-call metrics."""
-    from lobeval.judges import scenario_coverage
-
-    covered = scenario_coverage(results["rows"])
-    for entry in results["scenarios"]:
-        entry["judge.final_score_coverage"] = covered.get(entry["scenario_name"])
-        rows = [row for row in results["rows"] if row["scenario_name"] == entry["scenario_name"]]
-        for kind in ("claimed_not_done", "done_not_told"):
-            entry[kind] = sum(len(row["claims"][kind]) for row in rows if row.get("claims"))
-        finals = [row["judges"].get("final_score") for row in rows
-                  if (row.get("judges") or {}).get("final_score") is not None]
-        entry["judge.final_score"] = sum(finals) / len(finals) if finals else None
-
-
-def total_usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Usage per role over the rows; a cost is unknown when any conversation's was."""
-    totals: dict[str, Usage] = {}
-    for row in rows:
-        for role, numbers in (row.get("usage") or {}).items():
-            totals.setdefault(role, Usage()).merge(Usage.of(numbers))
-    return {role: usage.to_dict() for role, usage in totals.items()}
+    return states

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -310,7 +313,8 @@ class AzureJudges:
             return verdict
 
         try:
-            return await self.client.ask({"kind": f"azure:{name}", "inputs": inputs}, answer, parse, usage=usage)
+            return await self.client.ask({"kind": f"azure:{name}", "inputs": inputs, **evaluator_prompt(name)}, answer,
+                                         parse, usage=usage)
         except LLMError as exc:
             error = _error(name, None, exc)
             if isinstance(exc, ReplyError) and exc.raw is None:   # no output at all: the evaluator raised each time
@@ -381,6 +385,16 @@ class _QuietLoggers:
 # The SDK's warnings (experimental classes, fallbacks) would reach stderr and the notebooks; what failed
 # is recorded as the judge error instead.
 SDK_QUIET = _QuietLoggers("azure.ai.evaluation")
+
+
+@functools.cache
+def evaluator_prompt(name: str) -> dict[str, Any]:
+    """What the evaluator sends besides its inputs: its prompty template and its completion allowance, so
+    that the budget reserves what the request may really cost (and the cache key follows the template)."""
+    module = importlib.import_module(f"azure.ai.evaluation._evaluators._{name}._{name}")
+    template = (Path(module.__file__).parent / f"{name}.prompty").read_text(encoding="utf-8")
+    allowance = re.search(r"^\s*max_(?:completion_)?tokens:\s*(\d+)", template, re.MULTILINE)
+    return {"template": template, "max_tokens": int(allowance.group(1)) if allowance else None}
 
 
 def azure_model_config(config: ModelConfig) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The analysts' labels (SPEC §3): an unpaired call or an extra argument marked as legitimate.
+"""The analysts' labels (docs/formats.md): an unpaired call or an extra argument marked as legitimate.
 
 `scenarios/<suite>/labels.jsonl` holds one label per line; scoring applies them
 (`lobeval evaluate`, or `evaluate.rescore_with_labels` without re-running anything else). Every write

@@ -1,7 +1,7 @@
 """The one way lobeval talks to a model: configuration, retries, cache, usage and budget, and
 validated answers (`LLMClient.ask_json`; `LLMClient.ask` for an answer produced another way).
 
-Configuration comes from the environment (SPEC §6). The API key is read only when the SDK
+Configuration comes from the environment (docs/models.md). The API key is read only when the SDK
 client is built; it is never held in a config, a cache key, a log line or an exception.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ class ModelConfig:
 
 
 def resolve_model(role: str, env: Mapping[str, str] = os.environ) -> ModelConfig | None:
-    """The model for a role from the environment (SPEC §6); None when no model is named (offline)."""
+    """The model for a role from the environment (docs/models.md); None when no model is named (offline)."""
     if role not in ROLES:
         raise ConfigError(f"unknown model role {role!r}; choose one of {', '.join(ROLES)}")
     model = env.get(f"LOBEVAL_{role.upper()}_MODEL") or (None if role == "embedding" else env.get("LOBEVAL_MODEL"))

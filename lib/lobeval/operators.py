@@ -1,4 +1,4 @@
-"""The operators an expected value may use instead of a literal (SPEC §3), in one place.
+"""The operators an expected value may use instead of a literal (docs/formats.md), in one place.
 
 - `{"$ref": "<function>.result.<path>"}`: the result of the earlier actual call of that function;
 - `{"$oneOf": [v1, v2, ...]}`: any of the options;

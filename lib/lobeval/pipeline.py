@@ -6,16 +6,20 @@ again, so starting a run again with the same id resumes it (simulation also resu
 stage); a notebook that cannot be read (torn by a kill while papermill wrote it) runs again. The
 report is the last notebook exported to HTML; `runs/index.jsonl` lists finished runs.
 
+Before stage 01, everything the chain needs is checked (`preflight`: the suite, the target, the gate's
+metrics, the models the options ask for), so that a mistake exits at once and writes nothing.
 One process owns a run folder while the chain runs (`runs.owned`). The values of the key
 variables never stay on disk: after every stage, whatever the run folder holds is scrubbed of them.
 """
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import platform
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,13 +32,14 @@ import papermill
 import scrapbook
 from traitlets.config import Config
 
-from lobeval import runs
-from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE
+from lobeval import roles, runs
+from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, GATE_METRICS
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import ROLES, resolve_model
-from lobeval.records import SCHEMA_VERSION, write_json
+from lobeval.records import SCHEMA_VERSION, iter_jsonl, write_json
 from lobeval.runs import HEADLINE
-from lobeval.suite import load_suite
+from lobeval.suite import Suite, load_suite
+from lobeval.targets import check_target
 
 NOTEBOOKS = Path("notebooks")
 # Each stage, and the glue the next stages need from it with its type (its presence marks the stage as done).
@@ -45,6 +50,8 @@ STAGES: dict[str, dict[str, type]] = {
     "04_error_analysis": {"top_clusters": list},
     "05_report": {"gate_passed": bool, "gate_checks": list},
 }
+FIRST_STAGE = next(iter(STAGES))
+SCENARIOS = Path("scenarios")
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
@@ -83,32 +90,35 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         judges: list[str] | None = None, gate: dict[str, float] | None = None,
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
         retry_errors: bool = False) -> RunResult:
-    """Run the chain; the result carries the gate's verdict (the report's, so both always agree)."""
+    """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
+    Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing."""
     if not NOTEBOOKS.is_dir():
         raise ConfigError(f"no {NOTEBOOKS}/ folder in {Path.cwd()}: run lobeval from the repository root")
-    suite_dir = Path(suite).resolve()
-    spec = load_suite(suite_dir)
+    if run_id is not None and imported_run(runs.run_folder(run_id)) is not None:
+        return run_imported(runs.run_folder(run_id), judges=judges, gate=gate, max_error_rate=max_error_rate)
+    spec = find_suite(suite)
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
     run_dir = runs.run_folder(run_id)
-    config = {"run_id": run_id, "suite": str(suite_dir), "suite_name": spec.name, "seed": seed,
+    config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name, "seed": seed,
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate}
+    models = preflight(config, target_timeout)
     with runs.owned(run_dir), budget_ledger(run_dir):
-        config = start_or_resume(run_dir, config)
+        config = start_or_resume(run_dir, config, models)
         secret_values = runs.secrets()
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
         index = runs.index_path()
         parameters = {
             "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
                             "out": str(run_dir / "dataset.jsonl")},
-            "02_simulate": lambda glue: {"dataset": glue["dataset_path"], "target": config["target"], "user": user,
-                                         "trials": trials, "concurrency": concurrency,
-                                         "target_timeout": target_timeout, "retry_errors": retry_errors,
-                                         "out": str(run_dir / "conversations.jsonl")},
-            "03_evaluate": lambda glue: {"dataset": glue["dataset_path"], "conversations": [glue["conversations_path"]],
-                                         "suite": config["suite"], "judges": judges,
-                                         "out": str(run_dir / "evaluation_results.json")},
+            "02_simulate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
+                                         "target": config["target"], "user": user, "trials": trials,
+                                         "concurrency": concurrency, "target_timeout": target_timeout,
+                                         "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
+            "03_evaluate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
+                                         "conversations": [glue["conversations_path"]], "suite": config["suite"],
+                                         "judges": judges, "out": str(run_dir / "evaluation_results.json")},
             "04_error_analysis": lambda glue: {"results": glue["results_path"],
                                                "conversations": [glue["conversations_path"]],
                                                "suite": config["suite"], "out_dir": str(run_dir)},
@@ -121,12 +131,104 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
                      executed, resumed)
 
 
-def run_stages(run_dir: Path, parameters: dict[str, Any],
-               secret_values: list[str]) -> tuple[dict[str, Any], list[Path], list[str]]:
-    """Each stage not finished yet, in order: (the glue of all, the notebooks executed, the stages kept)."""
+def imported_run(run_dir: Path) -> dict[str, Any] | None:
+    """The configuration of a run folder written by `lobeval import` (a benchmark run), or None."""
+    if not (run_dir / runs.CONFIG_FILE).exists():
+        return None
+    config = runs.read_config(run_dir)
+    return config if config.get("imported") else None
+
+
+def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, float] | None,
+                 max_error_rate: float) -> RunResult:
+    """An imported run has its dataset and conversations already: the chain starts at evaluation."""
+    check_gate_metrics(gate or DEFAULT_GATE)
+    roles.check(user="scripted", judges=judges)
+    with runs.owned(run_dir), budget_ledger(run_dir):
+        config = runs.read_config(run_dir)
+        config.update(gate=gate or DEFAULT_GATE, max_error_rate=max_error_rate, judges=judges)
+        write_json(run_dir / runs.CONFIG_FILE, config)
+        secret_values = runs.secrets()
+        index = runs.index_path()
+        conversations = run_dir / "conversations.jsonl"
+        given = {"01_generate": {"dataset_path": str(run_dir / "dataset.jsonl")},
+                 "02_simulate": {"conversations_path": str(conversations), "terminations": dict(Counter(
+                     record["termination"]["reason"] for _, record in iter_jsonl(conversations)))}}
+        parameters = {
+            "03_evaluate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
+                                         "conversations": [glue["conversations_path"]], "suite": config["suite"],
+                                         "judges": judges, "out": str(run_dir / "evaluation_results.json")},
+            "04_error_analysis": lambda glue: {"results": glue["results_path"],
+                                               "conversations": [glue["conversations_path"]],
+                                               "suite": config["suite"], "out_dir": str(run_dir)},
+            "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
+        }
+        glue, executed, resumed = run_stages(run_dir, parameters, secret_values, given)
+        report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
+        runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
+    return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
+                     executed, resumed)
+
+
+def find_suite(suite: str | Path) -> Suite:
+    """The suite; a folder without suite.json is named with the suites there are under scenarios/."""
+    suite_dir = Path(suite).resolve()
+    if (suite_dir / "suite.json").is_file():
+        return load_suite(suite_dir)
+    there = sorted(path.parent.name for path in SCENARIOS.glob("*/suite.json"))
+    close = difflib.get_close_matches(suite_dir.name, there, n=1)
+    guess = f"did you mean {SCENARIOS / close[0]}? " if close else ""
+    listed = f"the suites under {SCENARIOS}/: {', '.join(there)}" if there else f"no suite under {SCENARIOS}/"
+    raise ConfigError(f"--suite {suite}: no suite.json in {suite_dir}; {guess}{listed}")
+
+
+def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
+    """Check what the stages will need before any runs, so that a mistake costs no stage and writes nothing:
+    the numbers, the gate's metric names, the target (imported, not built), the models the roles asked for
+    need. Returns the model of every role (what config.json records)."""
+    for option, value in (("--cases-per-scenario", config["cases_per_scenario"]), ("--trials", config["trials"]),
+                          ("--concurrency", config["concurrency"])):
+        if value < 1:
+            raise ConfigError(f"{option} {value}: must be at least 1")
+    if not target_timeout > 0:
+        raise ConfigError(f"--target-timeout {target_timeout:g}: must be more than 0 seconds")
+    if not 0 <= config["max_error_rate"] <= 1:
+        raise ConfigError(f"--max-error-rate {config['max_error_rate']:g}: expected a share from 0 to 1")
+    check_gate_metrics(config["gate"])
+    check_target(config["target"] or roles.DEFAULT_TARGET)
+    roles.check(user=config["user"], judges=config["judges"])
+    return resolved_models()
+
+
+def check_gate_metrics(gate: dict[str, float]) -> None:
+    """Every `--min` names a metric a run can measure (a close name is offered)."""
+    known = gate_metrics()
+    for name in gate:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            guess = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(f"--min {name}={gate[name]:g}: unknown metric {name!r}; {guess}"
+                              f"known: {', '.join(known)} (docs/metrics.md)")
+
+
+def gate_metrics() -> list[str]:
+    """The metrics a gate can check: the scores, pass^1 and every judge figure."""
+    from lobeval.judges import AZURE_JUDGES, TURN_CRITERIA
+
+    judged = ("final_score", "turn_success_ratio", "goal", *TURN_CRITERIA, *AZURE_JUDGES)
+    return list(dict.fromkeys((*GATE_METRICS, *(f"judge.{name}" for name in judged))))
+
+
+def run_stages(run_dir: Path, parameters: dict[str, Any], secret_values: list[str],
+               given: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[Path], list[str]]:
+    """Each stage not finished yet, in order: (the glue of all, the notebooks executed, the stages kept).
+    `given`: the glue of stages whose records came from elsewhere (an imported run), which do not run."""
     glue: dict[str, Any] = {}
     executed, resumed = [], []
     for stage, needed in STAGES.items():
+        if stage in (given or {}):
+            glue.update(given[stage])
+            continue
         output = run_dir / f"{stage}.ipynb"
         done = finished_glue(output, needed)
         if done is not None:
@@ -161,19 +263,22 @@ def budget_ledger(run_dir: Path) -> Iterator[None]:
             os.environ[LEDGER] = earlier
 
 
-def start_or_resume(run_dir: Path, config: dict[str, Any]) -> dict[str, Any]:
-    """Write config.json for a new run; for an existing one, check the same configuration is asked for."""
+def start_or_resume(run_dir: Path, config: dict[str, Any], models: dict[str, Any]) -> dict[str, Any]:
+    """Write config.json for a new run; for an existing one, check the same configuration is asked for,
+    unless its first stage never finished: a run that failed at its start starts again with the
+    configuration asked for now. A damaged config.json is a RecordError either way."""
     path = run_dir / runs.CONFIG_FILE
     if path.exists():
         earlier = runs.read_config(run_dir)
         changed = sorted(key for key in config if earlier.get(key) != config[key])
-        if changed:
+        if not changed:
+            return earlier
+        if finished_glue(run_dir / f"{FIRST_STAGE}.ipynb", STAGES[FIRST_STAGE]) is not None:
             raise ConfigError(f"run {config['run_id']} exists with another configuration "
                               f"({', '.join(f'{key}: {earlier.get(key)!r} then, {config[key]!r} now' for key in changed)}); "
                               f"resume it with the same options or choose another --run-id")
-        return earlier
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"schema_version": SCHEMA_VERSION, **config, "models": resolved_models(), "versions": versions(),
+    write_json(path, {"schema_version": SCHEMA_VERSION, **config, "models": models, "versions": versions(),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     return config
 

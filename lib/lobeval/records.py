@@ -10,12 +10,14 @@ import codecs
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from filelock import SoftFileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import NotRequired, TypedDict
@@ -222,7 +224,8 @@ def _call_problems(prefix: str, call: dict[str, Any], tools: Mapping[str, dict[s
         if properties is not None and arg not in properties:
             found.append((field, f"'{name}' has no argument '{arg}' in tools.json "
                                  f"(arguments: {', '.join(properties) or 'none'})"))
-        found += [(field, problem) for problem in operators.problems(value, earlier)]
+        if isinstance(value, dict | list):   # operators are objects; a plain value has no problem
+            found += [(field, problem) for problem in operators.problems(value, earlier)]
     return found
 
 
@@ -237,9 +240,15 @@ def read_conversations(paths: str | Path | list[str | Path], *,
                        torn_end: bool = False) -> list[tuple[Path, int, dict[str, Any]]]:
     """(file, line, record) of every conversation in one or more files; a (case, trial) pair twice is an error.
     `torn_end`: see iter_jsonl."""
+    return list(iter_conversations(paths, torn_end=torn_end))
+
+
+def iter_conversations(paths: str | Path | list[str | Path], *,
+                       torn_end: bool = False) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+    """`read_conversations` one line at a time: each record is read, validated and handed on before the next
+    is read; only the (case, trial) keys seen are kept, for the duplicate check."""
     paths = [paths] if isinstance(paths, str | Path) else paths
-    seen: dict[tuple[str, int], str] = {}
-    found = []
+    seen: dict[tuple[str, int], tuple[Path, int]] = {}
     for path in map(Path, paths):
         for number, record in iter_jsonl(path, torn_end=torn_end):
             where = f"line {number}" + (f" (case {record['case_id']})" if isinstance(record.get("case_id"), str) else "")
@@ -247,10 +256,11 @@ def read_conversations(paths: str | Path | list[str | Path], *,
             _check_expected_calls(conversation, path, where)
             key = (conversation.case_id, conversation.trial)
             if key in seen:
-                raise RecordError(path, where, "trial", f"case {key[0]!r} trial {key[1]} is already in {seen[key]}")
-            seen[key] = f"{path} line {number}"
-            found.append((path, number, {**record, **conversation.model_dump(exclude_unset=True), "trial": key[1]}))
-    return found
+                first_path, first_line = seen[key]
+                raise RecordError(path, where, "trial",
+                                  f"case {key[0]!r} trial {key[1]} is already in {first_path} line {first_line}")
+            seen[key] = (path, number)
+            yield path, number, {**record, **conversation.model_dump(exclude_unset=True), "trial": key[1]}
 
 
 def dumps(record: dict[str, Any]) -> str:
@@ -364,7 +374,8 @@ def loads(text: str) -> Any:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
-    if _depth(value) > MAX_DEPTH:
+    # Every level of nesting opens a bracket: text with few brackets cannot nest too deeply.
+    if text.count("{") + text.count("[") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if "\\ud" in text.lower() and not _encodable(value):
         raise ValueError("holds a lone surrogate (\\ud800-\\udfff), which is not text")
@@ -383,13 +394,17 @@ def _finite(text: str) -> float:
 
 
 def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            stack += [(child, level + 1) for child in (item.values() if isinstance(item, dict) else item)]
-    return deepest
+    """How many levels of objects and lists `value` nests (0 for a plain value), counted one level at a
+    time: past MAX_DEPTH + 1 the count stops."""
+    depth, level = 0, [value] if isinstance(value, dict | list) else []
+    while level and depth <= MAX_DEPTH:
+        depth += 1
+        inner = []
+        for item in level:
+            inner += [child for child in (item.values() if isinstance(item, dict) else item)
+                      if isinstance(child, dict | list)]
+        level = inner
+    return depth
 
 
 def _encodable(value: Any) -> bool:
@@ -402,19 +417,20 @@ def _encodable(value: Any) -> bool:
 
 def iter_jsonl(path: str | Path, *, torn_end: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a line that is not a JSON object is an error.
+    The file is read one line at a time, with `read_text`'s checks (UTF-8, a byte-order mark allowed
+    at the start, no UTF-16, no NUL byte).
 
     `torn_end`: a last line with no newline that starts like a record but is not JSON is skipped: a
     write cut short by a kill, which the appender cuts off before it appends.
     """
     path = Path(path)
-    lines = read_text(path).split("\n")   # not splitlines(): JSON text may hold U+2028 and other breaks
-    for number, line in enumerate(lines, start=1):
+    for number, line, last in _text_lines(path):
         if not line.strip():
             continue
         try:
             record = loads(line)
         except json.JSONDecodeError as exc:
-            if torn_end and number == len(lines) and line.startswith("{"):
+            if torn_end and last and line.startswith("{"):
                 return
             raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
         except ValueError as exc:
@@ -424,8 +440,47 @@ def iter_jsonl(path: str | Path, *, torn_end: bool = False) -> Iterator[tuple[in
         yield number, record
 
 
+def _text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(number, text, is the last line without a newline) of each line ("\n" ends a line, nothing else:
+    JSON text may hold U+2028 and other breaks), checked as `read_text` checks a whole file."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise RecordError(path, "file", None, "not found") from None
+    except IsADirectoryError:
+        raise RecordError(path, "file", None, "is a folder, not a file") from None
+    except OSError as exc:
+        raise RecordError(path, "file", None, f"cannot be read: {exc.strerror}") from None
+    with handle:
+        number = 0
+        try:
+            for number, data in enumerate(handle, start=1):
+                yield number, _line_text(path, number, data), not data.endswith(b"\n")
+        except OSError as exc:
+            raise RecordError(path, f"line {number + 1}", None, f"cannot be read: {exc.strerror}") from None
+
+
+def _line_text(path: Path, number: int, data: bytes) -> str:
+    if number == 1 and data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise RecordError(path, "file", None, "is UTF-16 text: save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig" if number == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start + (3 if number == 1 and data.startswith(codecs.BOM_UTF8) else 0)]
+        raise RecordError(path, f"line {number}", None,
+                          f"is not UTF-8 text (byte {byte:#04x}): save the file as UTF-8") from None
+    if "\0" in text:
+        raise RecordError(path, f"line {number}", None, "holds a NUL byte: save the file as UTF-8 text")
+    return text.removesuffix("\n")
+
+
 def read_cases(path: str | Path) -> list[Case]:
-    cases, seen = [], set()
+    return list(iter_cases(path))
+
+
+def iter_cases(path: str | Path) -> Iterator[Case]:
+    """`read_cases` one line at a time; only the case IDs seen are kept, for the duplicate check."""
+    seen = set()
     for number, record in iter_jsonl(path):
         where = f"line {number}" + (f" (case {record['case_id']})" if isinstance(record.get("case_id"), str) else "")
         case = validated(Case, record, path, where)
@@ -433,8 +488,7 @@ def read_cases(path: str | Path) -> list[Case]:
         if case.case_id in seen:
             raise RecordError(path, where, "case_id", f"duplicate case_id {case.case_id!r}")
         seen.add(case.case_id)
-        cases.append(case)
-    return cases
+        yield case
 
 
 LABEL_KINDS = ("allowed_extra_call", "allowed_extra_argument")
@@ -548,13 +602,14 @@ class Judges(BaseModel):
     """Scored conversations on which at least one judge failed."""
 
 
-class RunResults(BaseModel):
-    """`evaluation_results.json`: azure-ai-evaluation's result shape (metrics, rows, studio_url) and the
-    run-level analysis (intervals, pass^k, per scenario, counts, errors, judges, claims, usage, config)."""
+class ResultsSummary(BaseModel):
+    """`evaluation_results.json`: azure-ai-evaluation's result shape (metrics, studio_url) and the run-level
+    analysis (intervals, pass^k, per scenario, counts, errors, judges, claims, usage, config). Its rows are in
+    `rows_file`, a JSONL file beside it (ROWS_FILE for `evaluation_results.json`); a results file written
+    before there were rows files holds them inline as `rows`."""
 
     model_config = STRICT
 
-    rows: list[ResultRow]
     schema_version: int = SCHEMA_VERSION
     metrics: dict[str, float | None]
     intervals: dict[str, list[float] | None] = {}
@@ -567,6 +622,139 @@ class RunResults(BaseModel):
     usage: dict[str, dict[str, Any]] = {}
     config: dict[str, Any] = {}
     studio_url: str | None = None
+    rows_file: str | None = None
+
+    @field_validator("rows_file")
+    @classmethod
+    def _beside(cls, value: str | None) -> str | None:
+        if value is not None and (Path(value).name != value or value in ("", ".", "..")):
+            raise ValueError("must be the name of a file beside the results file")
+        return value
+
+
+class _Rows(BaseModel):
+    model_config = STRICT
+
+    rows: list[ResultRow]
+
+
+class RunResults(ResultsSummary):
+    """The results as `read_results` returns them: the summary with every row."""
+
+    rows: list[ResultRow]
+
+
+ROWS_FILE = "evaluation_rows.jsonl"
+DERIVED_ROW_FIELDS = ("wrong_arguments", "missing_arguments", "extra_arguments")
+"""A row's lists that repeat what its `pairs` hold: the rows file leaves them out, `read_results` puts them back."""
+
+
+def rows_path(results: str | Path) -> Path:
+    """The rows file beside a results file: `evaluation_results.json` → `evaluation_rows.jsonl`,
+    `evaluation_results.labelled.json` → `evaluation_rows.labelled.jsonl`, `r.json` → `r.rows.jsonl`."""
+    results = Path(results)
+    stem = results.name.removesuffix(".json")
+    head, found, tail = stem.rpartition("results")
+    return results.with_name((f"{head}rows{tail}" if found else f"{stem}.rows") + ".jsonl")
+
+
+def argument_lists(pairs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """wrong_arguments, missing_arguments and extra_arguments of a row, from its pairs (as scoring makes them)."""
+    wrong, missing, extra = [], [], []
+    for pair in pairs:
+        name, arguments, extras = pair.get("functionName"), pair.get("arguments"), pair.get("extra_arguments")
+        for argument, verdict in arguments.items() if isinstance(arguments, dict) else ():
+            status = verdict.get("status") if isinstance(verdict, dict) else None
+            if status == "wrong":
+                wrong.append({"functionName": name, "argument": argument, "expected": verdict.get("expected"),
+                              "actual": verdict.get("actual")})
+            elif status == "missing":
+                missing.append({"functionName": name, "argument": argument, "expected": verdict.get("expected")})
+        extra += [{"functionName": name, "argument": argument, "actual": found.get("actual"),
+                   "allowed": found.get("allowed")}
+                  for argument, found in (extras.items() if isinstance(extras, dict) else ()) if isinstance(found, dict)]
+    return {"wrong_arguments": wrong, "missing_arguments": missing, "extra_arguments": extra}
+
+
+def _row_line(row: dict[str, Any]) -> bytes:
+    """One line of the rows file: schema_version first, the lists `pairs` repeat left out when they
+    are exactly what `argument_lists` gives back."""
+    kept = {"schema_version": SCHEMA_VERSION, **row}
+    if isinstance(row.get("pairs"), list) and all(key in row for key in DERIVED_ROW_FIELDS):
+        derived = argument_lists(row["pairs"])
+        if all(row[key] == derived[key] for key in DERIVED_ROW_FIELDS):
+            for key in DERIVED_ROW_FIELDS:
+                del kept[key]
+    try:
+        return orjson.dumps(kept, default=str, option=orjson.OPT_APPEND_NEWLINE)
+    except (orjson.JSONEncodeError, TypeError):   # an integer beyond 64 bits, a key that is not text
+        return (json.dumps(kept, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+                + "\n").encode("utf-8")
+
+
+def _full_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of the rows file as `evaluation_results.json` rows always were: no schema_version, and the
+    argument lists back in their place after `unpaired_actual`."""
+    row.pop("schema_version", None)
+    if not isinstance(row.get("pairs"), list) or any(key in row for key in DERIVED_ROW_FIELDS):
+        return row
+    derived = argument_lists(row["pairs"])
+    full: dict[str, Any] = {}
+    for key, value in row.items():
+        full[key] = value
+        if key == "unpaired_actual":
+            full.update(derived)
+    return full if "wrong_arguments" in full else {**full, **derived}
+
+
+class ResultsWriter:
+    """Writes `evaluation_results.json` and its rows file together, both or neither: rows are written one
+    by one to a temporary file beside the rows file, the summary to one beside the results file, and both
+    are renamed at the end (rows first). Leaving the `with` block by an exception removes both."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.rows_path = rows_path(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+        self._temporary: list[str] = []
+        self._rows = tempfile.NamedTemporaryFile("wb", buffering=1 << 20, dir=self.rows_path.parent,
+                                                 prefix=f".{self.rows_path.name}.", suffix=".tmp", delete=False)
+        self._temporary.append(self._rows.name)
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        if kind is not None:
+            self.abort()
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._rows.write(_row_line(row))
+        self.count += 1
+
+    def finish(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """Write the summary (checked against ResultsSummary) naming the rows file, then rename both into
+        place; the summary as written."""
+        document = {**summary, "rows_file": self.rows_path.name}
+        ResultsSummary.model_validate(document)
+        self._rows.close()
+        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=self.path.parent,
+                                             prefix=f".{self.path.name}.", suffix=".tmp", delete=False)
+        self._temporary.append(handle.name)
+        with handle:
+            json.dump(document, handle, ensure_ascii=False, indent=1, default=str, allow_nan=False)
+        os.replace(self._rows.name, self.rows_path)
+        os.replace(handle.name, self.path)
+        self._temporary = []
+        return document
+
+    def abort(self) -> None:
+        self._rows.close()
+        for name in self._temporary:
+            with suppress(FileNotFoundError):
+                os.unlink(name)
+        self._temporary = []
 
 
 def read_json(path: str | Path) -> Any:
@@ -581,20 +769,75 @@ def read_json(path: str | Path) -> Any:
         raise RecordError(path, "file", None, str(exc)) from None
 
 
-def read_results(path: str | Path) -> dict[str, Any]:
-    """`evaluation_results.json`, validated; every problem is a RecordError naming the file, row and field."""
+def read_results(path: str | Path, *, rows: bool = True) -> dict[str, Any]:
+    """`evaluation_results.json` with its rows (read from its rows file, or inline in an older file), validated:
+    every problem is a RecordError naming the file, the row (or the rows file's line) and the field.
+    `rows=False`: the summary alone, without reading the rows file."""
     path = Path(path)
     raw = read_json(path)
     if not isinstance(raw, dict):
         raise RecordError(path, "file", None, "must be a JSON object")
+    rows_file = raw.get("rows_file")
     try:
-        RunResults.model_validate(raw)
+        if rows_file is None or "rows" in raw:
+            _Rows.model_validate(raw)   # first: what a results file without its rows lacks is its rows
+        ResultsSummary.model_validate(raw)
     except ValidationError as exc:
         location, problem = validation_problem(exc)
         row = location[:1] == ("rows",) and len(location) > 1
         raise RecordError(path, f"row {location[1]}" if row else "file", field_path(location[2:] if row else location),
                           problem) from None
+    if rows_file is None or "rows" in raw:
+        raw.pop("rows_file", None)
+        if not rows:
+            raw.pop("rows")
+        return raw
+    del raw["rows_file"]
+    if rows:
+        raw["rows"] = read_rows(path.parent / rows_file, raw["counts"]["conversations"], path)
     return raw
+
+
+_LONG_INTEGER = re.compile(r"\d{19}")
+
+
+def _row_json(text: str) -> Any:
+    """orjson where it reads exactly what the stdlib reads (it turns integers beyond 64 bits into floats)."""
+    if not _LONG_INTEGER.search(text):
+        with suppress(orjson.JSONDecodeError):
+            return orjson.loads(text)
+    return loads(text)   # its error says what is wrong
+
+
+def read_rows(path: str | Path, expected: int | None = None, results: Path | None = None) -> list[dict[str, Any]]:
+    """The rows of a rows file, each validated as a ResultRow; `expected`: how many the results file counts."""
+    path = Path(path)
+    found = []
+    for number, line, _ in _text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = _row_json(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError as exc:
+            raise RecordError(path, f"line {number}", None, str(exc)) from None
+        if not isinstance(record, dict):
+            raise RecordError(path, f"line {number}", None, "must be a JSON object")
+        validated(ResultRow, record, path, f"line {number}")   # pairs are objects before the lists come from them
+        found.append(_full_row(record))
+    if expected is not None and len(found) != expected:
+        raise RecordError(path, "file", None, f"holds {len(found)} rows where {results or 'the results file'} counts "
+                                              f"{expected} conversations: the two files are not of one run")
+    return found
+
+
+def first_row(path: str | Path) -> dict[str, Any] | None:
+    """The first row of a rows file, validated (None for an empty file): what tells a rows file from another."""
+    path = Path(path)
+    for number, record in iter_jsonl(path):
+        return validated(ResultRow, record, path, f"line {number}").model_dump()
+    return None
 
 
 def state_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:

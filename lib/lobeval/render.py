@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 RESULT_CHARS = 600     # of a call's result shown on a page
@@ -20,6 +21,17 @@ _STYLE = ("<style>.lobeval-conv{font-family:sans-serif;font-size:13px;max-width:
 
 
 # --- plain text --------------------------------------------------------------------------------------
+
+METRIC_NAMES = {"Reliability": "Reliability", "Success": "Success", "Recall_fn": "Function recall",
+                "Precision_fn": "Function precision", "Recall_args": "Argument recall",
+                "Precision_args": "Argument precision", "pass^1": "pass^1", "judge.final_score": "Judges' final score"}
+"""The metrics as a reader knows them, wherever a page names them."""
+
+
+def metric_name(name: str) -> str:
+    """A metric as a reader knows it: "Function recall" for Recall_fn, "goal" for judge.goal."""
+    return METRIC_NAMES.get(name) or name.removeprefix("judge.").replace("_", " ")
+
 
 def json_text(value: Any) -> str:
     """A value as one line of JSON, non-ASCII kept, anything JSON cannot hold as its str."""
@@ -121,3 +133,73 @@ def conversation_html(record: dict[str, Any]) -> str:
         parts += [call_html(call) for call in message.get("function_calls") or []]
     parts.append("</div>")
     return "".join(parts)
+
+
+# --- a small markdown subset, for what a bot writes ------------------------------------------------
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")
+_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
+_NUMBERED = re.compile(r"^\s*(\d{1,9})[.)]\s+(.*)$")
+_HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
+
+
+def _inline_markdown(text: str) -> str:
+    """One line as HTML: escaped first, then `code`, **bold** and *italic* marked up (nothing inside code)."""
+    parts = _CODE_SPAN.split(text)   # odd items are the insides of code spans
+    out = []
+    for index, part in enumerate(parts):
+        if index % 2:
+            out.append(f"<code>{escape(part)}</code>")
+        else:
+            part = _BOLD.sub(r"<strong>\1</strong>", escape(part))
+            out.append(_ITALIC.sub(r"<em>\1</em>", part))
+    return "".join(out)
+
+
+def markdown_html(text: Any) -> str:
+    """What a bot wrote, as HTML: the markdown bots use — paragraphs and line breaks, `-`/`*` and `1.` lists,
+    `#` headings (as bold lines), **bold**, *italic* and `code` — and nothing else. Every character of the
+    text is escaped before any tag is added, so markup in it (raw HTML, scripts) is shown, never run; links
+    stay text."""
+    blocks: list[str] = []
+    paragraph: list[str] = []
+    items: list[str] = []
+    kind = ""
+    start = 1
+
+    def end_paragraph() -> None:
+        if paragraph:
+            blocks.append("<p>" + "<br>".join(paragraph) + "</p>")
+            paragraph.clear()
+
+    def end_list() -> None:
+        nonlocal kind
+        if items:
+            opening = f"<ol start='{start}'>" if kind == "ol" and start != 1 else f"<{kind}>"
+            blocks.append(opening + "".join(f"<li>{item}</li>" for item in items) + f"</{kind}>")
+            items.clear()
+        kind = ""
+
+    for line in str(text if text is not None else "").replace("\r\n", "\n").split("\n"):
+        bullet, numbered = _BULLET.match(line), _NUMBERED.match(line)
+        if bullet or numbered:
+            end_paragraph()
+            wanted = "ul" if bullet else "ol"
+            if kind != wanted:
+                end_list()
+                kind = wanted
+                start = int(numbered.group(1)) if numbered else 1
+            items.append(_inline_markdown(bullet.group(1) if bullet else numbered.group(2)))
+        elif not line.strip():
+            end_paragraph()
+            end_list()
+        else:
+            end_list()
+            heading = _HEADING.match(line)
+            paragraph.append(f"<strong>{_inline_markdown(heading.group(1))}</strong>" if heading
+                             else _inline_markdown(line))
+    end_paragraph()
+    end_list()
+    return "".join(blocks)

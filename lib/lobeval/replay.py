@@ -12,13 +12,16 @@ import json
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import ipywidgets as widgets
 
 from lobeval.errors import LobevalError
-from lobeval.labels import add_label
-from lobeval.render import escape, json_text, outcome_text
+from lobeval.labels import add_label, revoke_label
+from lobeval.records import read_labels
+from lobeval.render import escape, json_text, metric_name, outcome_text
 from lobeval.scoring import METRICS
+from lobeval.suite import function_key
 
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
@@ -61,59 +64,134 @@ def _argument_rows(call: dict[str, Any], pair: dict[str, Any] | None) -> list[di
     return rows
 
 
-def _call_record(index: int, call: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+FAILING_VERDICTS = ("extra", "forbidden", "paired_failed")
+FAILING_ARGUMENTS = ("wrong", "missing", "extra")
+OUTCOME_ORDER = {"failed": 0, "error": 1, "passed": 2}
+"""The replay lists failing conversations first, then machinery errors, then the rest; each group by scenario."""
+
+
+def anchor(case_id: str, trial: int) -> str:
+    """The name of a conversation in the static replay: a link to `#` + its URL-quoted form (`link_html`)
+    opens the replay at the conversation's first failing turn."""
+    return f"replay-{case_id}-{trial}"
+
+
+def link_html(case_id: str, trial: int, text: str | None = None) -> str:
+    """A link that opens the static replay on this page at the conversation's first failing turn."""
+    shown = text if text is not None else f"{case_id}#{trial}"
+    return (f"<a class='lobeval-replay-link' href='#{escape(quote(anchor(case_id, trial), safe=''))}'>"
+            f"{escape(shown)}</a>")
+
+
+def _call_record(index: int, call: dict[str, Any], verdict: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     pair = verdict.get("pair")
     return {"index": index, "functionName": call.get("functionName", ""),
             "expected": pair["functionName"] if pair else "", "verdict": verdict.get("verdict", "ignored"),
-            "arguments": _argument_rows(call, pair), "outcome": outcome_text(call)}
+            "arguments": _argument_rows(call, pair), "outcome": outcome_text(call), "notes": notes}
+
+
+def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
+    """What went wrong in each message, by its index in the transcript: claims without the action, and the
+    judges' verdicts on a turn."""
+    flags: dict[int, list[str]] = {}
+    for claim in (row.get("claims") or {}).get("claimed_not_done", []) or []:
+        if isinstance(claim.get("message_index"), int):
+            flags.setdefault(claim["message_index"], []).append(
+                f"claimed but not done ({claim.get('claim')}): no call did what this message says")
+    for turn in ((row.get("judges") or {}).get("turns") or []):
+        failure = turn.get("failure") or {}
+        if turn.get("failed") and isinstance(turn.get("message_index"), int):
+            severity = f" ({failure['severity']})" if failure.get("severity") else ""
+            reason = f": {failure['reason']}" if failure.get("reason") else ""
+            flags.setdefault(turn["message_index"], []).append(
+                f"the judges: {failure.get('category') or 'failed'}{severity}{reason}")
+    return flags
+
+
+def _call_notes(row: dict[str, Any]) -> dict[int, list[str]]:
+    notes: dict[int, list[str]] = {}
+    for call in (row.get("claims") or {}).get("done_not_told", []) or []:
+        if isinstance(call.get("actual_index"), int):
+            notes.setdefault(call["actual_index"], []).append("done, but the user was never told")
+    return notes
+
+
+def _failing(step: dict[str, Any]) -> bool:
+    return (any(message["flags"] for message in step["messages"])
+            or any(call["verdict"] in FAILING_VERDICTS or call["notes"]
+                   or any(argument["status"] in FAILING_ARGUMENTS for argument in call["arguments"])
+                   for call in step["calls"]))
 
 
 def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]]:
-    """Turn k = the k-th user message and the replies after it (turn 0: the greeting); calls go by their turn."""
+    """Turn k = the k-th user message and the replies after it (turn 0: the greeting); calls go by their turn.
+    A step is `failing` when one of its calls or messages shows a failure."""
     steps: list[dict[str, Any]] = [{"turn": 0, "messages": [], "calls": []}]
-    for message in conversation.get("messages", []):
+    flags = _message_flags(row)
+    for index, message in enumerate(conversation.get("messages", [])):
         if message.get("role") == "user":
             steps.append({"turn": len(steps), "messages": [], "calls": []})
         content = message.get("content")
         steps[-1]["messages"].append({"role": str(message.get("role", "")),
-                                      "content": content if isinstance(content, str) else json_text(content)})
-    verdicts = _verdicts(row)
+                                      "content": content if isinstance(content, str) else json_text(content),
+                                      "flags": flags.get(index, [])})
+    verdicts, notes = _verdicts(row), _call_notes(row)
     for index, call in enumerate(conversation.get("function_calls", [])):
         turn = call.get("turn")
         step = steps[turn] if isinstance(turn, int) and 0 <= turn < len(steps) else steps[-1]
-        step["calls"].append(_call_record(index, call, verdicts.get(index, {})))
-    return steps if steps[0]["messages"] or steps[0]["calls"] or len(steps) == 1 else steps[1:]
+        step["calls"].append(_call_record(index, call, verdicts.get(index, {}), notes.get(index, [])))
+    steps = steps if steps[0]["messages"] or steps[0]["calls"] or len(steps) == 1 else steps[1:]
+    for step in steps:
+        step["failing"] = _failing(step)
+    return steps
+
+
+def _first_failure(steps: list[dict[str, Any]], row: dict[str, Any]) -> int:
+    """The step a conversation opens at: its first failing one; for a failure without a turn (a call never
+    made, a fact never told, an abnormal ending), the last step; else the first."""
+    failing = [index for index, step in enumerate(steps) if step["failing"]]
+    if failing:
+        return failing[0]
+    return len(steps) - 1 if steps and outcome(row) != "passed" else 0
 
 
 def replay_record(row: dict[str, Any], conversation: dict[str, Any] | None) -> dict[str, Any]:
-    """One conversation ready to show: header values, what was missed, and its steps."""
-    metrics = " · ".join(f"{metric} {row[metric]:.2f}" for metric in METRICS if row.get(metric) is not None)
+    """One conversation ready to show: header values, what was missed, its steps and the one to open at."""
+    metrics = " · ".join(f"{metric_name(metric)} {row[metric]:.2f}" for metric in METRICS
+                         if row.get(metric) is not None)
+    steps = _steps(conversation, row) if conversation is not None else []
     return {
         "id": f"{row['case_id']}#{row['trial']}", "case_id": row["case_id"], "trial": row["trial"],
-        "scenario_name": row.get("scenario_name", ""), "outcome": outcome(row),
+        "anchor": anchor(row["case_id"], row["trial"]),
+        "scenario_name": row.get("scenario_name") or "", "outcome": outcome(row),
         "summary": " — ".join(part for part in (f"ended: {row.get('termination')}", metrics,
                                                 f"error: {row['error']}" if row.get("error") else "") if part),
         "missed": [f"{call['functionName']}" + (" (optional)" if call.get("optional") else "")
                    for call in row.get("unpaired_expected", [])],
         "missing_outputs": [str(output) for output in row.get("missing_outputs", [])],
-        "steps": _steps(conversation, row) if conversation is not None else [],
+        "steps": steps, "first_failure": _first_failure(steps, row),
     }
 
 
 def replay_data(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
                 case_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    """Replay records for the rows of `results` (only those of `case_ids` when given), in row order."""
+    """Replay records for the rows of `results` (only those of `case_ids` when given): the failing
+    conversations first, then machinery errors, then those that passed; each group by scenario, case, trial."""
     wanted = None if case_ids is None else set(case_ids)
-    return [replay_record(row, conversations.get((row["case_id"], row["trial"])))
-            for row in results["rows"] if wanted is None or row["case_id"] in wanted]
+    records = [replay_record(row, conversations.get((row["case_id"], row["trial"])))
+               for row in results["rows"] if wanted is None or row["case_id"] in wanted]
+    return sorted(records, key=lambda record: (OUTCOME_ORDER[record["outcome"]], record["scenario_name"],
+                                               str(record["case_id"]), record["trial"]))
 
 
 CSS = """
 .lobeval-replay{font-family:sans-serif;font-size:13px;max-width:1000px}
-.lobeval-replay .bar{display:flex;gap:6px;align-items:center;margin-bottom:6px}
+.lobeval-replay .bar{display:flex;gap:6px;align-items:center;margin-bottom:6px;flex-wrap:wrap}
 .lobeval-replay .head{font-weight:bold}.lobeval-replay .summary{color:#555;margin:2px 0 6px}
 .lobeval-replay .m{margin:4px 0;padding:6px 8px;border-radius:6px;white-space:pre-wrap}
 .lobeval-replay .user{background:#eef4ff}.lobeval-replay .assistant{background:#f4f4f4}
+.lobeval-replay .m.flagged{outline:2px solid #c33}
+.lobeval-replay .flag{margin:0 0 6px 8px;color:#b00020;font-size:12px;white-space:pre-wrap}
 .lobeval-replay .call{margin:4px 0 4px 16px;padding:4px 6px;border-left:3px solid #9bb}
 .lobeval-replay .v-extra,.lobeval-replay .v-forbidden,.lobeval-replay .v-paired_failed{border-left-color:#c33}
 .lobeval-replay .call table{border-collapse:collapse;font-family:monospace;font-size:12px}
@@ -125,6 +203,8 @@ CSS = """
 """
 
 # Renders from the embedded JSON with textContent only: transcript text is never parsed as HTML.
+# A link to #replay-<case>-<trial> (replay.link_html) anywhere on the page opens that conversation at its
+# first failing turn: on click, on a change of the URL's fragment, and when the page opens with one.
 SCRIPT = """
 (function () {
   var root = document.getElementById("ELEMENT");
@@ -155,6 +235,7 @@ SCRIPT = """
       box.appendChild(table);
     }
     box.appendChild(el("div", "outcome", call.outcome));
+    call.notes.forEach(function (note) { box.appendChild(el("div", "warn", note)); });
     return box;
   }
   function render() {
@@ -168,21 +249,49 @@ SCRIPT = """
     if (!conv.steps.length) { view.appendChild(el("div", "", "(no transcript)")); pos.textContent = ""; return; }
     var shown = conv.steps[step];
     pos.textContent = "turn " + shown.turn + " (" + (step + 1) + " of " + conv.steps.length + ")";
-    shown.messages.forEach(function (m) { view.appendChild(el("div", "m " + (m.role === "user" ? "user" : "assistant"), m.role + ": " + m.content)); });
+    if (shown.failing) view.appendChild(el("div", "warn failing", "something went wrong in this turn"));
+    shown.messages.forEach(function (m) {
+      view.appendChild(el("div", "m " + (m.role === "user" ? "user" : "assistant") + (m.flags.length ? " flagged" : ""),
+                          m.role + ": " + m.content));
+      m.flags.forEach(function (flag) { view.appendChild(el("div", "flag", "⚠ " + flag)); });
+    });
     shown.calls.forEach(function (call) { view.appendChild(callBlock(call)); });
+  }
+  function show(index) {
+    current = index; step = data[index] ? data[index].first_failure : 0;
+    select.value = String(index);
+    render();
+  }
+  function open(reference) {
+    var name;
+    try { name = decodeURIComponent(String(reference || "").replace(/^#/, "")); } catch (error) { return; }
+    for (var i = 0; i < data.length; i += 1) {
+      if (data[i].anchor === name) {
+        show(i);
+        if (root.scrollIntoView) root.scrollIntoView();
+        return;
+      }
+    }
   }
   data.forEach(function (conv, i) {
     var option = el("option", "", conv.id + " — " + conv.scenario_name + " — " + conv.outcome);
     option.value = String(i);
     select.appendChild(option);
   });
-  select.addEventListener("change", function () { current = Number(select.value); step = 0; render(); });
+  select.addEventListener("change", function () { show(Number(select.value)); });
   root.querySelector(".prev").addEventListener("click", function () { if (step > 0) { step -= 1; render(); } });
   root.querySelector(".next").addEventListener("click", function () {
     var conv = data[current];
     if (conv && step < conv.steps.length - 1) { step += 1; render(); }
   });
-  render();
+  document.addEventListener("click", function (event) {
+    var link = event.target && event.target.closest ? event.target.closest("a") : null;
+    var reference = link ? link.getAttribute("href") || "" : "";
+    if (reference.indexOf("#replay-") === 0) open(reference);
+  });
+  window.addEventListener("hashchange", function () { open(window.location.hash); });
+  show(0);
+  if (window.location.hash) open(window.location.hash);
 })();
 """
 
@@ -233,8 +342,9 @@ def _call_html(call: dict[str, Any]) -> str:
                         f"{''.join(f'<td>{escape(arg[column])}</td>' for column in columns)}</tr>"
                         for arg in call["arguments"])
         table = f"<table><tr>{''.join(f'<th>{column}</th>' for column in columns)}</tr>{cells}</table>"
+    notes = "".join(f"<div class='warn'>{escape(note)}</div>" for note in call.get("notes", []))
     return (f"<div class='call v-{escape(call['verdict'])}'><div class='head'>{escape(title)}</div>{table}"
-            f"<div class='outcome'>{escape(call['outcome'])}</div></div>")
+            f"<div class='outcome'>{escape(call['outcome'])}</div>{notes}</div>")
 
 
 def step_html(record: dict[str, Any], step: int) -> str:
@@ -250,9 +360,13 @@ def step_html(record: dict[str, Any], step: int) -> str:
         parts.append("<div>(no transcript)</div>")
     else:
         shown = record["steps"][step]
+        if shown.get("failing"):
+            parts.append("<div class='warn failing'>something went wrong in this turn</div>")
         for message in shown["messages"]:
             role = "user" if message["role"] == "user" else "assistant"
-            parts.append(f"<div class='m {role}'>{escape(message['role'])}: {escape(message['content'])}</div>")
+            flagged = " flagged" if message.get("flags") else ""
+            parts.append(f"<div class='m {role}{flagged}'>{escape(message['role'])}: {escape(message['content'])}</div>")
+            parts += [f"<div class='flag'>⚠ {escape(flag)}</div>" for flag in message.get("flags", [])]
         parts += [_call_html(call) for call in shown["calls"]]
     parts.append("</div>")
     return "".join(parts)
@@ -274,6 +388,18 @@ def labelable_items(row: dict[str, Any]) -> list[dict[str, Any]]:
     return list(items.values())
 
 
+def covering_label(item: dict[str, Any], row: dict[str, Any], labels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first label that makes `item` legitimate in this row's scenario, as scoring applies labels (same
+    kind, function and argument; for the row's scenario or the whole suite), or None. The run was scored
+    before such a label existed: it counts from the next evaluation."""
+    for label in labels:
+        if (label.get("kind") == item["kind"] and function_key(label.get("functionName") or "")
+                == function_key(item["functionName"]) and (label.get("argument") or None) == item["argument"]
+                and label.get("scenario_name") in (None, "", row.get("scenario_name"))):
+            return label
+    return None
+
+
 def label_request(item: dict[str, Any], row: dict[str, Any], *, scope: str, note: str,
                   author: str) -> dict[str, Any]:
     """The keyword arguments of `labels.add_label` for marking `item` legitimate in `scope` ("scenario"/"suite")."""
@@ -281,14 +407,22 @@ def label_request(item: dict[str, Any], row: dict[str, Any], *, scope: str, note
             "scenario_name": row["scenario_name"] if scope == "scenario" else None, "note": note, "author": author}
 
 
+def _scope_text(label: dict[str, Any]) -> str:
+    return f"scenario {label['scenario_name']}" if label.get("scenario_name") else "the whole suite"
+
+
 class ReplayWidget(widgets.VBox):
-    """Pick a conversation (filtered by scenario and outcome), step through it, label false positives."""
+    """Pick a conversation (filtered by scenario and outcome; failing ones first), step through it (it opens
+    at its first failing turn), label false positives: items a label already covers say so, and a label
+    added here can be undone."""
 
     def __init__(self, results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
                  suite_dir: str | Path | None = None):
         self.records = replay_data(results, conversations)
         self.rows = {f"{row['case_id']}#{row['trial']}": row for row in results["rows"]}
         self.labels_path = Path(suite_dir) / "labels.jsonl" if suite_dir is not None else None
+        self.added: set[str] = set()
+        """The ids of the labels added with this widget, which it offers to undo."""
         self.step = 0
         scenarios = sorted({record["scenario_name"] for record in self.records})
         self.scenario = widgets.Dropdown(options=["all", *scenarios], description="scenario")
@@ -322,10 +456,11 @@ class ReplayWidget(widgets.VBox):
         self._pick()
 
     def _pick(self, _: Any = None) -> None:
-        self.step = 0
+        record = self.current()
+        self.step = record["first_failure"] if record is not None else 0
         self._render()
-        self.labels.children = self._label_controls()
         self.feedback.value = ""
+        self._show_labels()
 
     def _move(self, by: int) -> None:
         record = self.current()
@@ -342,12 +477,51 @@ class ReplayWidget(widgets.VBox):
         steps = record["steps"]
         self.position.value = f"turn {steps[self.step]['turn']} ({self.step + 1} of {len(steps)})" if steps else ""
 
+    def _show_labels(self) -> None:
+        self.labels.children = self._label_controls()
+
+    def _saved_labels(self) -> list[dict[str, Any]]:
+        if self.labels_path is None or not self.labels_path.exists():
+            return []
+        try:
+            return read_labels(self.labels_path)
+        except LobevalError as exc:
+            self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
+            return []
+
     def _label_controls(self) -> list[widgets.Widget]:
         row = self.rows.get(self.conversation.value)
         items = labelable_items(row) if row is not None else []
         if self.labels_path is None:
             return [widgets.HTML("<i>no suite given: labels cannot be saved</i>")] if items else []
-        return [self._label_control(item, row) for item in items]
+        saved = self._saved_labels()
+        controls = []
+        for item in items:
+            label = covering_label(item, row, saved)
+            controls.append(self._label_control(item, row) if label is None else self._covered(item, label))
+        return controls
+
+    def _covered(self, item: dict[str, Any], label: dict[str, Any]) -> widgets.HBox:
+        """An item a label covers: which label, and "undo" when it was added here."""
+        said = (f"{item['text']} — marked legitimate for {_scope_text(label)} by label {label['id']}"
+                + (f": {label['note']}" if label.get("note") else "") + " (applies from the next evaluation)")
+        shown = [widgets.HTML(escape(said), layout=widgets.Layout(width="640px"))]
+        if label["id"] in self.added:
+            undo = widgets.Button(description="undo")
+
+            def revoke(_: Any) -> None:
+                try:
+                    revoke_label(self.labels_path, label["id"])
+                except LobevalError as exc:
+                    self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
+                    return
+                self.added.discard(label["id"])
+                self._show_labels()
+                self.feedback.value = escape(f"label {label['id']} revoked from {self.labels_path}")
+
+            undo.on_click(revoke)
+            shown.append(undo)
+        return widgets.HBox(shown)
 
     def _label_control(self, item: dict[str, Any], row: dict[str, Any]) -> widgets.HBox:
         scope = widgets.Dropdown(options=SCOPES, value="scenario", layout=widgets.Layout(width="130px"))
@@ -361,7 +535,8 @@ class ReplayWidget(widgets.VBox):
             except LobevalError as exc:
                 self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
                 return
-            button.disabled, button.description = True, "labelled"
+            self.added.add(label["id"])
+            self._show_labels()
             self.feedback.value = escape(f"label {label['id']} added to {self.labels_path}")
 
         button.on_click(mark)
@@ -370,5 +545,6 @@ class ReplayWidget(widgets.VBox):
 
 def replay_widget(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
                   suite_dir: str | Path | None = None) -> ReplayWidget:
-    """The replay for JupyterLab; with `suite_dir`, "mark legitimate" appends labels to its labels.jsonl."""
+    """The replay for JupyterLab; with `suite_dir`, "mark legitimate" appends labels to its labels.jsonl
+    (and "undo" revokes them), and items its labels already cover say so."""
     return ReplayWidget(results, conversations, suite_dir)

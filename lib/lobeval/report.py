@@ -1,30 +1,44 @@
 """The stakeholder report: what `05_report.ipynb` shows, and its export to one self-contained HTML file.
 
+The report is written for a manager who reads it in two minutes: the verdict and what it was compared
+with, why the bot failed in sentences with counts and the wrong values, each example a link into the
+replay at the conversation's first failing turn, then the numbers. The tables have readable headers
+(`table_html`); the pieces that are more than a table are HTML built here.
+
 nbconvert's templates load require.js, MathJax and mermaid from CDNs; the report needs none of
 them (its plots are inline PNGs and its replay is inline script), so those tags are dropped and a
 reader's browser asks no other host for anything. Every piece of transcript text reaches the page
-through pandas (which escapes) or `html.escape`, or as escaped JSON read by `textContent`.
+through `html.escape` (tables included: `DataFrame.to_html` escapes), or as escaped JSON read by
+`textContent`.
 """
 from __future__ import annotations
 
+import base64
 import copy
 import html
+import io
 import json
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lobeval.analyse import judge_coverage, judge_errors_reason, judge_status_counts
+from lobeval.analyse import (claims_table, failure_sentences, judge_coverage, judge_errors_reason, judge_status_counts,
+                             judge_table, plot_call_heatmaps)
 from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, JUDGE_SCORE, gate, load_run
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import Usage, format_cost
 from lobeval.records import METRICS
+from lobeval.render import METRIC_NAMES, metric_name
+from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
+from lobeval.stats import unscored_reason
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -57,13 +71,87 @@ def self_contained(page: str) -> str:
     return str(soup)
 
 
+GREEN, RED, AMBER, GREY = "#1b7f3b", "#b3261e", "#a15c00", "#666"
+STYLE = ("<style>.lobeval-report{font-family:sans-serif;font-size:14px;line-height:1.45;max-width:1100px}"
+         ".lobeval-report .verdict{font-size:1.4em;padding:.6em;border-left:.4em solid}"
+         ".lobeval-report li{margin:.25em 0}.lobeval-report .examples{color:#444;font-size:.92em}"
+         ".lobeval-report details{margin:.2em 0}.lobeval-report summary{cursor:pointer;color:#1f4e8c}"
+         ".lobeval-report .quote{white-space:pre-wrap;color:#333}"
+         ".lobeval-report .chip{display:inline-block;padding:.1em .6em;margin:0 .3em .3em 0;border-radius:1em;"
+         "color:#fff;font-weight:bold}"
+         ".lobeval-report dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em;margin:0}"
+         ".lobeval-report dt{font-weight:bold;white-space:nowrap}.lobeval-report dd{margin:0}"
+         ".lobeval-report img{max-width:100%}"
+         ".lobeval-report table.lobeval-table{border-collapse:collapse;margin:.3em 0}"
+         ".lobeval-report table.lobeval-table th,.lobeval-report table.lobeval-table td{padding:.2em .6em;"
+         "border-bottom:1px solid #ddd;text-align:left;vertical-align:top;white-space:nowrap}"
+         ".lobeval-report table.lobeval-table .n{text-align:right;font-variant-numeric:tabular-nums}"
+         ".lobeval-report .cause{margin:.6em 0;padding:.4em .8em;border-left:.3em solid #ccc}</style>")
+LONG = 240
+"""Characters of a text shown whole; longer ones are folded (<details>), never cut."""
+EXAMPLES = 5
+"""Example links shown with a failure; the rest are folded."""
+
+MEANINGS = {"Reliability": "did it do what it should: the mean of function and argument recall",
+            "Success": "all required calls right, every fact told, nothing forbidden, a normal ending",
+            "Recall_fn": "the expected calls it made",
+            "Precision_fn": "the calls it made that were expected",
+            "Recall_args": "the expected arguments it got right",
+            "Precision_args": "the arguments it gave that were right",
+            "pass^1": "the chance that one try of a case succeeds",
+            JUDGE_SCORE: "how it talked, as the judges saw it"}
+ROLE_NAMES = {"user": "simulated user", "target": "bot (target)", "judge": "judges", "embedding": "embeddings"}
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _note(results: dict[str, Any] | None, empty: str) -> str:
+    """Why a section is empty: why nothing was scored when nothing was, `empty` otherwise."""
+    reason = unscored_reason(results["rows"]) if results is not None else None
+    return f"<p>{_e(reason or empty)}</p>"
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, str) and not value) or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def table_html(frame: pd.DataFrame | None, results: dict[str, Any] | None = None,
+               empty: str = "Nothing to show.") -> str:
+    """A table as the report shows it: its headers as given (readable ones), a named index as its first
+    column and an unnamed one not at all, numbers to three places and right-aligned, "—" for nothing, every
+    value escaped; or a note saying why there is nothing (`_note`)."""
+    if frame is None or frame.empty:
+        return _note(results, empty)
+    named = any(name is not None for name in frame.index.names)
+    shown = frame.reset_index() if named else frame.reset_index(drop=True)
+    header = "".join(f"<th>{_e(column)}</th>" for column in shown.columns)
+    rows = "".join("<tr>" + "".join(f"<td{_number_class(value)}>{_e(_cell(value))}</td>" for value in row) + "</tr>"
+                   for row in shown.itertuples(index=False, name=None))
+    return (f"{STYLE}<div class='lobeval-report'><table class='lobeval-table'><thead><tr>{header}</tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>")
+
+
+def _number_class(value: Any) -> str:
+    return " class='n'" if isinstance(value, numbers.Number) and not isinstance(value, bool | np.bool_) else ""
+
+
 def headline_table(results: dict[str, Any]) -> pd.DataFrame:
-    """The headline metrics with their intervals and what each covers (a judge's mean over part of the
-    conversations says so); empty when nothing was measured."""
-    rows = [{"metric": name, "value": results["metrics"][name],
-             "95% interval": _band((results.get("intervals") or {}).get(name)), "over": _coverage(results, name)}
+    """The headline metrics with their intervals, what each covers (a judge's mean over part of the
+    conversations says so) and what it measures; empty when nothing was measured."""
+    rows = [{"metric": metric_name(name), "value": results["metrics"][name],
+             "95% interval": _band((results.get("intervals") or {}).get(name)), "over": _coverage(results, name),
+             "what it measures": MEANINGS.get(name, "")}
             for name in HEADLINE if isinstance(results["metrics"].get(name), int | float)]
-    return pd.DataFrame(rows, columns=["metric", "value", "95% interval", "over"]).set_index("metric").round(3)
+    columns = ["metric", "value", "95% interval", "over", "what it measures"]
+    return pd.DataFrame(rows, columns=columns).set_index("metric").round(3)
 
 
 def _coverage(results: dict[str, Any], name: str) -> str:
@@ -90,6 +178,11 @@ class History:
     skipped: list[str]
     """One line for each index line that could not be read, and each run tried as the baseline that could
     not be read (the later runs), and why."""
+
+    @property
+    def baseline_id(self) -> str | None:
+        """The run id of the baseline, as the verdict names it."""
+        return next((entry["run_id"] for entry in reversed(self.runs) if entry["run_dir"] == self.baseline), None)
 
 
 def history(index: str | Path, config: dict[str, Any]) -> History:
@@ -118,46 +211,124 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], earlier: History) 
     return all(check["passed"] for check in checks), checks
 
 
-def verdict_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, Any]) -> str:
+REGRESSION = "no regression in "
+
+
+def comparison_text(checks: list[dict[str, Any]], earlier: History | None) -> str:
+    """What the gate compared the run with, in a sentence naming the baseline run."""
+    if earlier is None or earlier.baseline is None:
+        return ("No earlier run of this suite to compare with: the gate checks the minimums and the error "
+                "rate only.")
+    name = earlier.baseline_id or earlier.baseline
+    compared = [check for check in checks if check["check"].startswith(REGRESSION)]
+    if not compared:
+        return (f"Not compared with run {name} (the previous run of this suite): the two runs share no "
+                f"scored conversation.")
+    worse = [check for check in compared if not check["passed"]]
+    if not worse:
+        return (f"No regression against run {name} (the previous run of this suite): none of the "
+                f"{len(compared)} metrics compared is significantly worse on the conversations both runs scored.")
+    return (f"Regression against run {name} (the previous run of this suite): "
+            + "; ".join(f"{metric_name(check['check'].removeprefix(REGRESSION))} {check['reason']}"
+                        for check in worse) + ".")
+
+
+def _readable(text: str) -> str:
+    """A gate check's words with the metrics named as the report names them."""
+    for name in sorted(METRIC_NAMES, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.^]){re.escape(name)}(?![\w^])", METRIC_NAMES[name], text)
+    return text
+
+
+def _check_item(check: dict[str, Any]) -> str:
+    colour, word = (GREEN, "PASS") if check["passed"] else (RED, "FAIL")
+    return (f'<li><b style="color:{colour}">{word}</b> {_e(_readable(check["check"]))}: '
+            f'{_e(_readable(check["reason"]))}</li>')
+
+
+def verdict_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, Any],
+                 earlier: History | None = None) -> str:
+    """The gate's verdict first, what the run was compared with (`comparison_text`), how the judges
+    finished, and the checks: the failed ones open, the passed ones folded."""
     counts = results["counts"]
-    colour, word = ("#1b7f3b", "PASSED") if passed else ("#b3261e", "FAILED")
-    items = "".join(f'<li><b style="color:{"#1b7f3b" if check["passed"] else "#b3261e"}">'
-                    f'{"PASS" if check["passed"] else "FAIL"}</b> {html.escape(check["check"])}: '
-                    f'{html.escape(check["reason"])}</li>' for check in checks)
-    judged = judges_html(results)
-    return (f'<div style="font-size:1.4em;padding:.6em;border-left:.4em solid {colour}">'
+    colour, word = (GREEN, "PASSED") if passed else (RED, "FAILED")
+    failed = [check for check in checks if not check["passed"]]
+    fine = [check for check in checks if check["passed"]]
+    listed = f"<ul>{''.join(_check_item(check) for check in failed)}</ul>" if failed else ""
+    if fine:
+        listed += (f"<details><summary>{len(fine)} check{'' if len(fine) == 1 else 's'} passed</summary>"
+                   f"<ul>{''.join(_check_item(check) for check in fine)}</ul></details>")
+    return (f'{STYLE}<div class="lobeval-report"><div class="verdict" style="border-left-color:{colour}">'
             f'Quality gate <b style="color:{colour}">{word}</b> · {counts.get("scored", 0)} conversations scored, '
             f'{counts["errors"]} machinery errors (not counted as the bot\'s failures), '
-            f'{counts.get("target_errors", 0)} target errors</div>{judged}<ul>{items}</ul>')
+            f'{counts.get("target_errors", 0)} target errors</div>'
+            f'<p>{_e(comparison_text(checks, earlier))}</p>{judges_html(results)}{listed}</div>')
 
 
 def judges_html(results: dict[str, Any]) -> str:
-    """The judges' final status per scored conversation (Done / Partial Failure / Failed / Not judged) and
-    their errors; empty when the judges did not run."""
+    """The judges in a line: their final status per scored conversation (Done / Partial Failure / Failed /
+    Not judged), how many they judged, and their errors; or why they did not run."""
+    judges = results.get("judges") or {}
     statuses = judge_status_counts(results)
     if statuses is None:
-        return ""
-    errored = (results.get("judges") or {}).get("errored_conversations")
+        return f"<p>Judges: {_e(judges.get('status') or 'not recorded')}.</p>" if judges else ""
+    errored = judges.get("errored_conversations")
+    scored = sum(statuses.values())
     line = " · ".join(f"{status} {count}" for status, count in statuses.items())
     why = judge_errors_reason(results)
     errors = f"; {errored} conversations with judge errors" if errored else ""
-    return (f"<p>Judges: {html.escape(line)}{html.escape(errors)}"
-            f"{'<br>' + html.escape(why) if why else ''}</p>")
+    return (f"<p>Judges: {_e(line)}{_e(errors)} (judged {scored - statuses['Not judged']} of {scored})"
+            f"{'<br>' + _e(why) if why else ''}</p>")
+
+
+STATUS_COLOURS = {"Done": GREEN, "Partial Failure": AMBER, "Failed": RED, "Not judged": GREY}
+
+
+def judges_section_html(results: dict[str, Any]) -> str:
+    """The Judges section: each final status as a coloured count with "judged n of N", the judges' errors,
+    and every judge figure beside its coverage; or why the judges did not run."""
+    statuses = judge_status_counts(results)
+    if statuses is None:
+        return f"{STYLE}<div class='lobeval-report'>{judges_html(results) or '<p>Judges: not recorded.</p>'}</div>"
+    scored = sum(statuses.values())
+    chips = "".join(f"<span class='chip' style='background:{STATUS_COLOURS[status]}'>{_e(status)} {count}</span>"
+                    for status, count in statuses.items())
+    why = judge_errors_reason(results)
+    return (f"{STYLE}<div class='lobeval-report'><p>{chips}<br>judged {scored - statuses['Not judged']} of {scored} "
+            f"scored conversations</p>{f'<p>{_e(why)}</p>' if why else ''}"
+            f"{table_html(judge_summary(results), results, 'No judge figure was recorded.')}</div>")
+
+
+def judge_summary(results: dict[str, Any]) -> pd.DataFrame:
+    """Each judge figure with its interval and coverage, readable; empty when the judges did not run."""
+    table = judge_table(results)
+    if "mean" not in table:
+        return pd.DataFrame()
+    rows = [{"judge": metric_name(f"judge.{name}"), "mean": entry["mean"],
+             "95% interval": _band([entry["low"], entry["high"]]) if entry["low"] == entry["low"]
+             and entry["low"] is not None else "", "judged": entry["judged"], "judge errors": entry["judge errors"],
+             "not applicable": entry["not applicable"], "mean over": entry["mean over"]}
+            for name, entry in table.to_dict("index").items()]
+    return pd.DataFrame(rows).set_index("judge")
 
 
 def scenario_summary(results: dict[str, Any]) -> pd.DataFrame:
-    """Per scenario, the columns a reader needs: size, errors, the two main metrics with intervals,
-    claims and the judges' final score."""
-    columns = ["scenario", "conversations", "errors", "Reliability", "Reliability 95%", "Success", "Success 95%",
-               "claimed, not done", "done, not told", "judge final score", "judge final score over"]
-    rows = [{"scenario": entry["scenario_name"], "conversations": entry["conversations"], "errors": entry["errors"],
+    """Per scenario, the columns a reader needs: size, machinery errors, the two main metrics with
+    intervals, claims and, when the judges ran, their final score."""
+    columns = ["scenario", "conversations", "machinery errors", "Reliability", "Reliability 95%", "Success",
+               "Success 95%", "claimed, not done", "done, not told", "judges' final score", "judged"]
+    rows = [{"scenario": entry.get("scenario_name") or "(no scenario)", "conversations": entry["conversations"],
+             "machinery errors": entry["errors"],
              "Reliability": entry["Reliability"], "Reliability 95%": _band(entry.get("Reliability_interval")),
              "Success": entry["Success"], "Success 95%": _band(entry.get("Success_interval")),
              "claimed, not done": entry.get("claimed_not_done"), "done, not told": entry.get("done_not_told"),
-             "judge final score": entry.get(JUDGE_SCORE),
-             "judge final score over": _judged(entry.get(f"{JUDGE_SCORE}_coverage"))}
+             "judges' final score": entry.get(JUDGE_SCORE),
+             "judged": _judged(entry.get(f"{JUDGE_SCORE}_coverage"))}
             for entry in results["scenarios"]]
-    return pd.DataFrame(rows, columns=columns).set_index("scenario").round(3)
+    table = pd.DataFrame(rows, columns=columns).set_index("scenario").round(3)
+    if judge_status_counts(results) is None:
+        table = table.drop(columns=["judges' final score", "judged"])
+    return table
 
 
 def _judged(cover: dict[str, int] | None) -> str:
@@ -167,11 +338,157 @@ def _judged(cover: dict[str, int] | None) -> str:
     return f"judged {cover['judged']} of {cover['of']}{errors}"
 
 
+# --- why it failed -----------------------------------------------------------------------------------
+
+def _several_trials(results: dict[str, Any]) -> bool:
+    return (results.get("counts") or {}).get("trials", 1) > 1 or any(row.get("trial") for row in results["rows"])
+
+
+def _conversation_link(case_id: str, trial: int, several_trials: bool) -> str:
+    return link_html(case_id, trial, f"{case_id} trial {trial}" if several_trials else case_id)
+
+
+def _links(examples: list[dict[str, Any]], several_trials: bool) -> str:
+    links = [_conversation_link(example["case_id"], example["trial"], several_trials) for example in examples]
+    if len(links) <= EXAMPLES:
+        return ", ".join(links)
+    return (", ".join(links[:EXAMPLES]) + f" <details><summary>all {len(links)} conversations</summary>"
+            + ", ".join(links) + "</details>")
+
+
+def _folded(texts: list[str], summary: str) -> str:
+    """Texts shown whole: as a list when short, folded under `summary` when long."""
+    if not texts:
+        return ""
+    items = "".join(f"<li class='quote'>{_e(text)}</li>" for text in texts)
+    if sum(len(text) for text in texts) <= LONG:
+        return f"<ul>{items}</ul>"
+    return f"<details><summary>{_e(summary)}</summary><ul>{items}</ul></details>"
+
+
+DETAILS = {"claimed_not_done": "what the bot said", "behaviour": "the judges' reasons",
+           "missing_output": "the facts never told"}
+
+
+def why_html(results: dict[str, Any]) -> str:
+    """Why it failed, one sentence a failure signature (`analyse.failure_sentences`), the widest-spread
+    first: what went wrong, in how many conversations, with the wrong values; the texts behind it (claims,
+    judges' reasons) whole, folded when long; every example a link into the replay at its first failing turn."""
+    sentences = failure_sentences(results)
+    if not sentences:
+        return _note(results, "No failures.")
+    several = _several_trials(results)
+    items = []
+    for sentence in sentences:
+        texts = [text["text"] + (f" (×{text['count']})" if text["count"] > 1 else "") for text in sentence["details"]]
+        items.append(f"<li><b>{_e(sentence['text'])}</b><div class='examples'>replay: "
+                     f"{_links(sentence['examples'], several)}</div>"
+                     f"{_folded(texts, DETAILS.get(sentence['kind'], 'details') + f' ({len(texts)})')}</li>")
+    return f"{STYLE}<div class='lobeval-report'><ol>{''.join(items)}</ol></div>"
+
+
+def root_causes(run_dir: str | Path) -> list[dict[str, Any]] | None:
+    """The root causes the analysis wrote for this run (root_causes.json), or None when it wrote none."""
+    path = Path(run_dir) / "root_causes.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))["root_causes"]
+
+
+SEVERITY_COLOURS = {"critical": RED, "high": RED, "medium": AMBER, "low": GREY}
+
+
+def causes_html(causes: list[dict[str, Any]] | None, results: dict[str, Any] | None = None) -> str:
+    """The root causes, each with its severity, description, suggested fix and conversations (links into
+    the replay), the texts whole and folded when long; a note when there are none."""
+    if causes is None:
+        return "<p>Root causes: not run (no model configured for the analysis).</p>"
+    if not causes:
+        return "<p>Root causes: the model named none.</p>"
+    several = _several_trials(results) if results is not None else True
+    blocks = []
+    for cause in causes:
+        severity = str(cause.get("severity", ""))
+        links = []
+        for conversation in cause.get("conversations") or []:
+            case_id, _, trial = str(conversation).rpartition("#")
+            links.append(_conversation_link(case_id, int(trial), several) if case_id and trial.isdigit()
+                         else _e(conversation))
+        turns = ", ".join(str(turn) for turn in cause.get("turns") or [])
+        blocks.append(
+            f"<div class='cause' style='border-left-color:{SEVERITY_COLOURS.get(severity, GREY)}'>"
+            f"<b>{_e(cause.get('title', ''))}</b> <i>({_e(severity)})</i>"
+            f"{_text_block('What goes wrong', cause.get('description'))}"
+            f"{_text_block('Suggested fix', cause.get('suggested_fix'))}"
+            f"<div class='examples'>replay: {', '.join(links)}{f' · user turns {_e(turns)}' if turns else ''}</div>"
+            f"</div>")
+    return f"{STYLE}<div class='lobeval-report'>{''.join(blocks)}</div>"
+
+
+def _text_block(title: str, text: Any) -> str:
+    if not text:
+        return ""
+    text = str(text)
+    if len(text) <= LONG:
+        return f"<div class='quote'><i>{_e(title)}:</i> {_e(text)}</div>"
+    return (f"<details><summary>{_e(title)}: {_e(text[:80].rsplit(' ', 1)[0])} …</summary>"
+            f"<div class='quote'>{_e(text)}</div></details>")
+
+
+def root_causes_html(run_dir: str | Path, results: dict[str, Any] | None = None) -> str:
+    return causes_html(root_causes(run_dir), results)
+
+
+CLAIM_KINDS = {"claimed_not_done": "claimed but not done", "done_not_told": "done but not told"}
+
+
+def claims_html(results: dict[str, Any]) -> str:
+    """Each claim the bot made without doing it, and each write it never told the user about: the
+    conversation (a link into the replay), its scenario, what, and the bot's words whole (folded when long)."""
+    claims = claims_table(results)
+    if claims.empty:
+        return _note(results, "No claims without the action, and no action the user was not told about.")
+    several = _several_trials(results)
+    rows = "".join(
+        f"<tr><td>{_conversation_link(claim['case_id'], int(claim['trial']), several)}</td>"
+        f"<td>{_e(claim['scenario_name'] or '(no scenario)')}</td>"
+        f"<td>{_e(CLAIM_KINDS.get(claim['kind'], claim['kind']))}</td><td>{_e(claim['what'] or '')}</td>"
+        f"<td>{_text_block('the bot said', claim['text'])}</td></tr>"
+        for claim in claims.to_dict("records"))
+    return (f"{STYLE}<div class='lobeval-report'><table class='lobeval-table'><thead><tr><th>conversation</th>"
+            f"<th>scenario</th><th>what</th><th>claim or call</th><th>the bot's words</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>")
+
+
+# --- figures -----------------------------------------------------------------------------------------
+
+def figure_html(figure: Figure, alt: str) -> str:
+    """A figure as an inline PNG: nothing is fetched."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f"<img src='data:image/png;base64,{data}' alt='{_e(alt)}'>"
+
+
+def heatmaps_html(results: dict[str, Any]) -> str:
+    """The function × scenario heat maps side by side (`analyse.plot_call_heatmaps`): the recall of expected
+    calls, and the share of expected arguments right in the calls made; or why neither can be drawn."""
+    figure = plot_call_heatmaps(results)
+    if figure is None:
+        return (_note(results, "No scored conversation expected a function call: no recall to show.")
+                + _note(results, "No call was made that had expected arguments: no argument correctness to show."))
+    return (f"{STYLE}<div class='lobeval-report'>"
+            f"{figure_html(figure, 'expected calls made, and expected arguments right, by function and scenario')}"
+            f"</div>")
+
+
+# --- the rest ----------------------------------------------------------------------------------------
+
 def trend_table(earlier: History, config: dict[str, Any], metrics: dict[str, Any]) -> pd.DataFrame:
-    """The headline metrics of the earlier runs of this suite, and this run last."""
-    rows = [{"run_id": entry["run_id"], **entry["metrics"]} for entry in earlier.runs]
-    rows.append({"run_id": config["run_id"], **{name: metrics.get(name) for name in HEADLINE if name in metrics}})
-    return pd.DataFrame(rows).set_index("run_id")
+    """The headline metrics of the earlier runs of this suite, and this run last; readable headers."""
+    rows = [{"run": entry["run_id"], **entry["metrics"]} for entry in earlier.runs]
+    rows.append({"run": config["run_id"], **{name: metrics.get(name) for name in HEADLINE if name in metrics}})
+    return pd.DataFrame(rows).set_index("run").rename(columns=metric_name)
 
 
 def skipped_html(earlier: History) -> str:
@@ -201,9 +518,9 @@ def plot_trend(table: pd.DataFrame) -> Figure | None:
 
 def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
     """Model calls, tokens and cost of the simulation roles and of the judges."""
-    roles = {role: numbers for role, numbers in (results.get("usage") or {}).items()}
+    roles = {ROLE_NAMES.get(role, role): numbers for role, numbers in (results.get("usage") or {}).items()}
     for name, numbers in ((results.get("judges") or {}).get("usage_by_judge") or {}).items():
-        roles[f"judge: {name}"] = numbers
+        roles[f"judge: {name.replace('_', ' ')}"] = numbers
     rows = []
     for role, numbers in roles.items():
         usage = Usage.of(numbers)
@@ -214,5 +531,90 @@ def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index("role")
 
 
+SHOWN_SETTINGS = ("schema_version", "run_id", "started", "suite", "suite_name", "target", "user", "trials",
+                  "cases_per_scenario", "seed", "concurrency", "judges", "models", "gate", "max_error_rate",
+                  "versions")
+
+
 def config_html(config: dict[str, Any]) -> str:
-    return f"<pre>{html.escape(json.dumps(config, indent=1, default=str))}</pre>"
+    """The run's configuration as a short definition list (no secrets are in it): suite, target, simulated
+    user, cases and trials, the models by role, the judges, the gate; the versions and any other setting
+    folded."""
+    models = config.get("models") or {}
+    gate_limits = config.get("gate") or DEFAULT_GATE
+    error_rate = config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    gate_text = ", ".join([*(f"{metric_name(name)} ≥ {value:g}" for name, value in gate_limits.items()),
+                           f"at most {error_rate:.0%} of conversations lost to machinery errors"])
+    judges = config.get("judges")
+    judged = ("not run: no judge model" if not models.get("judge")
+              else ", ".join(judges) if judges else "the default set")
+    entries = [
+        ("Run", f"{config.get('run_id', '')}" + (f", started {config['started']}" if config.get("started") else "")),
+        ("Suite", config.get("suite_name", "")),
+        ("Bot (target)", config.get("target") or "the suite's default"),
+        ("Simulated user", config.get("user", "")),
+        ("Test cases", ", ".join(part for part in (
+            f"{config['cases_per_scenario']} per scenario" if "cases_per_scenario" in config else "",
+            f"{config['trials']} trial{'' if config.get('trials') == 1 else 's'} each" if "trials" in config else "",
+            f"seed {config['seed']}" if "seed" in config else "") if part)),
+        ("Models", " · ".join(f"{ROLE_NAMES.get(role, role)}: {_model_text(model)}" for role, model in models.items())
+         or "none recorded"),
+        ("Judges", judged),
+        ("Quality gate", gate_text),
+    ]
+    items = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in entries if value != "")
+    versions = config.get("versions") or {}
+    folded = ""
+    if versions:
+        listed = " · ".join(f"{name} {value}" for name, value in versions.items())
+        folded += f"<details><summary>Versions</summary>{_e(listed)}</details>"
+    others = {name: value for name, value in config.items() if name not in SHOWN_SETTINGS}
+    others = {**({"suite folder": config["suite"]} if config.get("suite") else {}),
+              **({"concurrency": config["concurrency"]} if "concurrency" in config else {}), **others}
+    if others:
+        folded += ("<details><summary>Other settings</summary><dl>" + "".join(
+            f"<dt>{_e(name.replace('_', ' '))}</dt>"
+            f"<dd>{_e(value if isinstance(value, str) else json.dumps(value, default=str))}</dd>"
+            for name, value in others.items()) + "</dl></details>")
+    return f"{STYLE}<div class='lobeval-report'><dl>{items}</dl>{folded}</div>"
+
+
+def _model_text(model: Any) -> str:
+    if not model:
+        return "none (offline)"
+    if isinstance(model, dict):
+        where = f" at {model['base_url']}" if model.get("base_url") else ""
+        return f"{model.get('provider', '')} {model.get('model', '')}{where}".strip()
+    return str(model)
+
+
+def benchmark_agreement(run_dir: str | Path, config: dict[str, Any]) -> str | None:
+    """For a run imported from a public benchmark (reference.jsonl beside the results): lobeval's verdict
+    against the benchmark's, as HTML; None for any other run."""
+    from lobeval import agreement
+
+    if not (Path(run_dir) / agreement.REFERENCE_FILE).exists():
+        return None
+    result = agreement.run_agreement(run_dir)
+    source = config.get("imported") or {}
+
+    def figure(name: str) -> str:
+        entry = result[name]
+        if entry["value"] is None:
+            return "not defined"
+        band = f" [{entry['interval'][0]:.3f}, {entry['interval'][1]:.3f}]" if entry.get("interval") else ""
+        return f"{entry['value']:.3f}{band}"
+
+    left_out = sum(len(keys) for keys in result["left_out"].values())
+    parts = [f"<p>Imported from {html.escape(str(source.get('format', 'a benchmark')))} "
+             f"({html.escape(str(source.get('source', '')))}): {result['compared']} trajectories of "
+             f"{result['cases']} tasks compared, {left_out} left out (machinery errors or no verdict).</p>",
+             f"<p>Agreement {figure('agreement')} · Cohen's κ {figure('kappa')} (95 % intervals, tasks resampled)</p>",
+             agreement.confusion_frame(result).to_html(),
+             "<p>pass^k by both, on the same trajectories:</p>",
+             agreement.pass_k_frame(result).round(3).to_html(index=False)]
+    disagreements = agreement.disagreements_frame(result)
+    if len(disagreements):
+        disagreements.columns = [column.replace("_", " ") for column in disagreements.columns]
+        parts += ["<p>Where the two disagree, with each side's reasons:</p>", disagreements.to_html(index=False)]
+    return "".join(parts)

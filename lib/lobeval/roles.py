@@ -21,7 +21,8 @@ from lobeval.users import STOP_PHRASE, ScriptedUser, SimulatedUser
 DEFAULT_TARGET = "lobeval.samples.support_tickets:SupportTicketBot"
 USER_KINDS = ("scripted", "llm")
 PARTS = ("target", "user", "completion_judge", "judges", "embedder", "root_cause_model")
-NO_MODEL_HINT = "and OPENAI_API_KEY (or the AZURE_OPENAI_* variables)"
+NO_MODEL_HINT = "and OPENAI_API_KEY (or the AZURE_OPENAI_* variables); see docs/models.md"
+USER_NEEDS_MODEL = f"--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL, {NO_MODEL_HINT}"
 
 
 @dataclass
@@ -91,9 +92,35 @@ def make_user(kind: str, *, stop_phrase: str = STOP_PHRASE, concurrency: int = 8
 
         client = model_client("user", cache=False, concurrency=concurrency)
         if client is None:
-            raise ConfigError(f"--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL, {NO_MODEL_HINT}")
+            raise ConfigError(USER_NEEDS_MODEL)
         return LLMUser(client, stop_phrase)
-    raise ConfigError(f"unknown user simulator {kind!r}; choose one of {', '.join(USER_KINDS)}")
+    raise ConfigError(_unknown_user(kind))
+
+
+def _unknown_user(kind: str) -> str:
+    return f"unknown user simulator {kind!r}; choose one of {', '.join(USER_KINDS)}"
+
+
+def _judges_need_model(selection: list[str]) -> str:
+    return (f"--judges {','.join(selection)} needs a judge model: set LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL, "
+            f"{NO_MODEL_HINT}")
+
+
+def check(*, user: str = "scripted", judges: list[str] | None = None) -> None:
+    """Refuse what `resolve` would refuse when it builds the simulated user and the conversation judges,
+    without building them (`lobeval run` checks this before its first stage): a bad LOBEVAL_BUDGET_USD, an
+    unknown user kind or judge, a model asked for (`--user llm`, `--judges` by name) but not configured, a
+    model named without credentials."""
+    from lobeval.judges import selected_judges
+    from lobeval.llm import Budget, resolve_model
+
+    Budget.from_env()
+    if user not in USER_KINDS:
+        raise ConfigError(_unknown_user(user))
+    if user == "llm" and resolve_model("user") is None:
+        raise ConfigError(USER_NEEDS_MODEL)
+    if selected_judges(judges) and judges is not None and resolve_model("judge") is None:
+        raise ConfigError(_judges_need_model(judges))
 
 
 def make_completion_judge(concurrency: int = 8) -> Any:
@@ -115,8 +142,7 @@ def make_judges(selection: list[str] | None, suite: str | Path | None, concurren
     client = model_client("judge", cache=True, concurrency=concurrency)
     if client is None:
         if selection is not None:
-            raise ConfigError(f"--judges {','.join(selection)} needs a judge model: set LOBEVAL_JUDGE_MODEL or "
-                              f"LOBEVAL_MODEL, {NO_MODEL_HINT}")
+            raise ConfigError(_judges_need_model(selection))
         return NO_JUDGE_MODEL
     tools = []
     if suite is not None:

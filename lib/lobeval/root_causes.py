@@ -2,7 +2,7 @@
 
 The reply is validated (pydantic, and every conversation it cites must be one it was shown); a
 reply still unusable after a retry raises `LLMError`: the caller records it, and no cause is made up.
-The caller passes the client (the judge role's model, SPEC §6).
+The caller passes the client (the judge role's model, see docs/models.md).
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ Everything that reads or writes a run folder as a whole goes through here, so th
 strictly (a fault is a RecordError); earlier runs are only history, so an index line that cannot
 be read is skipped with a warning naming it, and listed for the report. One process at a time owns
 a run folder (`owned`), and the values of key variables are scrubbed from what it holds (`scrub_folder`).
+The run folders live in `runs_root()` ($LOBEVAL_RUNS, else runs/); a notebook run by hand starts from
+`latest_run()`.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from lobeval.errors import ConfigError, RecordError
 from lobeval.records import SCHEMA_VERSION, STRICT, loads, read_json, read_results, read_text, validated
 
 RUNS = Path("runs")
+RUNS_VARIABLE = "LOBEVAL_RUNS"
 INDEX = "index.jsonl"
 CONFIG_FILE = "config.json"
 RESULTS_FILE = "evaluation_results.json"
@@ -72,12 +75,39 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def runs_root() -> Path:
+    """The folder of the run folders: $LOBEVAL_RUNS when set, else runs/ beside notebooks/ (in the working
+    folder, or in its parent when that is notebooks/, where JupyterLab starts a notebook's kernel)."""
+    chosen = os.environ.get(RUNS_VARIABLE)
+    if chosen:
+        return Path(chosen).resolve()
+    here = Path.cwd()
+    return (here.parent / RUNS if here.name == "notebooks" else here / RUNS).resolve()
+
+
 def run_folder(run_id: str) -> Path:
-    return (RUNS / check_run_id(run_id)).resolve()
+    return runs_root() / check_run_id(run_id)
 
 
 def index_path() -> Path:
-    return (RUNS / INDEX).resolve()
+    return runs_root() / INDEX
+
+
+def latest_run(runs_dir: Path | None = None) -> Path:
+    """The newest finished run folder: the last run in `runs_dir`/index.jsonl whose folder still holds its
+    evaluation_results.json, else the folder directly under `runs_dir` whose evaluation_results.json is the
+    newest. `runs_dir` defaults to `runs_root()`. A notebook run by hand starts from it."""
+    runs_dir = Path(runs_dir) if runs_dir is not None else runs_root()
+    entries, _ = read_index(runs_dir / INDEX)
+    listed = [Path(entry["run_dir"]) for entry in entries]
+    finished = [folder for folder in listed if (folder / RESULTS_FILE).is_file()]
+    if finished:
+        return finished[-1]
+    found = sorted(runs_dir.glob(f"*/{RESULTS_FILE}"), key=lambda path: path.stat().st_mtime_ns)
+    if found:
+        return found[-1].parent
+    raise ConfigError("no finished run under runs/: run `make run` or `lobeval run` first, or set run_dir in the "
+                      "parameters cell")
 
 
 def read_config(run_dir: str | Path) -> dict[str, Any]:

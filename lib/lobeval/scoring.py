@@ -93,6 +93,9 @@ def truth(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
+        # A word of _BOOL_WORDS is one token of at most 5 characters (case folding never shortens one).
+        if len(value) > 5 and len(value.strip()) > 5:
+            return None
         return _BOOL_WORDS.get(normal_text(value))
     return None
 
@@ -133,7 +136,13 @@ def _text_dates(text: str) -> frozenset[date]:
 
 
 def _is_date(expected: Any, schema: dict[str, Any]) -> bool:
-    return schema.get("format") in ("date", "date-time") or (isinstance(expected, str) and _date_like(expected))
+    return schema.get("format") in ("date", "date-time") or (isinstance(expected, str) and _may_be_date(expected)
+                                                             and _date_like(expected))
+
+
+def _may_be_date(text: str) -> bool:
+    """False for text _DATE_LIKE cannot match, without the cache: past 40 characters only the ISO form can."""
+    return len(text) <= 40 or len(text := text.strip()) <= 40 or (text[:4].isdecimal() and text[4:5] == "-")
 
 
 @lru_cache(maxsize=65536)
@@ -161,15 +170,14 @@ def agrees(expected: Any, actual: Any, rules: Rules, schema: dict[str, Any] | No
     `resolve(ref)` gives the result value a `$ref` points at, or MISSING when there is none.
     """
     schema = schema if isinstance(schema, dict) else {}   # `true` is a valid JSON Schema too
-    schema = schema or {}
-    alternatives = operators.options(expected, resolve)
-    if alternatives is not None:
-        return any(agrees(option, actual, rules, schema, resolve) for option in alternatives)
-    match = operators.text_match(expected)
-    if match is not None:
-        mode, value, threshold = match
-        return mode == "any" or _texts_agree(value, actual, rules, mode, threshold)
-    if isinstance(expected, dict):
+    if isinstance(expected, dict):   # operators are objects
+        alternatives = operators.options(expected, resolve)
+        if alternatives is not None:
+            return any(agrees(option, actual, rules, schema, resolve) for option in alternatives)
+        match = operators.text_match(expected)
+        if match is not None:
+            mode, value, threshold = match
+            return mode == "any" or _texts_agree(value, actual, rules, mode, threshold)
         properties = schema.get("properties", {})
         return isinstance(actual, dict) and all(
             key in actual and agrees(value, actual[key], rules, properties.get(key), resolve)

@@ -85,6 +85,11 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
         changes = state_changes(start_state, await session.state())
     except TargetError as exc:
         reason, error = exc.reason, str(exc)
+        spent = getattr(exc, "usage", None)   # a turn that broke half-way still used its model
+        if spent is not None:
+            transcript.target_usage.add(**spent)
+            if budget is not None:
+                budget.charge(spent["cost_usd"], role="target")
     except BudgetExceeded as exc:
         reason, error = "budget_spent", str(exc)
     except LLMError as exc:

@@ -5,7 +5,9 @@ and counted apart.
 """
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from collections.abc import Iterable
 from math import comb
 from typing import Any
 
@@ -79,12 +81,44 @@ def clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", *METRICS)
+"""What the run-level numbers read of a row."""
+
+
+class RowTally:
+    """The run-level numbers of rows handed over one at a time: of each row only SUMMARY_FIELDS are kept,
+    column by column (a few hundred bytes a row), and the machinery errors."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {name: [] for name in SUMMARY_FIELDS}
+        self.errors: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        for name, column in self.columns.items():
+            value = row.get(name)
+            column.append(sys.intern(value) if isinstance(value, str) and name != "case_id" else value)
+        if row["status"] == "error":
+            self.errors.append({"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
+                                "reason": row["termination"], "error": row.get("error")})
+
+    def __len__(self) -> int:
+        return len(self.columns["case_id"])
+
+    def summarise(self) -> dict[str, Any]:
+        """metrics, intervals, pass_k, scenarios, counts and errors of evaluation_results.json."""
+        frame = pd.DataFrame(self.columns) if len(self) else pd.DataFrame(columns=list(SUMMARY_FIELDS))
+        return _summary(frame, self.errors)
+
+
+def summarise(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """metrics, intervals, pass_k, scenarios, counts and errors of evaluation_results.json."""
-    frame = pd.DataFrame([{key: row.get(key) for key in ("case_id", "trial", "scenario_name", "status",
-                                                         "termination", *METRICS)} for row in rows])
-    if frame.empty:
-        frame = pd.DataFrame(columns=["case_id", "trial", "scenario_name", "status", "termination", *METRICS])
+    tally = RowTally()
+    for row in rows:
+        tally.add(row)
+    return tally.summarise()
+
+
+def _summary(frame: pd.DataFrame, errors: list[dict[str, Any]]) -> dict[str, Any]:
     scored = frame[frame["status"] == "scored"].astype({metric: float for metric in METRICS})
     metrics = {metric: float(scored[metric].mean()) if len(scored) else None for metric in METRICS}
     intervals = {metric: interval(_case_means(scored, metric)) for metric in METRICS}
@@ -100,9 +134,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for metric in ("Reliability", "Success"):
             entry[f"{metric}_interval"] = interval(_case_means(ok, metric))
         scenarios.append(entry)
-    errors = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
-               "reason": row["termination"], "error": row.get("error")} for row in rows if row["status"] == "error"]
-    counts = {"conversations": len(rows), "scored": int(len(scored)), "errors": len(errors),
+    counts = {"conversations": len(frame), "scored": int(len(scored)), "errors": len(errors),
               "target_errors": int((frame["termination"] == "target_error").sum()),
               "trials": int(frame.groupby("case_id")["trial"].nunique().max()) if len(frame) else 0}
     return {"metrics": metrics, "intervals": intervals, "pass_k": pass_k, "scenarios": scenarios,

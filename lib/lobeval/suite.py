@@ -1,4 +1,4 @@
-"""A suite on disk (SPEC §3): suite.json, tools.json, templates.json and the business data.
+"""A suite on disk (docs/formats.md): suite.json, tools.json, templates.json and the business data.
 
 Loading checks everything that can be checked without filling a template, and every problem
 is a RecordError naming the file, the record and the field.
@@ -178,7 +178,7 @@ class _SuiteSpec(BaseModel):
 
 
 class Template(BaseModel):
-    """One scenario of templates.json (SPEC §3), after the seed's field names are mapped to ours."""
+    """One scenario of templates.json (docs/formats.md), after the seed's field names are mapped to ours."""
 
     model_config = STRICT
 

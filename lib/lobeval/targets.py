@@ -1,6 +1,7 @@
-"""The target protocol (SPEC §5): the chatbot under test, reached in-process or over HTTP.
+"""The target protocol (docs/targets.md): the chatbot under test, reached in-process or over HTTP.
 
-A conversation talks to a target only through `load_target(spec)`, `Target` and `Session`:
+A conversation talks to a target only through `load_target(spec)`, `Target` and `Session`;
+`check_target(spec)` finds a spec's mistakes without starting the bot.
 everything a target does wrong (raises, answers nonsense) surfaces as `TargetError`, which the
 simulation records on the conversation instead of crashing the run. When the target's own
 infrastructure failed (it raised `lobeval.TargetUnavailable`, answered HTTP 429/502/503/504, or
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import difflib
 import importlib
 import inspect
 import json
@@ -24,8 +26,10 @@ import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from types import ModuleType
+from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -50,7 +54,7 @@ class Reply:
 USAGE_FIELDS = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
 """What a reply may report of the turn's own model calls (all optional): requests sent, tokens, cost."""
 UNAVAILABLE_STATUSES = (429, 502, 503, 504)
-"""HTTP statuses by which a target says its own infrastructure failed (SPEC §5)."""
+"""HTTP statuses by which a target says its own infrastructure failed (docs/targets.md)."""
 MAX_STUCK_CALLS = 64
 """Synchronous calls abandoned at their deadline and still running: past it, a synchronous call fails
 at once (target_unavailable) rather than start yet another thread."""
@@ -64,15 +68,20 @@ class TargetError(Exception):
 
 
 class TargetUnavailableError(TargetError):
-    """The target's infrastructure failed or it missed the deadline: a machinery error, never a score."""
+    """The target's infrastructure failed or it missed the deadline: a machinery error, never a score.
+    `usage`: what the failed turn's own model calls had used (from `lobeval.TargetUnavailable`)."""
 
     reason: TerminationReason = "target_unavailable"
+    usage: dict[str, float | None] | None = None
 
 
 log = logging.getLogger(__name__)
 
 _PYTHON_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
-_SPEC_FORMS = "'module:attr' (a Python class or factory) or an http:// or https:// base URL"
+_SPEC_FORMS = ("'module:attr' (a Python class or factory), an http:// or https:// base URL, or the path of a "
+               "model-and-prompt target's .json file (docs/targets.md)")
+_IMPORT_HINT = ("; the stage notebooks' kernel must import it too (and JupyterLab's, to run them by hand): install "
+                "its package into .venv, or add its folder to PYTHONPATH before running lobeval or starting JupyterLab")
 _CLIP = 200
 _MISSING = object()
 _KINDS = {type(None): "null", bool: "a boolean", str: "a string", int: "a number", float: "a number",
@@ -80,7 +89,7 @@ _KINDS = {type(None): "null", bool: "a boolean", str: "a string", int: "a number
 
 
 def load_target(spec: str, *, timeout: float = 60.0, workers: int = 8) -> Target:
-    """Resolve a target spec (SPEC §5); a Python target's class or factory is called here, once.
+    """Resolve a target spec (docs/targets.md); a Python target's class or factory is called here, once.
 
     Raises RoleError when the spec cannot be resolved. `timeout` (seconds) bounds every later
     call; a call that misses it is a TargetUnavailableError. `workers` is how many synchronous
@@ -88,13 +97,55 @@ def load_target(spec: str, *, timeout: float = 60.0, workers: int = 8) -> Target
     """
     if workers < 1:
         raise RoleError(f"target {spec!r}: workers must be at least 1, not {workers}")
+    return Target(spec, _backend_maker(spec)(workers), timeout)
+
+
+def check_target(spec: str) -> None:
+    """Raise the RoleError `load_target` would raise for the spec itself: its form, a malformed URL, a
+    module that cannot be imported, a missing attribute. Nothing of the bot is called, so `lobeval run`
+    checks its target before the first stage and the bot is still built only once, by the stage."""
+    _backend_maker(spec)
+
+
+def _backend_maker(spec: str) -> Callable[[int], _PythonBackend | _HttpBackend]:
+    """Check the spec and return how to build its backend with a number of worker threads."""
     if spec.startswith(("http://", "https://")):
-        backend: _PythonBackend | _HttpBackend = _HttpBackend(spec)
-    elif _PYTHON_SPEC.fullmatch(spec):
-        backend = _PythonBackend(_instantiate(spec), _Workers(workers))
-    else:
-        raise RoleError(f"target {spec!r}: expected {_SPEC_FORMS}")
-    return Target(spec, backend, timeout)
+        problem = _url_problem(spec)
+        if problem:
+            raise RoleError(f"target {spec!r}: not a well-formed base URL ({problem}), e.g. http://localhost:8000/v1")
+        return lambda workers: _HttpBackend(spec)
+    if _PYTHON_SPEC.fullmatch(spec):
+        factory = _factory(spec)
+        return lambda workers: _PythonBackend(_instantiate(spec, factory), _Workers(workers))
+    if spec.endswith(".json"):
+        if not Path(spec).is_file():
+            raise RoleError(f"target {spec!r}: no such file (a model-and-prompt target is a JSON file; "
+                            f"paths are relative to the folder lobeval runs in)")
+        return lambda workers: _PythonBackend(_prompt_target(spec), _Workers(workers))
+    raise RoleError(f"target {spec!r}: expected {_SPEC_FORMS}")
+
+
+def _prompt_target(spec: str) -> Any:
+    # Imported here: it brings the MCP client, which only this kind of target needs.
+    from lobeval.prompt_target import load_prompt_target
+
+    return load_prompt_target(spec)
+
+
+def _url_problem(url: str) -> str | None:
+    """What keeps `url` from being an http(s) base URL, or None."""
+    if any(char.isspace() for char in url):
+        return "it contains white space"
+    try:
+        parts = urlsplit(url)
+        parts.port   # raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        return str(exc)
+    if not parts.hostname:
+        return "it names no host"
+    if parts.query or parts.fragment:
+        return "a base URL has no ?query or #fragment"
+    return None
 
 
 class Target:
@@ -182,25 +233,50 @@ async def _guard(operation: str, timeout: float) -> AsyncIterator[None]:
         else:
             kind = TargetUnavailableError if isinstance(exc, TargetUnavailable) else TargetError
             cause = _clip(f"{type(exc).__name__}: {exc}")
-        raise kind(f"{operation} failed: {cause}") from exc
+        failure = kind(f"{operation} failed: {cause}")
+        if isinstance(exc, TargetUnavailable) and exc.usage is not None:
+            failure.usage = _usage(exc.usage)
+        raise failure from exc
 
 
-def _instantiate(spec: str) -> Any:
-    """Import `module:attr` and call attr() to get the target object."""
+def _factory(spec: str) -> Callable[[], Any]:
+    """Import `module:attr` and find attr, the target's class or factory, without calling it."""
     module_name, attr = spec.split(":")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
+        hint = _IMPORT_HINT if isinstance(exc, ImportError) else ""
         raise RoleError(f"target {spec!r}: cannot import module {module_name!r}: "
-                        f"{type(exc).__name__}: {exc}") from exc
+                        f"{type(exc).__name__}: {exc}{hint}") from exc
     if not hasattr(module, attr):
-        defined = [name for name, value in vars(module).items() if not name.startswith("_")
-                   and callable(value) and getattr(value, "__module__", None) == module.__name__]
-        offer = f"it defines {', '.join(defined)}" if defined else "it defines no classes or functions"
-        raise RoleError(f"target {spec!r}: module {module_name!r} has no attribute {attr!r}; {offer}")
+        raise RoleError(f"target {spec!r}: module {module_name!r} has no attribute {attr!r}{_offer(module, attr)}")
     factory = getattr(module, attr)
     if not callable(factory):
         raise RoleError(f"target {spec!r}: {attr} is {_describe(factory)}, not a class or factory")
+    return factory
+
+
+def _offer(module: ModuleType, attr: str) -> str:
+    """The close names among the classes and functions `module` defines (or re-exports from its own
+    submodules), and its classes: "; did you mean EchoBot? The classes it defines: EchoBot, SyncBot"."""
+    defined = {name: value for name, value in vars(module).items()
+               if not name.startswith("_") and callable(value) and _defined_in(value, module.__name__)}
+    by_lower = {name.lower(): name for name in defined}
+    close = [by_lower[name] for name in difflib.get_close_matches(attr.lower(), by_lower)]
+    classes = [name for name, value in defined.items() if inspect.isclass(value)]
+    listed = f"the classes it defines: {', '.join(classes)}" if classes else "it defines no classes"
+    return f"; did you mean {' or '.join(close)}? {listed[0].upper()}{listed[1:]}" if close else f"; {listed}"
+
+
+def _defined_in(value: Any, module_name: str) -> bool:
+    """Whether `value` comes from the module `module_name` or one of its submodules."""
+    origin = getattr(value, "__module__", None) or ""
+    return origin == module_name or origin.startswith(f"{module_name}.")
+
+
+def _instantiate(spec: str, factory: Callable[[], Any]) -> Any:
+    """Call the target's class or factory to get the target object."""
+    attr = spec.split(":")[1]
     try:
         bot = factory()
     except Exception as exc:
@@ -336,6 +412,8 @@ class _PythonBackend:
             await self._invoke(session.close)
 
     async def aclose(self) -> None:
+        if callable(getattr(self._bot, "aclose", None)):   # e.g. a model-and-prompt target's shared MCP server
+            await self._bot.aclose()
         self._workers.close()
         self._workers = _Workers(self._workers.size)
 
@@ -355,7 +433,7 @@ class _Remote(NamedTuple):
 
 
 class _HttpBackend:
-    """Speaks the HTTP form of the protocol (SPEC §5) to a base URL."""
+    """Speaks the HTTP form of the protocol (docs/targets.md) to a base URL."""
 
     def __init__(self, base: str):
         self._base = base.rstrip("/")

@@ -56,6 +56,21 @@ def echo_last_user(request: dict[str, Any]) -> str:
     return content if isinstance(content, str) else json.dumps(content)
 
 
+class Fault(Exception):
+    """Raised by a policy to make the request it is answering fail, as `fail_next(kind, **kw)` would make
+    the next one: e.g. `raise Fault("500")` for the requests of one role only."""
+
+    def __init__(self, kind: str, **kw: Any):
+        _check_fault(kind)
+        super().__init__(kind)
+        self.kind, self.kw = kind, kw
+
+
+def _check_fault(kind: str) -> None:
+    if kind not in FAULTS and not (kind.isdigit() and 400 <= int(kind) < 600):
+        raise ValueError(f"unknown fault {kind!r}; choose one of {', '.join(FAULTS)} or an HTTP error status")
+
+
 def embed_text(text: str) -> list[float]:
     """Hashed bag of words, L2-normalised: texts sharing words are close."""
     vector = [0.0] * EMBEDDING_DIMS
@@ -69,13 +84,16 @@ class FakeOpenAI:
     """Serves /v1/chat/completions, /v1/embeddings and their Azure deployment paths.
 
     `policy(request_body)` gives each chat reply (a str, or a dict from `text`, `tool_calls`,
-    `json_reply`); `fail_next` queues faults; `requests` holds every JSON body received;
-    `count` is the number of chat completion requests; `latency` is slept before every answer.
+    `json_reply`), or raises `Fault` to fail that request; `fail_next` queues faults; `requests` holds
+    every JSON body received; `answers` one entry per request answered, {"request", "status", "usage"}
+    (usage as the answer reported it, None when it reported none), in the order answered; `count` is the
+    number of chat completion requests; `latency` is slept before every answer.
     """
 
     def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0):
         self.policy, self.latency = policy, latency
         self.requests: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
         self.count = 0
         self._faults: deque[tuple[str, dict[str, Any]]] = deque()
         self._lock = threading.Lock()
@@ -117,13 +135,19 @@ class FakeOpenAI:
         """Make the next `times` requests fail. kw: retry_after (for "429"), seconds (for "timeout": the
         answer comes after them), interval (for "drip": the answer's body comes one byte per interval,
         0.05 s by default, so no single read waits long), message (for an HTTP status)."""
-        if kind not in FAULTS and not (kind.isdigit() and 400 <= int(kind) < 600):
-            raise ValueError(f"unknown fault {kind!r}; choose one of {', '.join(FAULTS)} or an HTTP error status")
+        _check_fault(kind)
         with self._lock:
             self._faults.extend([(kind, kw)] * times)
 
     def _respond(self, path: str, body: dict[str, Any]) -> _Answer:
-        """The answer to one request."""
+        """The answer to one request, noted in `answers`."""
+        answer = self._answer(path, body)
+        usage = answer.payload.get("usage") if isinstance(answer.payload, dict) else None
+        with self._lock:
+            self.answers.append({"request": body, "status": answer.status, "usage": usage})
+        return answer
+
+    def _answer(self, path: str, body: dict[str, Any]) -> _Answer:
         url = urlsplit(path)
         route = _ROUTE.fullmatch(url.path)
         if route is None:
@@ -135,6 +159,14 @@ class FakeOpenAI:
             self.requests.append(body)
             self.count += chat
             kind, kw = self._faults.popleft() if self._faults else ("", {})
+        reply: Reply | None = None
+        if chat and not kind:   # the policy answers now, so that it may fail this request with a Fault
+            try:
+                reply = self.policy(body)
+            except Fault as fault:
+                kind, kw = fault.kind, fault.kw
+            except Exception as exc:  # a bug in a test's policy must be visible, not a hang
+                return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
         time.sleep(self.latency)
         if kind == "timeout":
             time.sleep(kw.get("seconds", 5.0))
@@ -143,19 +175,21 @@ class FakeOpenAI:
         elif kind.isdigit():
             return _error(int(kind), kw.get("message", f"injected fault {kind}"), kw.get("retry_after", 1))
         try:
-            payload = self._completion(body, kind, route["deployment"]) if chat else self._embeddings(body, kind)
+            payload = (self._completion(body, kind, route["deployment"], reply) if chat
+                       else self._embeddings(body, kind))
         except Exception as exc:  # a bug in a test's policy must be visible, not a hang
             return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
         return _Answer(200, payload, drip_s=kw.get("interval", 0.05) if kind == "drip" else 0.0)
 
-    def _completion(self, body: dict[str, Any], kind: str, deployment: str | None) -> dict[str, Any]:
+    def _completion(self, body: dict[str, Any], kind: str, deployment: str | None,
+                    reply: Reply | None = None) -> dict[str, Any]:
         if kind == "empty":
-            reply: Reply = text("")
+            reply = text("")
         elif kind == "bad_tool_args":
             name = ((body.get("tools") or [{}])[0].get("function") or {}).get("name", "tool")
             reply = {"content": None, "tool_calls": [
                 {"id": "call_bad", "type": "function", "function": {"name": name, "arguments": '{"id": "T-1",'}}]}
-        else:
+        elif reply is None:
             reply = self.policy(body)
         message = {"role": "assistant", "content": None, **(text(reply) if isinstance(reply, str) else reply)}
         return {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),

@@ -1,7 +1,7 @@
 """The support desk's business state and rules: one in-memory copy per conversation.
 
 Every function of tools.json is a method taking keyword arguments; `call` runs one by name and
-returns the call record of SPEC §4. Refusals are ToolError, with a message a user can act on.
+returns the call record of docs/formats.md. Refusals are ToolError, with a message a user can act on.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bot object the target protocol (SPEC §5) loads: one isolated backend and policy per conversation."""
+"""The bot object the target protocol (docs/targets.md) loads: one isolated backend and policy per conversation."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,7 +19,7 @@ POLICIES = ("rules", "llm")
 
 class SupportTicketBot:
     """The support desk assistant. `policy`: "rules", "llm", or None for llm when a target model is
-    configured (SPEC §6) and rules otherwise."""
+    configured (docs/models.md) and rules otherwise."""
 
     def __init__(self, policy: str | None = None, *, data_dir: Path | str | None = None,
                  tools_path: Path | str | None = None):

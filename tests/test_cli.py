@@ -1,0 +1,189 @@
+"""The command line: usage mistakes and `lobeval run`'s pre-flight, each refused in one line with exit
+status 2 before anything runs or is written; help that says where to read on."""
+import json
+
+import pytest
+
+from helpers import REPO, TEMPLATE, make_suite
+from lobeval import cli
+from lobeval.cli import main
+
+MODEL_VARS = ["LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
+              "LOBEVAL_EMBEDDING_MODEL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"]
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    """The repository as working folder, run folders under a temporary LOBEVAL_RUNS, no model configured."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    for name in MODEL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def no_stage(monkeypatch):
+    """Any stage executed fails the test: a pre-flight mistake must be found before stage 01."""
+    def refuse(stage, *args, **kwargs):
+        raise AssertionError(f"stage {stage} was executed")
+
+    monkeypatch.setattr("lobeval.pipeline.execute_stage", refuse)
+
+
+def one_error_line(capsys) -> str:
+    out, err = capsys.readouterr()
+    assert out == ""
+    [line] = err.splitlines()
+    return line
+
+
+def usage_error(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exit_status:
+        main(argv)
+    assert exit_status.value.code == 2
+    return one_error_line(capsys)
+
+
+# --- usage ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, line", [
+    (["run", "--trial", "3"], "lobeval run: error: unknown option --trial; did you mean --trials?"),
+    (["run", "--trial=3"], "lobeval run: error: unknown option --trial; did you mean --trials?"),
+    (["run", "--suites", "scenarios/x"], "lobeval run: error: unknown option --suites; did you mean --suite?"),
+    (["run", "--min", "Success=0.5", "--bogus"], "lobeval run: error: unknown option --bogus (see"),
+    (["rn"], "lobeval: error: unknown command 'rn'; did you mean run?"),
+    (["gen", "--suite", "x"], "lobeval: error: unknown command 'gen'; did you mean generate?"),
+    (["generate", "--suite", "x", "--outt", "d.jsonl"],
+     "lobeval generate: error: unknown option --outt; did you mean --out?"),
+    (["run", "--trials", "many"], "lobeval run: error: argument --trials: invalid int value: 'many'"),
+    ([], "lobeval: error: the following arguments are required: COMMAND"),
+])
+def test_bad_usage_exits_2_with_one_line_naming_a_close_option_or_command(capsys, argv, line):
+    error = usage_error(capsys, argv)
+    assert error.startswith(line)
+    assert error.endswith("--help)")
+
+
+def test_negative_numbers_are_values_not_options():
+    args = cli.build_parser().parse_args(["run", "--seed", "-5"])
+    assert args.seed == -5
+
+
+@pytest.mark.parametrize("command", ["", "generate", "simulate", "evaluate", "lint", "chat", "bench", "run",
+                                     "compare", "gate"])
+def test_help_names_no_spec_section(capsys, command):
+    with pytest.raises(SystemExit) as exit_status:
+        main([command, "--help"] if command else ["--help"])
+    assert exit_status.value.code == 0
+    text = capsys.readouterr().out
+    assert "SPEC" not in text and "§" not in text
+
+
+def test_the_top_level_help_gives_the_exit_statuses_and_the_docs(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 done" in text and "1 a quality gate failed" in text and "2 bad input or usage" in text
+    assert "docs/cli.md" in text and "docs/targets.md" in text
+
+
+# --- lobeval run: the pre-flight ----------------------------------------------------------
+
+PREFLIGHT = [
+    pytest.param(["--suite", "scenarios/support_ticket"],
+                 "--suite scenarios/support_ticket: no suite.json in ", ["did you mean scenarios/support_tickets?",
+                                                                         "the suites under scenarios/: "],
+                 id="unknown suite"),
+    pytest.param(["--target", "lobeval.samples.support_tickets:SupportTicketBott"],
+                 "target 'lobeval.samples.support_tickets:SupportTicketBott': module 'lobeval.samples.support_tickets' "
+                 "has no attribute 'SupportTicketBott'; did you mean SupportTicketBot?",
+                 ["The classes it defines: "], id="unknown target class"),
+    pytest.param(["--target", "no_such_bots:Bot"], "target 'no_such_bots:Bot': cannot import module 'no_such_bots'",
+                 ["PYTHONPATH", "JupyterLab"], id="target module not importable"),
+    pytest.param(["--target", "http://:8080/v1"], "target 'http://:8080/v1': not a well-formed base URL",
+                 ["it names no host"], id="target URL without a host"),
+    pytest.param(["--min", "Reliabilty=0.9"], "--min Reliabilty=0.9: unknown metric 'Reliabilty'; "
+                                              "did you mean Reliability?", [], id="mistyped --min"),
+    pytest.param(["--min", "Success"], "--min 'Success': expected METRIC=NUMBER", [], id="--min without a value"),
+    pytest.param(["--user", "llm"], "--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL", [],
+                 id="llm user without a model"),
+    pytest.param(["--judges", "goal"], "--judges goal needs a judge model", [], id="judges named without a model"),
+    pytest.param(["--judges", "gaol"], "unknown judge(s) gaol", [], id="unknown judge"),
+    pytest.param(["--trials", "0"], "--trials 0: must be at least 1", [], id="no trials"),
+    pytest.param(["--target-timeout", "0"], "--target-timeout 0: must be more than 0 seconds", [], id="no time"),
+    pytest.param(["--max-error-rate", "5"], "--max-error-rate 5: expected a share from 0 to 1", [],
+                 id="error rate not a share"),
+]
+
+
+@pytest.mark.parametrize("options, message, also", PREFLIGHT)
+def test_a_preflight_mistake_exits_2_before_stage_01_and_writes_nothing(runs_dir, no_stage, capsys, options,
+                                                                       message, also):
+    assert main(["run", "--run-id", "x", *options]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"lobeval run: error: {message}"), line
+    assert all(part in line for part in also), line
+    assert not runs_dir.exists()
+
+
+def test_a_model_named_without_credentials_is_found_before_stage_01(runs_dir, no_stage, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
+    assert main(["run", "--run-id", "x"]) == 2
+    assert "a model is named for role 'judge' ('gpt-4o-mini') but no credentials are set" in one_error_line(capsys)
+    assert not runs_dir.exists()
+
+
+def test_a_preflight_mistake_leaves_an_earlier_run_as_it_was(runs_dir, no_stage, capsys):
+    earlier = runs_dir / "x"
+    earlier.mkdir(parents=True)
+    (earlier / "config.json").write_text('{"run_id": "x", "suite_name": "s"}')
+    assert main(["run", "--run-id", "x", "--min", "Reliabilty=0.9"]) == 2
+    assert "did you mean Reliability?" in one_error_line(capsys)
+    assert sorted(path.name for path in runs_dir.rglob("*")) == ["config.json", "x"]
+
+
+@pytest.mark.slow
+def test_a_run_that_failed_at_its_start_reruns_under_its_id_with_a_fixed_configuration(runs_dir, tmp_path, capsys):
+    broken = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])
+    assert main(["run", "--run-id", "x", "--suite", str(broken)]) == 2
+    assert "stage 01_generate failed" in one_error_line(capsys)
+    assert (runs_dir / "x" / "config.json").exists()
+
+    assert main(["run", "--run-id", "x", "--suite", "scenarios/support_tickets", "--cases-per-scenario", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2].startswith("gate: passed")
+    config = json.loads((runs_dir / "x" / "config.json").read_text())
+    assert (config["suite_name"], config["cases_per_scenario"]) == ("support_tickets", 1)
+    [entry] = [json.loads(line) for line in (runs_dir / "index.jsonl").read_text().splitlines()]
+    assert entry["run_id"] == "x"
+
+
+def test_import_traces_writes_the_conversations_of_a_run(tmp_path, monkeypatch, capsys):
+    from helpers import REPO
+    from lobeval.cli import main
+
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path))
+    traces = REPO / "tests" / "fixtures" / "traces" / "openai_chat.jsonl"
+    assert main(["import", "traces", str(traces), "--run-id", "logs"]) == 2
+    assert "give --format openai-chat, openai-agents or otel-genai" in capsys.readouterr().err
+    assert not (tmp_path / "logs").exists()
+    assert main(["import", "traces", str(traces), "--format", "openai-chat", "--run-id", "logs"]) == 0
+    written = (tmp_path / "logs" / "conversations.jsonl").read_text().splitlines()
+    assert capsys.readouterr().out.startswith(f"{len(written)} conversations written")
+
+
+@pytest.mark.slow
+def test_tools_from_an_mcp_server_are_the_suites_tools(tmp_path):
+    import json
+    import sys
+
+    from helpers import SAMPLE_SUITE
+    from lobeval.cli import main
+
+    out = tmp_path / "tools.json"
+    server = f"{sys.executable} -m lobeval.samples.support_tickets.mcp_server"
+    assert main(["tools", "--from-mcp", server, "--out", str(out)]) == 0
+    listed = {tool["function"]["name"]: tool["effect"] for tool in json.loads(out.read_text())}
+    assert listed == {tool["function"]["name"]: tool["effect"]
+                      for tool in json.loads((SAMPLE_SUITE / "tools.json").read_text())}

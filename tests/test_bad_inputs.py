@@ -506,8 +506,6 @@ ROWS = [
       "expected_outputs"),
     r("inline ordered 'yes'", "evaluate", conversations(conversation(expected_function_calls=[], ordered="yes")),
       "conversations", "line 1", "ordered"),
-    r("a case in no dataset", "evaluate", both(options(dataset=None), conversations(CONVERSATION)), "conversations",
-      "line 1", "case_id"),
     r("a case not in the dataset", "evaluate", conversations(conversation(case_id="nope-001")), "conversations",
       "line 1", "case_id"),
     # --- evaluate: the dataset, the labels, the options

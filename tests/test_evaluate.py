@@ -5,7 +5,7 @@ import pytest
 
 from lobeval.cli import main
 from lobeval.evaluate import azure_project, evaluate
-from lobeval.records import read_conversations, read_results, write_jsonl
+from lobeval.records import METRICS, read_conversations, read_results, write_jsonl
 from lobeval.scoring import Rules, score_conversation
 from helpers import make_suite
 
@@ -450,3 +450,61 @@ def test_evaluating_again_with_judges_asks_the_model_nothing(tmp_path, monkeypat
     assert verdicts[0] == verdicts[1] and verdicts[1][0]["final_score"] == 1.0
     assert second["rows"][3]["judges"] == {"status": "not run: the conversation ended in a machinery error"}
     assert second["judges"]["coverage"]["judge.final_score"]["of"] == 3
+
+
+# --- conversations without a reference (imported production traces) ---------------------------------
+
+def test_imported_traces_evaluate_without_a_dataset_scored_only_by_what_needs_no_reference(tmp_path, capsys):
+    from pathlib import Path
+
+    from lobeval.traces import import_traces
+
+    fixture = Path(__file__).parent / "fixtures" / "traces" / "openai_chat.jsonl"
+    convs = tmp_path / "traces.jsonl"
+    assert import_traces(fixture, "openai-chat", convs) == 2
+    assert run_cli("--conversations", convs, "--out", tmp_path / "r.json") == 0
+    out = capsys.readouterr().out
+    assert "2 conversations had no reference (imported traces): scored only by failed calls, claims and judges" in out
+    results = read_results(tmp_path / "r.json")
+    rows = {row["case_id"]: row for row in results["rows"]}
+    assert all(row["reference"] is False and row["status"] == "scored" for row in rows.values())
+    assert all(row[metric] is None for row in rows.values() for metric in METRICS)
+    assert all(results["metrics"][metric] is None for metric in METRICS) and results["pass_k"] == {}
+    assert results["counts"]["unreferenced"] == 2 and results["counts"]["scored"] == 2
+    # conv-1's update_support_ticket failed ('Urgent' is no priority); line-3 made no call: 1 of 2.
+    assert rows["conv-1"]["failed_calls"][0]["functionName"] == "update_support_ticket"
+    assert rows["conv-1"]["checks"] == {"no_failed_calls": False, "no_forbidden_calls": True, "ended_normally": True}
+    assert rows["line-3"]["failed_calls"] == []
+    assert results["metrics"]["NoFailedCalls"] == 0.5 and results["over"]["NoFailedCalls"] == 2
+    assert results["over"]["ClaimsBacked"] == 2 and rows["conv-1"]["state"] is None
+    assert "NoFailedCalls 0.500" in out and "over 2 of 2 conversations" in out
+
+
+def test_a_referenced_record_beside_one_without_a_reference_scores_as_before(tmp_path):
+    referenced = conversation("prod-1", expected_function_calls=CASE["expected_function_calls"],
+                              expected_outputs=["TKT-9"], priority="Low")
+    alone = evaluate(None, write_jsonl(tmp_path / "one.jsonl", [referenced]), tmp_path / "one.json",
+                     progress=False).results
+    trace = {**conversation("prod-2"), "function_calls": [{"functionName": "create_ticket", "arguments": {},
+                                                           "error": "timeout", "turn": 1}]}
+    trace.pop("scenario_name")
+    mixed = evaluate(None, write_jsonl(tmp_path / "two.jsonl", [referenced, trace]), tmp_path / "two.json",
+                     progress=False).results
+    first, second = mixed["rows"]
+    assert {metric: first[metric] for metric in METRICS} == {metric: alone["rows"][0][metric] for metric in METRICS}
+    assert first["Reliability"] == 0.75 and first["reference"] is True
+    assert {metric: mixed["metrics"][metric] for metric in METRICS} == {
+        metric: alone["metrics"][metric] for metric in METRICS}
+    assert mixed["metrics"]["pass^1"] == alone["metrics"]["pass^1"] == 0.0
+    assert second["reference"] is False and second["Success"] is None and second["checks"]["no_failed_calls"] is False
+    assert mixed["counts"]["unreferenced"] == 1 and mixed["over"]["Reliability"] == 1
+    assert mixed["metrics"]["NoFailedCalls"] == 0.5 and mixed["over"]["NoFailedCalls"] == 2
+
+
+def test_with_a_dataset_a_record_whose_case_is_not_in_it_is_still_an_error(files, capsys):
+    tmp, dataset = files
+    convs = write_jsonl(tmp / "c.jsonl", [conversation("t-999")])
+    assert run_cli("--dataset", dataset, "--conversations", convs, "--out", tmp / "r.json") == 2
+    assert "case 't-999' is not in the dataset and the record carries no expected_function_calls" in \
+        capsys.readouterr().err
+    assert not (tmp / "r.json").exists()

@@ -212,3 +212,30 @@ def test_target_error_is_scored_with_success_zero_and_machinery_error_is_not_sco
     assert (broken["status"], broken["Reliability"], broken["Success"]) == ("scored", 1.0, 0)
     machinery = score([expect("create_ticket", title="A")], done, reason="llm_error")
     assert machinery["status"] == "error" and machinery["Reliability"] is None
+
+
+# --- conversations without a reference ---------------------------------------------------------
+
+def test_a_conversation_without_a_reference_has_no_metric_only_the_checks_that_need_none():
+    actual = [call("create_ticket", title="x"), call("get_ticket", error="not found"), call("delete_ticket")]
+    conversation = {"case_id": "prod-1", "trial": 0, "function_calls": [{**c, "turn": 1} for c in actual],
+                    "messages": [{"role": "assistant", "content": "Done."}], "termination": {"reason": "imported"}}
+    row = score_conversation(conversation, {"case_id": "prod-1", "reference": False}, RULES)
+    assert row["reference"] is False and row["status"] == "scored"
+    assert all(value is None for value in metrics(row).values())   # never 1.0 from an empty denominator
+    assert row["checks"] == {"no_failed_calls": False, "no_forbidden_calls": True, "ended_normally": True}
+    assert row["failed_calls"] == [{"actual_index": 1, "functionName": "get_ticket", "error": "not found", "turn": 1}]
+    assert row["pairs"] == row["unpaired_actual"] == row["unpaired_expected"] == []
+    # inline forbidden and allowed calls apply: delete_ticket is forbidden, create_ticket is an unallowed write
+    row = score_conversation(conversation, {"case_id": "prod-1", "reference": False, "forbidden_function_calls":
+                                            ["delete_ticket"], "allowed_function_calls": ["delete_ticket"]}, RULES)
+    assert row["checks"] == {"no_failed_calls": False, "no_forbidden_calls": False, "no_unallowed_writes": False,
+                             "ended_normally": True}
+    assert row["forbidden_calls"] == [{"actual_index": 2, "functionName": "delete_ticket"}]
+    assert [w["functionName"] for w in row["unallowed_writes"]] == ["create_ticket"]
+
+
+def test_every_scored_row_lists_its_failed_calls():
+    row = score([expect("create_ticket", title="x")], [call("create_ticket", error="boom", title="x")])
+    assert row["reference"] is True
+    assert row["failed_calls"] == [{"actual_index": 0, "functionName": "create_ticket", "error": "boom", "turn": None}]

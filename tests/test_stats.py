@@ -20,7 +20,8 @@ def test_summarise_means_errors_and_pass_k():
     rows = [row("a", 0, 1), row("a", 1, 1), row("a", 2, 0), row("b", 0, 1), row("b", 1, 1), row("b", 2, 0, "error")]
     results = summarise(rows)
     assert results["metrics"]["Success"] == pytest.approx(4 / 5)
-    assert results["counts"] == {"conversations": 6, "scored": 5, "errors": 1, "target_errors": 0, "trials": 3}
+    assert results["counts"] == {"conversations": 6, "scored": 5, "errors": 1, "unreferenced": 0, "target_errors": 0,
+                                 "trials": 3}
     # pass^2: case a C(2,2)/C(3,2) = 1/3, case b C(2,2)/C(2,2) = 1 → mean 2/3; pass^3 only case a: 0.
     assert results["pass_k"]["2"]["value"] == pytest.approx(2 / 3)
     assert results["pass_k"]["3"] == {"value": 0.0, "interval": [0.0, 0.0], "cases": 1}
@@ -69,3 +70,26 @@ def test_a_tally_fed_row_by_row_keeps_only_the_summary_fields_and_sums_up_alike(
     assert set(tally.columns) == set(SUMMARY_FIELDS) and len(tally) == 40
     assert tally.summarise() == summarise(rows) == summarise(iter(rows))
     assert RowTally().summarise() == summarise([])
+
+
+def test_rows_without_a_reference_are_left_out_of_the_metrics_against_expected_calls():
+    def row(case, success, *, reference=True, failed=0, claimed=0):
+        value = float(success) if reference else None
+        return {"case_id": case, "trial": 0, "scenario_name": "s", "status": "scored", "termination": "imported",
+                "reference": reference, **{m: value for m in ("Reliability", "Recall_fn", "Precision_fn",
+                                                              "Recall_args", "Precision_args", "Success")},
+                "failed_calls": [{"functionName": "f"}] * failed,
+                "claims": {"claimed_not_done": [{"claim": "create"}] * claimed, "done_not_told": []}}
+    rows = [row("a", 1), row("b", 0, failed=1), row("c", 0, reference=False, failed=2),
+            row("d", 0, reference=False, claimed=1), {**row("e", 0, reference=False), "claims": None}]
+    results = summarise(rows)
+    assert results["metrics"]["Success"] == 0.5 and results["metrics"]["Reliability"] == 0.5
+    assert results["pass_k"]["1"]["cases"] == 2
+    assert results["counts"]["unreferenced"] == 3 and results["counts"]["scored"] == 5
+    assert results["metrics"]["NoFailedCalls"] == pytest.approx(3 / 5)   # b and c had a failed call
+    assert results["metrics"]["ClaimsBacked"] == pytest.approx(3 / 4)    # e's claims were not checked
+    assert results["over"] == {"Reliability": 2, "Recall_fn": 2, "Precision_fn": 2, "Recall_args": 2,
+                               "Precision_args": 2, "Success": 2, "NoFailedCalls": 5, "ClaimsBacked": 4}
+    assert results["scenarios"][0]["unreferenced"] == 3 and results["scenarios"][0]["Success"] == 0.5
+    only = summarise(rows[2:])
+    assert all(only["metrics"][m] is None for m in ("Reliability", "Success")) and only["pass_k"] == {}

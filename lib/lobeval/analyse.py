@@ -173,7 +173,8 @@ SIGNATURE = ["kind", "function", "argument", "category"]
 def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
     """One row per failed item with a deterministic signature (kind, function, argument, category).
 
-    Kinds: missed_call, extra_call (not allowed), failed_call (paired but the call errored),
+    Kinds: missed_call, extra_call (not allowed), failed_call (paired but the call errored; without a
+    reference, any call that errored),
     wrong_argument, missing_argument, extra_argument (not allowed), forbidden_call,
     missing_output, behaviour (a judge's per-turn failure; category = its category),
     claimed_not_done. `turn` is the user-turn of the call when known; `message_index` for
@@ -198,6 +199,10 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
         for pair in row.get("pairs", []):
             if pair.get("failed"):
                 add("failed_call", pair["functionName"], actual_index=pair.get("actual_index"))
+        if row.get("reference") is False:   # no pairs: every failed call the bot made is the failure
+            for call in row.get("failed_calls", []):
+                add("failed_call", call["functionName"], actual_index=call.get("actual_index"), turn=call.get("turn"),
+                    detail=call.get("error"))
         for kind, items in (("wrong_argument", row.get("wrong_arguments", [])),
                             ("missing_argument", row.get("missing_arguments", [])),
                             ("extra_argument", [item for item in row.get("extra_arguments", [])

@@ -36,7 +36,7 @@ from lobeval.records import (
     read_as, read_labels, read_results, rows_path, with_changes,
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
-from lobeval.stats import RowTally
+from lobeval.stats import NO_REFERENCE_METRICS, RowTally, unreferenced_note
 from lobeval.suite import Suite, function_key, load_suite
 
 EVALUATOR = "function_calls"
@@ -68,6 +68,9 @@ class EvaluationResult:
         metrics, intervals, counts = results["metrics"], results["intervals"], results["counts"]
         lines = [f"scored {counts['scored']} conversations ({counts['errors']} machinery errors left out, "
                  f"{counts['target_errors']} target errors scored as failures)"]
+        if counts.get("unreferenced"):
+            lines.append(unreferenced_note(counts["unreferenced"]))
+        over = results.get("over") or {}
         coverage = results["judges"].get("coverage") or {}
         for name in dict.fromkeys([*metrics, *coverage]):   # a judge that judged nothing has coverage, no value
             value, cover = metrics.get(name), coverage.get(name)
@@ -78,6 +81,8 @@ class EvaluationResult:
             if cover:
                 band += f"  judged {cover['judged']} of {cover['of']}" + (
                     f", {cover['errors']} judge errors" if cover["errors"] else "")
+            elif name in over and value is not None and (counts.get("unreferenced") or name in NO_REFERENCE_METRICS):
+                band += f"  over {over[name]} of {counts['scored']} conversations"
             shown = f"{value:.3f}" if value is not None else "not measured"
             lines.append(f"{name:>16} {shown}{band}")
         errored = results["judges"].get("errored_conversations")
@@ -147,6 +152,8 @@ class Cases:
     kept as its compact JSON and turned back into a dict when a conversation asks for it."""
 
     def __init__(self, dataset: str | Path | None):
+        self.given = bool(dataset)
+        """Whether a dataset was given: without one, a record with no expected calls has no reference."""
         self._packed: dict[str, bytes | str] = {}
         for case in iter_cases(dataset) if dataset else ():
             self._packed[case.case_id] = _pack(case.model_dump())
@@ -440,11 +447,15 @@ def make_rules(suite: Suite | None, labels: list[dict[str, Any]]) -> Rules:
 
 
 def case_for(conversation: dict[str, Any], cases: dict[str, dict[str, Any]], path: Path, line: int) -> dict[str, Any]:
-    """The case a conversation is scored against: from the dataset, or inline in an imported record."""
+    """The case a conversation is scored against: from the dataset, or inline in an imported record; without a
+    dataset, a record with no expected calls (an imported trace) has no reference (`"reference": False`) and is
+    scored only by what needs none. With a dataset, a case_id not in it is an error: a typo is likelier."""
     case = cases.get(conversation["case_id"])
+    inline = {key: conversation[key] for key in _CASE_FIELDS if conversation.get(key) is not None}
     if conversation.get("expected_function_calls") is not None:
-        return {"case_id": conversation["case_id"], **(case or {}),
-                **{key: conversation[key] for key in _CASE_FIELDS if conversation.get(key) is not None}}
+        return {"case_id": conversation["case_id"], **(case or {}), **inline}
+    if case is None and not getattr(cases, "given", True):
+        return {"case_id": conversation["case_id"], **inline, "reference": False}
     if case is None:
         raise RecordError(path, f"line {line}", "case_id",
                           f"case {conversation['case_id']!r} is not in the dataset and the record carries no "
@@ -553,8 +564,9 @@ def add_end_states(rows: list[dict[str, Any]], work: list[tuple[dict, dict]],
     A target named by a conversation that cannot be loaded here (a transcript recorded elsewhere) leaves
     its conversations' state check as an error; a `target` given for all that cannot be loaded is bad input.
     """
-    recorded = [(conversation, case) for conversation, case in work
-                if conversation.get("state_changes") is not None and (target or conversation.get("target"))]
+    recorded = [(conversation, case) for conversation, case in work   # no reference: no expected end state
+                if conversation.get("state_changes") is not None and (target or conversation.get("target"))
+                and case.get("reference", True) is not False]
     states = _end_states(recorded, target) if recorded else {}
     for row in rows:
         row["state"] = states.get((row["case_id"], row["trial"]))

@@ -108,7 +108,6 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         config = start_or_resume(run_dir, config, models)
         secret_values = runs.secrets()
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
-        index = runs.index_path()
         parameters = {
             "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
                             "out": str(run_dir / "dataset.jsonl")},
@@ -116,19 +115,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
                                          "target": config["target"], "user": user, "trials": trials,
                                          "concurrency": concurrency, "target_timeout": target_timeout,
                                          "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
-            "03_evaluate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
-                                         "conversations": [glue["conversations_path"]], "suite": config["suite"],
-                                         "judges": judges, "out": str(run_dir / "evaluation_results.json")},
-            "04_error_analysis": lambda glue: {"results": glue["results_path"],
-                                               "conversations": [glue["conversations_path"]],
-                                               "suite": config["suite"], "out_dir": str(run_dir)},
-            "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
         }
-        glue, executed, resumed = run_stages(run_dir, parameters, secret_values)
-        report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
-        runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
-    return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
-                     executed, resumed)
+        return evaluate_and_report(run_dir, config, parameters, secret_values)
 
 
 def imported_run(run_dir: Path) -> dict[str, Any] | None:
@@ -148,24 +136,29 @@ def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, flo
         config = runs.read_config(run_dir)
         config.update(gate=gate or DEFAULT_GATE, max_error_rate=max_error_rate, judges=judges)
         write_json(run_dir / runs.CONFIG_FILE, config)
-        secret_values = runs.secrets()
-        index = runs.index_path()
         conversations = run_dir / "conversations.jsonl"
         given = {"01_generate": {"dataset_path": str(run_dir / "dataset.jsonl")},
                  "02_simulate": {"conversations_path": str(conversations), "terminations": dict(Counter(
                      record["termination"]["reason"] for _, record in iter_jsonl(conversations)))}}
-        parameters = {
-            "03_evaluate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
-                                         "conversations": [glue["conversations_path"]], "suite": config["suite"],
-                                         "judges": judges, "out": str(run_dir / "evaluation_results.json")},
-            "04_error_analysis": lambda glue: {"results": glue["results_path"],
-                                               "conversations": [glue["conversations_path"]],
-                                               "suite": config["suite"], "out_dir": str(run_dir)},
-            "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
-        }
-        glue, executed, resumed = run_stages(run_dir, parameters, secret_values, given)
-        report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
-        runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
+        return evaluate_and_report(run_dir, config, {}, runs.secrets(), given)
+
+
+def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[str, Any], secret_values: list[str],
+                        given: dict[str, dict[str, Any]] | None = None) -> RunResult:
+    """The stages from evaluation on (after `parameters`' earlier ones), the report, the index entry."""
+    index = runs.index_path()
+    parameters = {
+        **parameters,
+        "03_evaluate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
+                                     "conversations": [glue["conversations_path"]], "suite": config["suite"],
+                                     "judges": config["judges"], "out": str(run_dir / "evaluation_results.json")},
+        "04_error_analysis": lambda glue: {"results": glue["results_path"], "conversations": [glue["conversations_path"]],
+                                           "suite": config["suite"], "out_dir": str(run_dir)},
+        "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
+    }
+    glue, executed, resumed = run_stages(run_dir, parameters, secret_values, given)
+    report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
+    runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
     return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
                      executed, resumed)
 

@@ -566,6 +566,10 @@ class ResultRow(BaseModel):
     extra_arguments: list[dict[str, Any]] = []
     missing_outputs: list[Any] = []
     forbidden_calls: list[dict[str, Any]] = []
+    reference: bool = True
+    """False: the conversation had no expected calls (an imported trace): scored only by what needs none."""
+    failed_calls: list[dict[str, Any]] = []
+    """Each call whose error is set: {actual_index, functionName, error, turn}."""
     claims: dict[str, list[dict[str, Any]]] | None = None
     state: dict[str, Any] | None = None
     """The end-state check: differences from the state the expected calls leave, or why it failed."""
@@ -581,6 +585,8 @@ class Counts(BaseModel):
     """Machinery errors: left out of every mean."""
     target_errors: int = Field(0, ge=0)
     trials: int = Field(0, ge=0)
+    unreferenced: int = Field(0, ge=0)
+    """Scored conversations without a reference: left out of the metrics against expected calls."""
 
 
 class Coverage(BaseModel):
@@ -617,6 +623,8 @@ class ResultsSummary(BaseModel):
     scenarios: list[dict[str, Any]] = []
     counts: Counts
     errors: list[dict[str, Any]] = []
+    over: dict[str, int] = {}
+    """How many conversations each mean of the metrics is over."""
     judges: Judges = Judges()
     claims: dict[str, int] = {}
     usage: dict[str, dict[str, Any]] = {}

@@ -38,7 +38,7 @@ from lobeval.records import METRICS
 from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
-from lobeval.stats import unscored_reason
+from lobeval.stats import NO_REFERENCE_METRICS, unreferenced_note, unscored_reason
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -99,6 +99,8 @@ MEANINGS = {"Reliability": "did it do what it should: the mean of function and a
             "Recall_args": "the expected arguments it got right",
             "Precision_args": "the arguments it gave that were right",
             "pass^1": "the chance that one try of a case succeeds",
+            "NoFailedCalls": "conversations in which no call the bot made failed (needs no reference)",
+            "ClaimsBacked": "conversations in which the bot claimed nothing it had not done (needs no reference)",
             JUDGE_SCORE: "how it talked, as the judges saw it"}
 ROLE_NAMES = {"user": "simulated user", "target": "bot (target)", "judge": "judges", "embedding": "embeddings"}
 
@@ -149,15 +151,21 @@ def headline_table(results: dict[str, Any]) -> pd.DataFrame:
     rows = [{"metric": metric_name(name), "value": results["metrics"][name],
              "95% interval": _band((results.get("intervals") or {}).get(name)), "over": _coverage(results, name),
              "what it measures": MEANINGS.get(name, "")}
-            for name in HEADLINE if isinstance(results["metrics"].get(name), int | float)]
+            for name in (*HEADLINE, *NO_REFERENCE_METRICS) if isinstance(results["metrics"].get(name), int | float)]
     columns = ["metric", "value", "95% interval", "over", "what it measures"]
     return pd.DataFrame(rows, columns=columns).set_index("metric").round(3)
 
 
 def _coverage(results: dict[str, Any], name: str) -> str:
     counts = results["counts"]
+    over = results.get("over") or {}
+    if name in METRICS and counts.get("unreferenced"):
+        return (f"{over.get(name, counts.get('scored', 0) - counts['unreferenced'])} of {counts['conversations']} "
+                f"conversations scored against a reference")
     if name in METRICS:
         return f"{counts.get('scored', 0)} of {counts['conversations']} conversations scored"
+    if name in NO_REFERENCE_METRICS:
+        return f"{over.get(name, '?')} of {counts['conversations']} conversations"
     if name == "pass^1":
         return f"{(results.get('pass_k') or {}).get('1', {}).get('cases', '?')} cases"
     return judge_coverage(results, name)
@@ -262,7 +270,14 @@ def verdict_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, 
             f'Quality gate <b style="color:{colour}">{word}</b> · {counts.get("scored", 0)} conversations scored, '
             f'{counts["errors"]} machinery errors (not counted as the bot\'s failures), '
             f'{counts.get("target_errors", 0)} target errors</div>'
-            f'<p>{_e(comparison_text(checks, earlier))}</p>{judges_html(results)}{listed}</div>')
+            f'<p>{_e(comparison_text(checks, earlier))}</p>{unreferenced_html(results)}{judges_html(results)}'
+            f'{listed}</div>')
+
+
+def unreferenced_html(results: dict[str, Any]) -> str:
+    """Which metrics apply when some conversations had no reference (imported traces); empty otherwise."""
+    unreferenced = (results.get("counts") or {}).get("unreferenced")
+    return f"<p>{_e(unreferenced_note(unreferenced))}.</p>" if unreferenced else ""
 
 
 def judges_html(results: dict[str, Any]) -> str:

@@ -317,10 +317,16 @@ def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules
         "turns": (conversation.get("termination") or {}).get("turns"), "error": conversation.get("error"),
         "duration_s": conversation.get("duration_s"), "usage": conversation.get("usage") or {},
         "cost_usd": total_cost(conversation.get("usage") or {})}
+    referenced = case.get("reference", True) is not False
+    row["reference"] = referenced
     if row["status"] == "error":
-        return {**row, **{metric: None for metric in METRICS}}
+        return {**row, **{metric: None for metric in METRICS}, "failed_calls": []}
 
     expected, actual = _expected_calls(case, rules), _actual_calls(conversation, rules)
+    failed_calls = [{"actual_index": call["index"], "functionName": call["name"], "error": call["raw"].get("error"),
+                     "turn": call["turn"]} for call in actual if call["failed"]]
+    if not referenced:
+        return {**row, **_unreferenced(case, actual, failed_calls, termination, rules, scenario)}
     all_calls = conversation.get("function_calls") or []
     checks: dict[tuple[int, int], dict[str, Any]] = {}
     weights = np.zeros((len(expected), len(actual)))
@@ -389,5 +395,28 @@ def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules
         "extra_arguments": [{"functionName": p["functionName"], "argument": name, "actual": e["actual"],
                              "allowed": e["allowed"]}
                             for p in pair_rows for name, e in p["extra_arguments"].items()],
-        "missing_outputs": outputs_missing, "forbidden_calls": forbidden_calls,
+        "missing_outputs": outputs_missing, "forbidden_calls": forbidden_calls, "failed_calls": failed_calls,
     }
+
+
+def _unreferenced(case: dict[str, Any], actual: list[dict[str, Any]], failed_calls: list[dict[str, Any]],
+                  termination: str, rules: Rules, scenario: str) -> dict[str, Any]:
+    """What a conversation without a reference (no expected calls: an imported production trace) is scored by:
+    the checks that need none. Every metric against expected calls is None, never 1.0 from an empty
+    denominator; the unallowed-write check only when an allow-list applies (inline or the suite's)."""
+    forbidden = {function_key(name) for name in case.get("forbidden_function_calls") or []}
+    forbidden_calls = [{"actual_index": call["index"], "functionName": call["name"]}
+                       for call in actual if call["key"] in forbidden]
+    checks = {"no_failed_calls": not failed_calls, "no_forbidden_calls": not forbidden_calls}
+    evidence: dict[str, Any] = {}
+    template_allowed = case.get("allowed_function_calls")
+    if template_allowed is not None or rules.allowed_calls:
+        writes = [{"actual_index": call["index"], "functionName": call["name"], "turn": call["turn"]}
+                  for call in actual if rules.effect(call["name"]) == "write" and not call["failed"]
+                  and not rules.call_allowed(scenario, call["name"], template_allowed or [])]
+        checks["no_unallowed_writes"] = not writes
+        evidence["unallowed_writes"] = writes
+    checks["ended_normally"] = termination in NORMAL_ENDINGS
+    return {**{metric: None for metric in METRICS}, "checks": checks, "pairs": [], "unpaired_expected": [],
+            "unpaired_actual": [], "wrong_arguments": [], "missing_arguments": [], "extra_arguments": [],
+            "missing_outputs": [], "forbidden_calls": forbidden_calls, "failed_calls": failed_calls, **evidence}

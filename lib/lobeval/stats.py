@@ -1,7 +1,8 @@
 """Run-level numbers from scored rows: means, bootstrap intervals over cases, pass^k, per scenario.
 
 Rows whose status is "error" (the evaluation's own machinery failed) are left out of every mean
-and counted apart.
+and counted apart. Rows without a reference (`"reference": false`: imported traces with no expected
+calls) are left out of the means of METRICS and of pass^k, and counted in NO_REFERENCE_METRICS.
 """
 from __future__ import annotations
 
@@ -81,8 +82,27 @@ def clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", *METRICS)
-"""What the run-level numbers read of a row."""
+NO_REFERENCE_METRICS = ("NoFailedCalls", "ClaimsBacked")
+"""Metrics every scored row has, reference or not: the share of conversations with no failed call, and with
+no claimed-but-not-done (over the rows whose claims were checked)."""
+SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", *METRICS, "reference",
+                  *NO_REFERENCE_METRICS)
+"""What the run-level numbers read of a row (the last three derived from it: `_no_reference_values`)."""
+
+
+def unreferenced_note(unreferenced: int) -> str:
+    """The sentence saying which metrics apply to conversations without a reference."""
+    had = "conversation had" if unreferenced == 1 else "conversations had"
+    return (f"{unreferenced} {had} no reference (imported traces): scored only by failed calls, claims and "
+            f"judges; left out of Reliability, recall, precision, Success and pass^k")
+
+
+def _no_reference_values(row: dict[str, Any]) -> dict[str, Any]:
+    """reference, NoFailedCalls and ClaimsBacked of a row (1.0 / 0.0, None when not known)."""
+    failed, claims = row.get("failed_calls"), row.get("claims")
+    return {"reference": row.get("reference") is not False,
+            "NoFailedCalls": None if failed is None else float(not failed),
+            "ClaimsBacked": None if claims is None else float(not claims.get("claimed_not_done"))}
 
 
 class RowTally:
@@ -94,8 +114,9 @@ class RowTally:
         self.errors: list[dict[str, Any]] = []
 
     def add(self, row: dict[str, Any]) -> None:
+        derived = _no_reference_values(row)
         for name, column in self.columns.items():
-            value = row.get(name)
+            value = derived[name] if name in derived else row.get(name)
             column.append(sys.intern(value) if isinstance(value, str) and name != "case_id" else value)
         if row["status"] == "error":
             self.errors.append({"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
@@ -106,7 +127,7 @@ class RowTally:
 
     def summarise(self) -> dict[str, Any]:
         """metrics, intervals, pass_k, scenarios, counts and errors of evaluation_results.json."""
-        frame = pd.DataFrame(self.columns) if len(self) else pd.DataFrame(columns=list(SUMMARY_FIELDS))
+        frame = pd.DataFrame(self.columns) if len(self) else pd.DataFrame(columns=list(self.columns))
         return _summary(frame, self.errors)
 
 
@@ -119,23 +140,37 @@ def summarise(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _summary(frame: pd.DataFrame, errors: list[dict[str, Any]]) -> dict[str, Any]:
-    scored = frame[frame["status"] == "scored"].astype({metric: float for metric in METRICS})
+    if "reference" not in frame:
+        frame = frame.assign(reference=True)
+    frame = frame.astype({"reference": bool})
+    everything = frame[frame["status"] == "scored"].astype({metric: float for metric in (*METRICS,
+                                                                                          *NO_REFERENCE_METRICS)
+                                                             if metric in frame})
+    scored = everything[everything["reference"]]   # the metrics against expected calls: rows with a reference
     metrics = {metric: float(scored[metric].mean()) if len(scored) else None for metric in METRICS}
     intervals = {metric: interval(_case_means(scored, metric)) for metric in METRICS}
+    over = {metric: int(len(scored)) for metric in METRICS}
+    for metric in NO_REFERENCE_METRICS:
+        known = everything[everything[metric].notna()] if metric in everything else everything.iloc[0:0]
+        over[metric] = int(len(known))
+        metrics[metric] = float(known[metric].mean()) if len(known) else None
+        intervals[metric] = interval(_case_means(known, metric)) if len(known) else None
     pass_k = pass_k_table(scored) if len(scored) else {}
     if "1" in pass_k:
         metrics["pass^1"], intervals["pass^1"] = pass_k["1"]["value"], pass_k["1"]["interval"]
     scenarios = []
     for name, group in frame.groupby("scenario_name", sort=True):
         ok = scored[scored["scenario_name"] == name]
-        entry = {"scenario_name": name, "conversations": int(len(group)), "errors": int((group["status"] == "error").sum())}
+        entry = {"scenario_name": name, "conversations": int(len(group)), "errors": int((group["status"] == "error").sum()),
+                 "unreferenced": int(((group["status"] == "scored") & ~group["reference"]).sum())}
         entry.update({metric: float(ok[metric].mean()) if len(ok) else None for metric in METRICS})
         entry["pass^1"] = pass_k_table(ok)["1"]["value"] if len(ok) else None
         for metric in ("Reliability", "Success"):
             entry[f"{metric}_interval"] = interval(_case_means(ok, metric))
         scenarios.append(entry)
-    counts = {"conversations": len(frame), "scored": int(len(scored)), "errors": len(errors),
+    counts = {"conversations": len(frame), "scored": int(len(everything)), "errors": len(errors),
+              "unreferenced": int(len(everything) - len(scored)),
               "target_errors": int((frame["termination"] == "target_error").sum()),
               "trials": int(frame.groupby("case_id")["trial"].nunique().max()) if len(frame) else 0}
     return {"metrics": metrics, "intervals": intervals, "pass_k": pass_k, "scenarios": scenarios,
-            "counts": counts, "errors": errors}
+            "counts": counts, "errors": errors, "over": over}

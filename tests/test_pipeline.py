@@ -336,3 +336,15 @@ def test_every_stage_of_a_run_with_a_budget_shares_one_ledger(tmp_path, monkeypa
     monkeypatch.delenv("LOBEVAL_BUDGET_USD")
     with pipeline.budget_ledger(tmp_path / "x"):
         assert kernel_sees() == "None"
+
+
+def test_a_relative_pythonpath_names_the_same_folder_in_the_stage_kernels(tmp_path, monkeypatch):
+    import os
+
+    from lobeval.pipeline import kernel_pythonpath
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["bots", str(tmp_path / "abs")]))
+    with kernel_pythonpath():
+        assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "bots"), str(tmp_path / "abs")]
+    assert os.environ["PYTHONPATH"] == os.pathsep.join(["bots", str(tmp_path / "abs")])

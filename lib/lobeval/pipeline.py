@@ -104,7 +104,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate}
     models = preflight(config, target_timeout)
-    with runs.owned(run_dir), budget_ledger(run_dir):
+    with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
         config = start_or_resume(run_dir, config, models)
         secret_values = runs.secrets()
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
@@ -132,7 +132,7 @@ def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, flo
     """An imported run has its dataset and conversations already: the chain starts at evaluation."""
     check_gate_metrics(gate or DEFAULT_GATE)
     roles.check(user="scripted", judges=judges)
-    with runs.owned(run_dir), budget_ledger(run_dir):
+    with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
         config = runs.read_config(run_dir)
         config.update(gate=gate or DEFAULT_GATE, max_error_rate=max_error_rate, judges=judges)
         write_json(run_dir / runs.CONFIG_FILE, config)
@@ -236,6 +236,21 @@ def run_stages(run_dir: Path, parameters: dict[str, Any], secret_values: list[st
                                    f"see the executed notebook {output}")
         glue.update(done)
     return glue, executed, resumed
+
+
+@contextmanager
+def kernel_pythonpath() -> Iterator[None]:
+    """The stage kernels run in the run folder: a relative PYTHONPATH entry (`PYTHONPATH=bots lobeval run`)
+    must name there what it named here, or the bot that passed the pre-flight cannot be imported."""
+    earlier = os.environ.get("PYTHONPATH")
+    if earlier:
+        os.environ["PYTHONPATH"] = os.pathsep.join(str(Path(entry).resolve()) if entry else entry
+                                                   for entry in earlier.split(os.pathsep))
+    try:
+        yield
+    finally:
+        if earlier:
+            os.environ["PYTHONPATH"] = earlier
 
 
 @contextmanager

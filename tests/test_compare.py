@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from lobeval.cli import main
-from lobeval.compare import compare_metric, compare_runs, format_comparison, metrics_frame
+from lobeval.compare import (compare_metric, compare_runs, flaky_cases, flip_rate, flip_summary, format_comparison,
+                             gate as gate_checks, metrics_frame, power_figures)
 from lobeval.errors import ConfigError, RecordError
 from lobeval.scoring import METRICS
 
@@ -163,12 +164,20 @@ def test_gate_passes(eight_flips, capsys):
 
 
 def test_gate_fails_below_minimum_and_on_unmeasured_metric(eight_flips, capsys):
+    # Verdict changed by issue #20: under the default interval rule this Reliability check now passes (its
+    # interval over the 13 cases straddles 0.8); `--min-rule point` keeps today's FAIL.
     _, candidate = eight_flips
-    code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8", "--min", "judge.final_score=0.5")
+    code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8", "--min", "judge.final_score=0.5",
+                        "--min-rule", "point")
     assert code == 1
-    assert out == ("FAIL  Reliability >= 0.8: Reliability = 0.667 < 0.8\n"
+    assert out == ("FAIL  Reliability >= 0.8: Reliability = 0.667 < 0.8, 95% interval [0.577, 0.809] straddles it: "
+                   "within the noise\n"
                    f"FAIL  judge.final_score >= 0.5: judge.final_score not measured in {candidate / 'evaluation_results.json'}\n"
                    "gate: FAILED (0/2 checks passed)\n")
+    code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8", "--min", "judge.final_score=0.5")
+    assert code == 1   # the unmeasured judge score still fails
+    assert out.splitlines()[0] == ("PASS  Reliability >= 0.8: Reliability = 0.667 < 0.8, 95% interval [0.577, 0.809] "
+                                   "straddles it: within the noise (interval rule: passes)")
 
 
 def test_gate_fails_on_error_rate(eight_flips, capsys):
@@ -256,3 +265,84 @@ def test_a_baseline_named_for_a_run_that_measured_nothing_must_still_be_whole(tm
     (tmp_path / "broken").mkdir()
     code, _, err = gate(capsys, "--run", run, "--baseline", tmp_path / "broken")
     assert code == 2 and "broken/evaluation_results.json: file: not found" in err
+
+
+# --- noise from repeated trials (issue #20)
+
+Z = 1.959964 + 0.841621   # z at 1 - 0.05/2 plus z at power 0.8, from tables
+
+
+def trials_run(tmp_path, name, successes):
+    """One row per trial: {case_id: [Success of trial 0, trial 1, ...]}."""
+    rows = [row(case, s, trial=t) for case, values in successes.items() for t, s in enumerate(values)]
+    return write_run(tmp_path, name, rows, metrics={"Reliability": 1.0,
+                                                    "Success": sum(r["Success"] for r in rows) / len(rows)})
+
+
+def test_flip_rate_and_flaky_cases_on_hand_made_trials(tmp_path):
+    assert flip_rate(0, 4) == 0 and flip_rate(4, 4) == 0
+    assert flip_rate(2, 4) == pytest.approx(4 / 6)   # 2 x 2 disagreeing pairs of the 6
+    assert flip_rate(1, 4) == pytest.approx(3 / 6)
+    assert flip_rate(1, 1) is None
+    run = trials_run(tmp_path, "r", {"a": [1, 1, 1, 1], "b": [1, 0, 1, 0], "c": [0, 0, 0, 1], "d": [1]})
+    from lobeval.compare import load_run
+    results = load_run(run)
+    assert flaky_cases(results) == [
+        {"case_id": "b", "scenario_name": "scen-a", "trials": 4, "successes": 2, "flip_rate": pytest.approx(4 / 6)},
+        {"case_id": "c", "scenario_name": "scen-a", "trials": 4, "successes": 1, "flip_rate": pytest.approx(3 / 6)}]
+    summary = flip_summary(results)
+    assert (summary["cases"], summary["repeated"]) == (4, 3)
+    assert summary["mean_flip_rate"] == pytest.approx((0 + 4 / 6 + 3 / 6) / 3)
+
+
+def test_minimum_detectable_difference_and_what_a_target_needs():
+    # per-case differences -1, 0, 0, 1 (one trial each): sd = sqrt(2/3), n = 4
+    pairs = pd.DataFrame({"case_id": list("abcd"), "Success_baseline": [1, 0, 1, 0], "Success_candidate": [0, 0, 1, 1]})
+    power = power_figures(pairs, target=0.5)
+    assert power["sd"] == pytest.approx((2 / 3) ** 0.5)
+    assert power["minimum_detectable"] == pytest.approx(Z * (2 / 3) ** 0.5 / 2, rel=1e-5)  # 1.1438
+    assert power["cases_needed"] == 21          # (2.8016 * 0.8165 / 0.5)^2 = 20.93
+    assert power["trials_needed"] is None       # one trial per case: no within-case variance to go on
+    # two trials per case: a (1, 0) mean 0.5 var 0.5; b (0, 0) 0 var 0; c (0, 1) 0.5 var 0.5; d (1, 1) 1 var 0
+    pairs = pd.DataFrame({"case_id": list("aabbccdd"), "Success_baseline": [0] * 8,
+                          "Success_candidate": [1, 0, 0, 0, 0, 1, 1, 1]})
+    power = power_figures(pairs, target=0.25)
+    assert power["sd"] ** 2 == pytest.approx(1 / 6)        # of 0.5, 0, 0.5, 1
+    assert power["minimum_detectable"] == pytest.approx(Z * (1 / 6) ** 0.5 / 2, rel=1e-5)
+    assert power["cases_needed"] == 21                      # (2.8016^2 / 6) / 0.0625 = 20.93
+    # within w = (0.5 + 0 + 0.5 + 0) / 4 = 0.25; between b = 1/6 - 0.25/2 = 1/24;
+    # room = 4 * 0.0625 / 2.8016^2 - 1/24 = 0.031850 - 0.041667 < 0: more trials cannot reach 0.25
+    assert power["trials_needed"] is None
+    power = power_figures(pairs, target=0.4)
+    # room = 4 * 0.16 / 7.84921 - 1/24 = 0.081537 - 0.041667 = 0.039871; m = ceil(0.25 / 0.039871) = ceil(6.27) = 7
+    assert power["trials_needed"] == 7
+
+
+def test_compare_prints_the_noise(tmp_path, capsys):
+    old = trials_run(tmp_path, "old", {c: [1, 1] for c in CASES[:4]})
+    new = trials_run(tmp_path, "new", {"case-00": [1, 0], "case-01": [0, 1], "case-02": [1, 1], "case-03": [1, 1]})
+    comparison = compare_runs(old, new, target_difference=0.1)
+    assert [case["case_id"] for case in comparison["noise"]["candidate"]["flaky"]] == ["case-00", "case-01"]
+    assert main(["compare", str(old), str(new), "--target-difference", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline Success flip rate: mean 0.000 over 4 of 4 cases with 2+ trials; 0 flaky case(s)" in out
+    assert "candidate Success flip rate: mean 0.500 over 4 of 4 cases with 2+ trials; 2 flaky case(s)\n" \
+           "  case-00 1/2 (flip rate 1.000)\n  case-01 1/2 (flip rate 1.000)\n" in out
+    assert "minimum detectable Success difference (alpha 0.05, power 0.8, paired over 4 cases): " in out
+    assert "to detect 0.1: " in out
+
+
+def test_gate_interval_rule(tmp_path):
+    # 20 cases, Success mean 0.75: the interval over cases straddles 0.8 ...
+    straddles = trials_run(tmp_path, "straddles", {f"c{i:02d}": [int(i >= 5)] for i in range(20)})
+    (check,) = gate_checks(straddles, minimums={"Success": 0.8}, min_rule="interval")
+    assert check["passed"] is True and "straddles it: within the noise (interval rule: passes)" in check["reason"]
+    (check,) = gate_checks(straddles, minimums={"Success": 0.8}, min_rule="point")   # point rule unchanged
+    assert check["passed"] is False and check["reason"].startswith("Success = 0.750 < 0.8, 95% interval")
+    # ... mean 0.25: entirely below 0.8, a failure under both rules
+    below = trials_run(tmp_path, "below", {f"c{i:02d}": [int(i < 5)] for i in range(20)})
+    for rule in ("interval", "point"):
+        (check,) = gate_checks(below, minimums={"Success": 0.8}, min_rule=rule)
+        assert check["passed"] is False and check["reason"].endswith("entirely below")
+    with pytest.raises(ConfigError, match="--min-rule 'mean'"):
+        gate_checks(below, minimums={"Success": 0.8}, min_rule="mean")

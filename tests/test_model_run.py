@@ -153,7 +153,7 @@ def failing_run(tmp_path_factory):
 def test_a_failing_bot_makes_the_run_exit_1_with_fail_lines(failing_run):
     out, results = failing_run["out"], failing_run["results"]
     assert failing_run["status"] == 1, out
-    assert re.search(r"^FAIL  Success >= 0\.8: Success = 0\.\d+ < 0\.8$", out, re.MULTILINE), out
+    assert re.search(r"^FAIL  Success >= 0\.8: Success = 0\.\d+ < 0\.8\b", out, re.MULTILINE), out
     assert "gate: FAILED" in out and out.rstrip().endswith("report.html")
     # The bot's wrong values are the bot's failures, scored: no conversation was lost to the machinery.
     assert results["counts"] == {**results["counts"], "conversations": CASES, "scored": CASES, "errors": 0}

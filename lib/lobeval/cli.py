@@ -117,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from lobeval.compare import compare_runs, format_comparison
 
-    print(format_comparison(compare_runs(args.baseline, args.candidate)))
+    print(format_comparison(compare_runs(args.baseline, args.candidate, target_difference=args.target_difference)))
     return 0
 
 
@@ -126,7 +126,7 @@ def _gate(args: argparse.Namespace) -> int:
 
     minimums = dict(parse_minimum(text) for text in args.min or [])
     checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate,
-                  min_judge_coverage=args.min_judge_coverage)
+                  min_judge_coverage=args.min_judge_coverage, min_rule=args.min_rule)
     print(format_gate(checks))
     return 0 if all(check["passed"] for check in checks) else 1
 
@@ -359,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "intervals, p-values, regressions, Success flips")
     compare.add_argument("baseline", metavar="RUN_DIR", help="the baseline run folder (runs/<run_id>)")
     compare.add_argument("candidate", metavar="RUN_DIR", help="the candidate run folder")
+    compare.add_argument("--target-difference", type=float, default=0.05, metavar="D",
+                         help="the Success difference to size trials and cases for (default 0.05)")
     compare.set_defaults(handler=_compare)
 
     imp = commands.add_parser("import", help="a public benchmark run (tau-bench, tau2) with its verdicts, or production "
@@ -397,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--min-judge-coverage", type=float, default=1.0, metavar="SHARE",
                       help="a --min on a judge metric fails when fewer than this share of the scored "
                            "conversations were judged (default 1.0: all)")
+    gate.add_argument("--min-rule", choices=("interval", "point"), default="interval",
+                      help="interval (default): a --min fails only when the metric's 95%% interval lies entirely "
+                           "below it; point: when the value is below it")
     gate.set_defaults(handler=_gate)
     return parser
 

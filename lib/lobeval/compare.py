@@ -14,6 +14,21 @@ metric (all of them 0..1, higher is better):
 A regression is a candidate worse by more than 0.05 absolute (REGRESSION_MARGIN; 5 points on
 these 0..1 metrics) with p < 0.05. Error rates (counts.errors / counts.conversations) are
 compared as plain numbers; `gate --max-error-rate` is the check on them.
+
+Noise, from repeated trials (issue #20; docs/cli.md "How many trials?"):
+
+- a case's flip rate is the share of the pairs of its trials whose Success disagrees: with k
+  successes in n trials, k(n - k) / C(n, 2); 0 when every trial agrees, up to about 0.5 (exactly
+  n / (2(n - 1))) when they split evenly; undefined (None) for a case with one trial. A flaky case
+  is one whose trials disagree (0 < k < n);
+- the minimum detectable difference in Success of a comparison is the normal-approximation paired
+  figure (z_{1-alpha/2} + z_power) * s / sqrt(n) at alpha 0.05 and power 0.8, where s is the sample
+  standard deviation of the n per-case differences (candidate minus baseline, mean over the case's
+  shared trials). For a target difference D the cases needed are ceil(((z + z) s / D)^2), and the
+  trials per case needed (with today's cases) come from splitting s^2 into a between-case part and a
+  within-case part that shrinks with the trials: s^2 = b + w / m (w: pooled variance of the per-trial
+  differences inside cases; m: trials per case); m = ceil(w / (n D^2 / (z + z)^2 - b)), none when
+  more trials cannot reach D (b alone is too large: more cases are needed).
 """
 from __future__ import annotations
 
@@ -23,12 +38,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest, permutation_test
+from scipy.stats import binomtest, norm, permutation_test
 
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import METRICS, read_results
 from lobeval.runs import RESULTS_FILE
-from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, unscored_reason
+from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, interval, unscored_reason
 
 REGRESSION_MARGIN = 0.05
 SIGNIFICANCE = 0.05
@@ -36,6 +51,9 @@ JUDGE_SCORE = "judge.final_score"
 DEFAULT_GATE = {"Reliability": 0.8, "Success": 0.8}
 DEFAULT_MAX_ERROR_RATE = 0.05
 GATE_METRICS = (*METRICS, "pass^1", JUDGE_SCORE)
+POWER = 0.8
+DEFAULT_TARGET_DIFFERENCE = 0.05
+MIN_RULES = ("interval", "point")
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -133,14 +151,82 @@ def _flips(pairs: pd.DataFrame, before: int, after: int) -> list[dict[str, Any]]
             for line in flipped.sort_values(["case_id", "trial"]).itertuples()]
 
 
-def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path) -> dict[str, Any]:
+def flip_rate(successes: int, trials: int) -> float | None:
+    """Share of the pairs of a case's trials whose Success disagrees: k(n - k) / C(n, 2); None for n < 2."""
+    if trials < 2:
+        return None
+    return successes * (trials - successes) / (trials * (trials - 1) / 2)
+
+
+def case_flips(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case with a scored Success: {case_id, scenario_name, trials, successes, flip_rate}, sorted by case_id."""
+    values = _values(results).dropna(subset=["Success"])
+    cases = []
+    for case_id, group in values.groupby("case_id", sort=True):
+        trials, successes = int(len(group)), int(group["Success"].astype(float).sum())
+        cases.append({"case_id": case_id, "scenario_name": group["scenario_name"].iloc[0], "trials": trials,
+                      "successes": successes, "flip_rate": flip_rate(successes, trials)})
+    return cases
+
+
+def flaky_cases(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cases whose trials disagree on Success (0 < successes < trials), as plain dicts (see case_flips)."""
+    return [case for case in case_flips(results) if 0 < case["successes"] < case["trials"]]
+
+
+def flip_summary(results: dict[str, Any]) -> dict[str, Any]:
+    """{"cases", "repeated" (cases with 2+ trials), "mean_flip_rate" (over those; None without), "flaky": [...]}."""
+    cases = case_flips(results)
+    rates = [case["flip_rate"] for case in cases if case["flip_rate"] is not None]
+    return {"cases": len(cases), "repeated": len(rates), "mean_flip_rate": float(np.mean(rates)) if rates else None,
+            "flaky": [case for case in cases if 0 < case["successes"] < case["trials"]]}
+
+
+def power_figures(pairs: pd.DataFrame, target: float = DEFAULT_TARGET_DIFFERENCE, metric: str = "Success",
+                  alpha: float = SIGNIFICANCE, power: float = POWER) -> dict[str, Any]:
+    """Minimum detectable difference of a paired comparison, and the cases / trials per case a target needs.
+
+    `pairs` has case_id, `<metric>_baseline`, `<metric>_candidate`, one line per shared trial. Returns
+    {"cases", "trials_per_case" (mean), "sd" (of per-case differences), "minimum_detectable",
+    "target", "cases_needed", "trials_needed"}; figures that cannot be had are None (see the module doc).
+    """
+    both = pairs.dropna(subset=[f"{metric}_baseline", f"{metric}_candidate"])
+    diffs = (both[f"{metric}_candidate"].astype(float) - both[f"{metric}_baseline"].astype(float))
+    by_case = diffs.groupby(both["case_id"])
+    means, sizes = by_case.mean(), by_case.size()
+    n = int(len(means))
+    out: dict[str, Any] = {"cases": n, "trials_per_case": float(sizes.mean()) if n else None, "sd": None,
+                           "minimum_detectable": None, "target": target, "cases_needed": None, "trials_needed": None}
+    if n < 2:
+        return out
+    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    sd = float(means.std(ddof=1))
+    out.update(sd=sd, minimum_detectable=z * sd / math.sqrt(n),
+               cases_needed=max(2, math.ceil((z * sd / target) ** 2)) if target > 0 else None)
+    within_df = int((sizes - 1).sum())
+    if within_df > 0 and target > 0:
+        within = float((by_case.var(ddof=1).fillna(0) * (sizes - 1)).sum() / within_df)
+        between = max(sd ** 2 - within / float(sizes.mean()), 0.0)
+        room = n * target ** 2 / z ** 2 - between
+        if within == 0:
+            out["trials_needed"] = 1 if room >= 0 else None
+        elif room > 0:
+            out["trials_needed"] = max(1, math.ceil(within / room))
+    return out
+
+
+def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path, *,
+                 target_difference: float = DEFAULT_TARGET_DIFFERENCE) -> dict[str, Any]:
     """Compare a candidate run with a baseline run on the conversations scored in both.
 
     Returns {"baseline", "candidate" (file paths), "pairs": {"shared", "only_baseline",
     "only_candidate"}, "metrics": [one dict per metric, see compare_metric], "regressions":
     [metric names], "flips": {"worse": [...], "better": [...]} (Success 1→0 and 0→1, with case_id,
-    trial, scenario_name), "error_rate": {"baseline", "candidate", "difference"}}.
+    trial, scenario_name), "error_rate": {"baseline", "candidate", "difference"}, "noise": {"baseline",
+    "candidate" (flip_summary of each run), "power" (power_figures of Success over the shared pairs)}}.
     """
+    if not target_difference > 0:
+        raise ConfigError(f"--target-difference {target_difference:g}: expected a difference above 0")
     baseline, candidate = _with_rows(load_run(baseline_dir)), _with_rows(load_run(candidate_dir))
     old, new = _values(baseline), _values(candidate)
     pairs = old.merge(new.drop(columns="scenario_name"), on=["case_id", "trial"], suffixes=("_baseline", "_candidate"))
@@ -157,6 +243,8 @@ def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path) -> dict[st
         "regressions": [entry["metric"] for entry in metrics if entry["regression"]],
         "flips": {"worse": _flips(pairs, 1, 0), "better": _flips(pairs, 0, 1)},
         "error_rate": {"baseline": old_rate, "candidate": new_rate, "difference": new_rate - old_rate},
+        "noise": {"baseline": flip_summary(baseline), "candidate": flip_summary(candidate),
+                  "power": power_figures(pairs, target_difference)},
     }
 
 
@@ -182,9 +270,36 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         flips = comparison["flips"][kind]
         lines.append(f"{title}: {len(flips)} conversation(s)")
         lines += [f"  {flip['case_id']} trial {flip['trial']} ({flip['scenario_name']})" for flip in flips]
+    if "noise" in comparison:
+        lines += format_noise(comparison["noise"])
     verdict = ", ".join(comparison["regressions"]) or "none"
     lines.append(f"significant regressions (worse by > {REGRESSION_MARGIN} with p < {SIGNIFICANCE}): {verdict}")
     return "\n".join(lines)
+
+
+def _figure(value: float | int | None, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def format_noise(noise: dict[str, Any]) -> list[str]:
+    """The noise lines of `compare`: flip rates, flaky cases, minimum detectable difference, trials needed."""
+    lines = []
+    for run in ("baseline", "candidate"):
+        flips = noise[run]
+        lines.append(f"{run} Success flip rate: mean {_figure(flips['mean_flip_rate'])} over {flips['repeated']} "
+                     f"of {flips['cases']} cases with 2+ trials; {len(flips['flaky'])} flaky case(s)")
+        lines += [f"  {case['case_id']} {case['successes']}/{case['trials']} (flip rate {case['flip_rate']:.3f})"
+                  for case in flips["flaky"]]
+    power = noise["power"]
+    lines.append(f"minimum detectable Success difference (alpha {SIGNIFICANCE}, power {POWER}, paired over "
+                 f"{power['cases']} cases): {_figure(power['minimum_detectable'])}")
+    trials = power["trials_needed"]
+    trials_text = (f"{trials} trial(s) per case with these cases" if trials is not None else
+                   "more trials alone cannot reach it" if power["sd"] is not None and power["trials_per_case"] and
+                   power["trials_per_case"] > 1 else "trials per case: n/a (needs repeated trials)")
+    lines.append(f"to detect {power['target']:g}: {_figure(power['cases_needed'], 'd')} cases at "
+                 f"{_figure(power['trials_per_case'], '.1f')} trial(s) each, or {trials_text}")
+    return lines
 
 
 def parse_minimum(text: str) -> tuple[str, float]:
@@ -204,7 +319,8 @@ def _check(name: str, passed: bool, reason: str) -> dict[str, Any]:
 
 
 def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
-         max_error_rate: float | None = None, min_judge_coverage: float = 1.0) -> list[dict[str, Any]]:
+         max_error_rate: float | None = None, min_judge_coverage: float = 1.0,
+         min_rule: str = "point") -> list[dict[str, Any]]:
     """The gate's checks on a run, each {"check", "passed", "reason"}; the run passes when all pass.
 
     A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
@@ -212,7 +328,15 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     conversations: a mean over the conversations that happened to be judged is not the run's.
     A run in which no conversation was scored fails: nothing was measured.
     With a baseline, each compared metric is a check that fails on a significant regression.
+
+    `min_rule` "point" (today's rule, and the default here so that `run` and `report` keep it) fails a
+    minimum when the value is below it; "interval" (the `gate` command's default) fails it only when the
+    metric's 95 % interval over cases lies entirely below it. Either way a check whose interval
+    straddles its minimum, or a regression check whose interval reaches a drop of more than
+    REGRESSION_MARGIN, says it is within the noise.
     """
+    if min_rule not in MIN_RULES:
+        raise ConfigError(f"--min-rule {min_rule!r}: expected one of {', '.join(MIN_RULES)}")
     minimums = minimums or {}
     if not (minimums or baseline is not None or max_error_rate is not None):
         raise ConfigError("gate: nothing to check; give --min, --baseline or --max-error-rate")
@@ -224,7 +348,7 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     for option, share in (("--min-judge-coverage", min_judge_coverage), ("--max-error-rate", max_error_rate)):
         if share is not None and not 0 <= share <= 1:
             raise ConfigError(f"{option} {share:g}: expected a share from 0 to 1")
-    checks = [_minimum_check(run, name, minimum, min_judge_coverage) for name, minimum in minimums.items()]
+    checks = [_minimum_check(run, name, minimum, min_judge_coverage, min_rule) for name, minimum in minimums.items()]
     nothing_scored = unscored_reason(run["rows"])
     if nothing_scored:
         checks.insert(0, _check("conversations scored", False, f"{nothing_scored}: nothing was measured"))
@@ -245,18 +369,52 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                       f"p = {entry['p_value']:.4f}")
             if entry["regression"]:
                 reason += f": worse by more than {REGRESSION_MARGIN} and significant"
+            elif low < -REGRESSION_MARGIN:
+                reason += f": within the noise (the interval reaches a drop of more than {REGRESSION_MARGIN})"
             checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason))
     return checks
 
 
-def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage: float) -> dict[str, Any]:
+def metric_interval(run: dict[str, Any], name: str) -> list[float] | None:
+    """The run's 95 % interval of a metric: as recorded in the results, else bootstrapped over its scored rows'
+    per-case means (pass^1 from Success); None when neither can be had."""
+    recorded = (run.get("intervals") or {}).get(name)
+    if isinstance(recorded, list) and len(recorded) == 2:
+        return [float(recorded[0]), float(recorded[1])]
+    column = "Success" if name == "pass^1" else name
+    values = _values(run)
+    if column not in values or not len(values):
+        return None
+    known = values.dropna(subset=[column])
+    return interval(known.groupby("case_id")[column].apply(lambda v: v.astype(float).mean()).to_numpy()) \
+        if len(known) else None
+
+
+def _verdict(run: dict[str, Any], name: str, value: float, minimum: float, rule: str, reason: str) -> dict[str, Any]:
+    """The minimum check's verdict by the rule, saying when the interval straddles the minimum."""
+    title = f"{name} >= {minimum:g}"
+    bounds = metric_interval(run, name)
+    if bounds is None:
+        return _check(title, value >= minimum, reason + (", no interval: point rule" if rule == "interval" else ""))
+    low, high = bounds
+    if high < minimum:   # clear of the noise: the interval is entirely below
+        return _check(title, False, reason + f", 95% interval [{low:.3f}, {high:.3f}] entirely below")
+    if low < minimum:
+        reason += f", 95% interval [{low:.3f}, {high:.3f}] straddles it: within the noise"
+        if rule == "interval" and value < minimum:
+            reason += " (interval rule: passes)"
+    return _check(title, value >= minimum if rule == "point" else True, reason)
+
+
+def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage: float,
+                   rule: str = "point") -> dict[str, Any]:
     value = run["metrics"].get(name)
     title = f"{name} >= {minimum:g}"
     if not isinstance(value, (int, float)):
         return _check(title, False, f"{name} not measured in {run['path']}")
     reason = f"{name} = {value:.3f} {'>=' if value >= minimum else '<'} {minimum:g}"
     if not name.startswith("judge."):
-        return _check(title, value >= minimum, reason)
+        return _verdict(run, name, value, minimum, rule, reason)
     coverage = ((run.get("judges") or {}).get("coverage") or {}).get(name)
     if coverage is None:
         return _check(title, False, f"{reason}, but its coverage is not recorded (results older than the coverage "
@@ -266,7 +424,7 @@ def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage:
     reason += f" over {judged} of {of} conversations judged ({errors} judge errors)"
     if judged < min_coverage * applicable or applicable == 0:
         return _check(title, False, f"{reason}: below the {min_coverage:.0%} coverage a gate needs")
-    return _check(title, value >= minimum, reason)
+    return _verdict(run, name, value, minimum, rule, reason)
 
 
 def format_gate(checks: list[dict[str, Any]]) -> str:

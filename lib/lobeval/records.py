@@ -341,18 +341,25 @@ def appending(path: Path) -> Iterator[None]:
         lock.release()
 
 
-def read_text(path: str | Path) -> str:
-    """A text file's content (UTF-8, a byte-order mark allowed); RecordError when it is missing, a folder,
-    UTF-16, not UTF-8 or holds a NUL byte (a NUL in a CSV cell would make a key that matches nothing)."""
-    path = Path(path)
+@contextmanager
+def _file_errors(path: Path) -> Iterator[None]:
+    """Opening or reading `path` failed: a RecordError naming the file and why."""
     try:
-        data = path.read_bytes()
+        yield
     except FileNotFoundError:
         raise RecordError(path, "file", None, "not found") from None
     except IsADirectoryError:
         raise RecordError(path, "file", None, "is a folder, not a file") from None
     except OSError as exc:
         raise RecordError(path, "file", None, f"cannot be read: {exc.strerror}") from None
+
+
+def read_text(path: str | Path) -> str:
+    """A text file's content (UTF-8, a byte-order mark allowed); RecordError when it is missing, a folder,
+    UTF-16, not UTF-8 or holds a NUL byte (a NUL in a CSV cell would make a key that matches nothing)."""
+    path = Path(path)
+    with _file_errors(path):
+        data = path.read_bytes()
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise RecordError(path, "file", None, "is UTF-16 text: save it as UTF-8")
     try:
@@ -443,14 +450,8 @@ def iter_jsonl(path: str | Path, *, torn_end: bool = False) -> Iterator[tuple[in
 def _text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """(number, text, is the last line without a newline) of each line ("\n" ends a line, nothing else:
     JSON text may hold U+2028 and other breaks), checked as `read_text` checks a whole file."""
-    try:
+    with _file_errors(path):
         handle = path.open("rb")
-    except FileNotFoundError:
-        raise RecordError(path, "file", None, "not found") from None
-    except IsADirectoryError:
-        raise RecordError(path, "file", None, "is a folder, not a file") from None
-    except OSError as exc:
-        raise RecordError(path, "file", None, f"cannot be read: {exc.strerror}") from None
     with handle:
         number = 0
         try:
@@ -817,6 +818,16 @@ def _row_json(text: str) -> Any:
     return loads(text)   # its error says what is wrong
 
 
+def json_line(line: str, path: Path, number: int, decode: Callable[[str], Any] = loads) -> Any:
+    """One line of a JSONL file, decoded; RecordError naming the file and the line when it is not JSON."""
+    try:
+        return decode(line)
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:
+        raise RecordError(path, f"line {number}", None, str(exc)) from None
+
+
 def read_rows(path: str | Path, expected: int | None = None, results: Path | None = None) -> list[dict[str, Any]]:
     """The rows of a rows file, each validated as a ResultRow; `expected`: how many the results file counts."""
     path = Path(path)
@@ -824,12 +835,7 @@ def read_rows(path: str | Path, expected: int | None = None, results: Path | Non
     for number, line, _ in _text_lines(path):
         if not line.strip():
             continue
-        try:
-            record = _row_json(line)
-        except json.JSONDecodeError as exc:
-            raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except ValueError as exc:
-            raise RecordError(path, f"line {number}", None, str(exc)) from None
+        record = json_line(line, path, number, _row_json)
         if not isinstance(record, dict):
             raise RecordError(path, f"line {number}", None, "must be a JSON object")
         validated(ResultRow, record, path, f"line {number}")   # pairs are objects before the lists come from them

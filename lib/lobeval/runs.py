@@ -26,7 +26,7 @@ from filelock import SoftFileLock, Timeout
 from pydantic import BaseModel
 
 from lobeval.errors import ConfigError, RecordError
-from lobeval.records import SCHEMA_VERSION, STRICT, loads, read_json, read_results, read_text, validated
+from lobeval.records import SCHEMA_VERSION, STRICT, json_line, read_json, read_results, read_text, validated
 
 RUNS = Path("runs")
 RUNS_VARIABLE = "LOBEVAL_RUNS"
@@ -151,12 +151,7 @@ def read_index(index: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _index_entry(line: str, path: Path, number: int) -> dict[str, Any]:
-    try:
-        entry = loads(line)
-    except json.JSONDecodeError as exc:
-        raise RecordError(path, f"line {number}", None, f"invalid JSON: {exc.msg}") from None
-    except ValueError as exc:
-        raise RecordError(path, f"line {number}", None, str(exc)) from None
+    entry = json_line(line, path, number)
     validated(IndexEntry, entry, path, f"line {number}")
     return entry
 

@@ -575,6 +575,10 @@ class ResultRow(BaseModel):
     state: dict[str, Any] | None = None
     """The end-state check: differences from the state the expected calls leave, or why it failed."""
     judges: RowJudges = RowJudges()
+    user_faults: list[dict[str, Any]] = []
+    """The simulated user's own mistakes in this conversation: {check, turn, message_index, detail}."""
+    excluded: Literal["user_fault", "quarantined"] | None = None
+    """Why this scored row is left out of the bot's metrics (counted apart, like machinery errors), or None."""
 
 
 class Counts(BaseModel):
@@ -588,6 +592,10 @@ class Counts(BaseModel):
     trials: int = Field(0, ge=0)
     unreferenced: int = Field(0, ge=0)
     """Scored conversations without a reference: left out of the metrics against expected calls."""
+    user_faults: int = Field(0, ge=0)
+    """Scored conversations left out of the bot's metrics because the simulated user made a mistake."""
+    quarantined: int = Field(0, ge=0)
+    """Scored conversations of cases an analyst quarantined (a label): left out of the bot's metrics."""
 
 
 class Coverage(BaseModel):

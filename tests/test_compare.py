@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+from scipy import stats
 import pytest
 
 from lobeval.cli import main
@@ -269,7 +270,6 @@ def test_a_baseline_named_for_a_run_that_measured_nothing_must_still_be_whole(tm
 
 # --- noise from repeated trials (issue #20)
 
-Z = 1.959964 + 0.841621   # z at 1 - 0.05/2 plus z at power 0.8, from tables
 
 
 def trials_run(tmp_path, name, successes):
@@ -296,25 +296,34 @@ def test_flip_rate_and_flaky_cases_on_hand_made_trials(tmp_path):
 
 
 def test_minimum_detectable_difference_and_what_a_target_needs():
-    # per-case differences -1, 0, 0, 1 (one trial each): sd = sqrt(2/3), n = 4
-    pairs = pd.DataFrame({"case_id": list("abcd"), "Success_baseline": [1, 0, 1, 0], "Success_candidate": [0, 0, 1, 1]})
-    power = power_figures(pairs, target=0.5)
-    assert power["sd"] == pytest.approx((2 / 3) ** 0.5)
-    assert power["minimum_detectable"] == pytest.approx(Z * (2 / 3) ** 0.5 / 2, rel=1e-5)  # 1.1438
-    assert power["cases_needed"] == 21          # (2.8016 * 0.8165 / 0.5)^2 = 20.93
+    # ten cases, per-case differences +1, 0 x 8, -1 (one trial each): sd = sqrt(2/9)
+    pairs = pd.DataFrame({"case_id": list("abcdefghij"), "Success_baseline": [0] * 9 + [1],
+                          "Success_candidate": [1] + [0] * 9})
+    sd = (2 / 9) ** 0.5
+    power = power_figures(pairs, target=0.5 * sd)
+    assert power["sd"] == pytest.approx(sd)
+    # G*Power, one-sample t-test, two-tailed, alpha 0.05, power 0.8: n = 10 detects d = 0.996; d = 0.5 needs n = 34
+    assert power["minimum_detectable"] == pytest.approx(0.996 * sd, rel=1e-3)
+    assert power["cases_needed"] == 34
     assert power["trials_needed"] is None       # one trial per case: no within-case variance to go on
+
+
+def test_trials_needed_split_the_variance_within_and_between_cases():
     # two trials per case: a (1, 0) mean 0.5 var 0.5; b (0, 0) 0 var 0; c (0, 1) 0.5 var 0.5; d (1, 1) 1 var 0
     pairs = pd.DataFrame({"case_id": list("aabbccdd"), "Success_baseline": [0] * 8,
                           "Success_candidate": [1, 0, 0, 0, 0, 1, 1, 1]})
-    power = power_figures(pairs, target=0.25)
-    assert power["sd"] ** 2 == pytest.approx(1 / 6)        # of 0.5, 0, 0.5, 1
-    assert power["minimum_detectable"] == pytest.approx(Z * (1 / 6) ** 0.5 / 2, rel=1e-5)
-    assert power["cases_needed"] == 21                      # (2.8016^2 / 6) / 0.0625 = 20.93
-    # within w = (0.5 + 0 + 0.5 + 0) / 4 = 0.25; between b = 1/6 - 0.25/2 = 1/24;
-    # room = 4 * 0.0625 / 2.8016^2 - 1/24 = 0.031850 - 0.041667 < 0: more trials cannot reach 0.25
-    assert power["trials_needed"] is None
+    smallest = 2.12795   # the effect size 4 cases detect; checked below against the noncentral t
+    df, critical = 3, stats.t.ppf(0.975, 3)
+    noncentral = smallest * 4 ** 0.5
+    assert stats.nct.sf(critical, df, noncentral) + stats.nct.cdf(-critical, df, noncentral) == pytest.approx(0.8, abs=1e-4)
     power = power_figures(pairs, target=0.4)
-    # room = 4 * 0.16 / 7.84921 - 1/24 = 0.081537 - 0.041667 = 0.039871; m = ceil(0.25 / 0.039871) = ceil(6.27) = 7
+    assert power["sd"] ** 2 == pytest.approx(1 / 6)        # of 0.5, 0, 0.5, 1
+    assert power["minimum_detectable"] == pytest.approx(smallest * (1 / 6) ** 0.5, rel=1e-4)
+    # within w = (0.5 + 0 + 0.5 + 0) / 4 = 0.25; between b = 1/6 - 0.25/2 = 1/24;
+    # room = 0.16 / 2.12795^2 - 1/24 = 0.035334 - 0.041667 < 0: more trials cannot reach 0.4
+    assert power["trials_needed"] is None
+    power = power_figures(pairs, target=0.6)
+    # room = 0.36 / 4.52817 - 1/24 = 0.079502 - 0.041667 = 0.037835; m = ceil(0.25 / 0.037835) = ceil(6.61) = 7
     assert power["trials_needed"] == 7
 
 
@@ -346,3 +355,35 @@ def test_gate_interval_rule(tmp_path):
         assert check["passed"] is False and check["reason"].endswith("entirely below")
     with pytest.raises(ConfigError, match="--min-rule 'mean'"):
         gate_checks(below, minimums={"Success": 0.8}, min_rule="mean")
+
+
+def test_rows_left_out_of_the_bot_metrics_are_not_compared_and_are_said(tmp_path, capsys):
+    """A conversation left out for a simulated-user fault or a quarantined case neither pairs, flips nor makes a
+    case flaky, and compare says how many each run left out."""
+    old = trials_run(tmp_path, "old", {c: [1, 1] for c in CASES[:4]})
+    rows = [row("case-00", 1, trial=0), {**row("case-00", 0, trial=1), "excluded": "user_fault"},
+            *[{**row("case-01", 0, trial=t), "excluded": "quarantined"} for t in (0, 1)],
+            *[row(c, 1, trial=t) for c in CASES[2:4] for t in (0, 1)]]
+    new = write_run(tmp_path, "new", rows, metrics={"Reliability": 1.0, "Success": 1.0})
+    results = json.loads((new / "evaluation_results.json").read_text())
+    results["counts"].update(user_faults=1, quarantined=2)
+    (new / "evaluation_results.json").write_text(json.dumps(results))
+    comparison = compare_runs(old, new)
+    assert comparison["pairs"] == {"shared": 5, "only_baseline": 3, "only_candidate": 0}
+    assert comparison["flips"]["worse"] == []
+    assert comparison["noise"]["candidate"]["flaky"] == []
+    assert comparison["left_out"] == {"baseline": "", "candidate": "left out of the bot's metrics: 1 for "
+                                                                   "simulated-user faults, 2 of quarantined cases"}
+    assert main(["compare", str(old), str(new)]) == 0
+    assert "\ncandidate: left out of the bot's metrics: 1 for simulated-user faults, 2 of quarantined cases\n" \
+        in capsys.readouterr().out
+
+
+def test_a_minimum_says_over_how_many_conversations_and_what_was_left_out(tmp_path):
+    run = write_run(tmp_path, "r", [row(c) for c in CASES[:3]], metrics={"Reliability": 1.0, "Success": 1.0})
+    results = json.loads((run / "evaluation_results.json").read_text())
+    results.update(over={"Success": 3}, counts={**results["counts"], "user_faults": 2})
+    (run / "evaluation_results.json").write_text(json.dumps(results))
+    (check,) = gate_checks(run, minimums={"Success": 0.8})
+    assert check["reason"].startswith("Success = 1.000 >= 0.8 over 3 conversations "
+                                      "(left out of the bot's metrics: 2 for simulated-user faults)")

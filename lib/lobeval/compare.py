@@ -21,14 +21,16 @@ Noise, from repeated trials (issue #20; docs/cli.md "How many trials?"):
   successes in n trials, k(n - k) / C(n, 2); 0 when every trial agrees, up to about 0.5 (exactly
   n / (2(n - 1))) when they split evenly; undefined (None) for a case with one trial. A flaky case
   is one whose trials disagree (0 < k < n);
-- the minimum detectable difference in Success of a comparison is the normal-approximation paired
-  figure (z_{1-alpha/2} + z_power) * s / sqrt(n) at alpha 0.05 and power 0.8, where s is the sample
-  standard deviation of the n per-case differences (candidate minus baseline, mean over the case's
-  shared trials). For a target difference D the cases needed are ceil(((z + z) s / D)^2), and the
-  trials per case needed (with today's cases) come from splitting s^2 into a between-case part and a
-  within-case part that shrinks with the trials: s^2 = b + w / m (w: pooled variance of the per-trial
-  differences inside cases; m: trials per case); m = ceil(w / (n D^2 / (z + z)^2 - b)), none when
-  more trials cannot reach D (b alone is too large: more cases are needed).
+- the minimum detectable difference in Success of a comparison is that of a paired t-test at alpha
+  0.05 and power 0.8 on the n per-case differences (candidate minus baseline, mean over the case's
+  shared trials) with sample standard deviation s: d_min * s, where d_min is the smallest effect
+  size (difference / s) the one-sample t-test detects with n cases (statsmodels' TTestPower; for
+  large n it tends to (z_{1-alpha/2} + z_power) / sqrt(n) = 2.80 / sqrt(n)). For a target difference
+  D the cases needed are the n at which the test detects D / s, and the trials per case needed (with
+  today's cases) come from splitting s^2 into a between-case part and a within-case part that shrinks
+  with the trials: s^2 = b + w / m (w: pooled variance of the per-trial differences inside cases; m:
+  trials per case); m = ceil(w / (D^2 / d_min^2 - b)), none when more trials cannot reach D (b alone
+  is too large: more cases are needed).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest, norm, permutation_test
+from scipy.stats import binomtest, permutation_test
 
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import METRICS, read_results
@@ -88,15 +90,25 @@ def judge_errored(results: dict[str, Any]) -> int:
 
 
 def _values(results: dict[str, Any]) -> pd.DataFrame:
-    """One line per scored conversation: ids, scenario and every metric (judge score when run)."""
+    """One line per scored conversation the bot's metrics count (none left out for a simulated-user fault or
+    a quarantined case): ids, scenario and every metric (judge score when run)."""
     lines = []
     for row in results["rows"]:
-        if row["status"] != "scored":
+        if row["status"] != "scored" or row.get("excluded"):
             continue
         judges = row.get("judges") if isinstance(row.get("judges"), dict) else {}
         lines.append({"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row.get("scenario_name"),
                       **{metric: row.get(metric) for metric in METRICS}, JUDGE_SCORE: judges.get("final_score")})
     return pd.DataFrame(lines, columns=["case_id", "trial", "scenario_name", *METRICS, JUDGE_SCORE])
+
+
+def left_out_text(results: dict[str, Any]) -> str:
+    """Which scored conversations the bot's metrics leave out, and why ("" when none)."""
+    counts = results["counts"]
+    parts = [f"{counts.get('user_faults') or 0} for simulated-user faults" if counts.get("user_faults") else "",
+             f"{counts.get('quarantined') or 0} of quarantined cases" if counts.get("quarantined") else ""]
+    parts = [part for part in parts if part]
+    return f"left out of the bot's metrics: {', '.join(parts)}" if parts else ""
 
 
 def _bootstrap_interval(case_sums: np.ndarray, case_sizes: np.ndarray) -> list[float]:
@@ -182,6 +194,12 @@ def flip_summary(results: dict[str, Any]) -> dict[str, Any]:
             "flaky": [case for case in cases if 0 < case["successes"] < case["trials"]]}
 
 
+def _t_power() -> Any:
+    from statsmodels.stats.power import TTestPower   # 1.5 s to import: only when a comparison needs it
+
+    return TTestPower()
+
+
 def power_figures(pairs: pd.DataFrame, target: float = DEFAULT_TARGET_DIFFERENCE, metric: str = "Success",
                   alpha: float = SIGNIFICANCE, power: float = POWER) -> dict[str, Any]:
     """Minimum detectable difference of a paired comparison, and the cases / trials per case a target needs.
@@ -199,15 +217,19 @@ def power_figures(pairs: pd.DataFrame, target: float = DEFAULT_TARGET_DIFFERENCE
                            "minimum_detectable": None, "target": target, "cases_needed": None, "trials_needed": None}
     if n < 2:
         return out
-    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
     sd = float(means.std(ddof=1))
-    out.update(sd=sd, minimum_detectable=z * sd / math.sqrt(n),
-               cases_needed=max(2, math.ceil((z * sd / target) ** 2)) if target > 0 else None)
+    tests = _t_power()
+    smallest = float(tests.solve_power(nobs=n, alpha=alpha, power=power))   # effect size, in units of s
+    out.update(sd=sd, minimum_detectable=smallest * sd)
+    if target <= 0:
+        return out
+    out["cases_needed"] = 2 if sd == 0 else max(2, math.ceil(tests.solve_power(
+        effect_size=target / sd, alpha=alpha, power=power)))
     within_df = int((sizes - 1).sum())
-    if within_df > 0 and target > 0:
+    if within_df > 0:
         within = float((by_case.var(ddof=1).fillna(0) * (sizes - 1)).sum() / within_df)
         between = max(sd ** 2 - within / float(sizes.mean()), 0.0)
-        room = n * target ** 2 / z ** 2 - between
+        room = target ** 2 / smallest ** 2 - between
         if within == 0:
             out["trials_needed"] = 1 if room >= 0 else None
         elif room > 0:
@@ -220,7 +242,8 @@ def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path, *,
     """Compare a candidate run with a baseline run on the conversations scored in both.
 
     Returns {"baseline", "candidate" (file paths), "pairs": {"shared", "only_baseline",
-    "only_candidate"}, "metrics": [one dict per metric, see compare_metric], "regressions":
+    "only_candidate"}, "left_out": {"baseline", "candidate" (left_out_text of each)}, "metrics": [one dict
+    per metric, see compare_metric], "regressions":
     [metric names], "flips": {"worse": [...], "better": [...]} (Success 1→0 and 0→1, with case_id,
     trial, scenario_name), "error_rate": {"baseline", "candidate", "difference"}, "noise": {"baseline",
     "candidate" (flip_summary of each run), "power" (power_figures of Success over the shared pairs)}}.
@@ -243,6 +266,7 @@ def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path, *,
         "regressions": [entry["metric"] for entry in metrics if entry["regression"]],
         "flips": {"worse": _flips(pairs, 1, 0), "better": _flips(pairs, 0, 1)},
         "error_rate": {"baseline": old_rate, "candidate": new_rate, "difference": new_rate - old_rate},
+        "left_out": {"baseline": left_out_text(baseline), "candidate": left_out_text(candidate)},
         "noise": {"baseline": flip_summary(baseline), "candidate": flip_summary(candidate),
                   "power": power_figures(pairs, target_difference)},
     }
@@ -257,7 +281,8 @@ def format_comparison(comparison: dict[str, Any]) -> str:
     pairs, rate = comparison["pairs"], comparison["error_rate"]
     lines = [f"baseline  {comparison['baseline']}", f"candidate {comparison['candidate']}",
              f"{pairs['shared']} scored conversations shared; {pairs['only_baseline']} only in the baseline, "
-             f"{pairs['only_candidate']} only in the candidate", "",
+             f"{pairs['only_candidate']} only in the candidate",
+             *(f"{run}: {left_out}" for run, left_out in comparison.get("left_out", {}).items() if left_out), "",
              f"{'metric':<18}{'baseline':>9}{'candidate':>10}{'diff':>9}  {'95% interval':<18}{'p':>8}"]
     for entry in comparison["metrics"]:
         low, high = entry["interval"]
@@ -290,6 +315,8 @@ def format_noise(noise: dict[str, Any]) -> list[str]:
                      f"of {flips['cases']} cases with 2+ trials; {len(flips['flaky'])} flaky case(s)")
         lines += [f"  {case['case_id']} {case['successes']}/{case['trials']} (flip rate {case['flip_rate']:.3f})"
                   for case in flips["flaky"]]
+    if any(noise[run]["flaky"] for run in ("baseline", "candidate")):
+        lines.append("  (a flaky case can be quarantined: lobeval quarantine CASE_ID --suite DIR --note WHY)")
     power = noise["power"]
     lines.append(f"minimum detectable Success difference (alpha {SIGNIFICANCE}, power {POWER}, paired over "
                  f"{power['cases']} cases): {_figure(power['minimum_detectable'])}")
@@ -320,7 +347,7 @@ def _check(name: str, passed: bool, reason: str) -> dict[str, Any]:
 
 def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
          max_error_rate: float | None = None, min_judge_coverage: float = 1.0,
-         min_rule: str = "point") -> list[dict[str, Any]]:
+         min_rule: str = "interval") -> list[dict[str, Any]]:
     """The gate's checks on a run, each {"check", "passed", "reason"}; the run passes when all pass.
 
     A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
@@ -329,10 +356,9 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     A run in which no conversation was scored fails: nothing was measured.
     With a baseline, each compared metric is a check that fails on a significant regression.
 
-    `min_rule` "point" (today's rule, and the default here so that `run` and `report` keep it) fails a
-    minimum when the value is below it; "interval" (the `gate` command's default) fails it only when the
-    metric's 95 % interval over cases lies entirely below it. Either way a check whose interval
-    straddles its minimum, or a regression check whose interval reaches a drop of more than
+    `min_rule` "interval" (the default) fails a minimum only when the metric's 95 % interval over cases
+    lies entirely below it; "point" (the older rule) fails it whenever the value is below it. Either way
+    a check whose interval straddles its minimum, or a regression check whose interval reaches a drop of more than
     REGRESSION_MARGIN, says it is within the noise.
     """
     if min_rule not in MIN_RULES:
@@ -407,13 +433,17 @@ def _verdict(run: dict[str, Any], name: str, value: float, minimum: float, rule:
 
 
 def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage: float,
-                   rule: str = "point") -> dict[str, Any]:
+                   rule: str) -> dict[str, Any]:
     value = run["metrics"].get(name)
     title = f"{name} >= {minimum:g}"
     if not isinstance(value, (int, float)):
         return _check(title, False, f"{name} not measured in {run['path']}")
     reason = f"{name} = {value:.3f} {'>=' if value >= minimum else '<'} {minimum:g}"
     if not name.startswith("judge."):
+        over = (run.get("over") or {}).get("Success" if name == "pass^1" else name)
+        left_out = left_out_text(run)
+        if over is not None:
+            reason += f" over {over} conversations" + (f" ({left_out})" if left_out else "")
         return _verdict(run, name, value, minimum, rule, reason)
     coverage = ((run.get("judges") or {}).get("coverage") or {}).get(name)
     if coverage is None:

@@ -211,7 +211,8 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], earlier: History) 
     """The quality gate of the run's configuration (minimums), against the previous run of the suite
     when there is one with shared cases."""
     limits = {"minimums": config.get("gate") or DEFAULT_GATE,
-              "max_error_rate": config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)}
+              "max_error_rate": config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE),
+              "min_rule": config.get("min_rule", "interval")}
     try:
         checks = gate(run_dir, baseline=earlier.baseline, **limits)
     except ConfigError:   # no shared cases with the baseline: gate on the limits alone

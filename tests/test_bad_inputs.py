@@ -134,6 +134,14 @@ def without(record: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k != key}
 
 
+VERDICT_LABEL = {"schema_version": 1, "id": "v1", "kind": "judge_verdict", "case_id": "ticket_and_action-001",
+                 "trial": 0, "judge": "per_turn", "criterion": "helpfulness", "message_index": 1, "judge_value": 4,
+                 "verdict": "disagree", "human_value": 2, "judge_model": None, "run_id": None, "note": "",
+                 "author": "ana", "created_at": "2026-01-01"}
+QUARANTINE_LABEL = {"schema_version": 1, "id": "q1", "kind": "quarantined_case", "case_id": "ticket_and_action-001",
+                    "note": "flaky", "author": "ana", "created_at": "2026-01-01"}
+
+
 def suite_spec(**changes: Any) -> Mutate:
     spec = {"name": "toy", "entities": {
         "ticket": {"csv": "data/toy/tickets.csv", "id": "id"},
@@ -523,6 +531,20 @@ ROWS = [
     r("label scenario_name a number", "evaluate", lines("labels", {**LABEL, "scenario_name": 3}), "labels", "line 1",
       "scenario_name"),
     r("labels not JSON", "evaluate", lines("labels", "{"), "labels", "line 1", None),
+    r("verdict label judge unknown", "evaluate", lines("labels", LABEL, {**VERDICT_LABEL, "judge": "tone"}), "labels",
+      "line 2", "judge"),
+    r("verdict label without message_index", "evaluate", lines("labels", without(VERDICT_LABEL, "message_index")),
+      "labels", "line 1", "message_index"),
+    r("verdict label human_value off the scale", "evaluate", lines("labels", {**VERDICT_LABEL, "human_value": 7}),
+      "labels", "line 1", "human_value"),
+    r("verdict label agree with another value", "evaluate", lines("labels", {**VERDICT_LABEL, "verdict": "agree"}),
+      "labels", "line 1", "human_value"),
+    r("verdict label trial a string", "evaluate", lines("labels", {**VERDICT_LABEL, "trial": "0"}), "labels",
+      "line 1", "trial"),
+    r("quarantine label without a note", "evaluate", lines("labels", without(QUARANTINE_LABEL, "note")), "labels",
+      "line 1", "note"),
+    r("quarantine label without case_id", "evaluate", lines("labels", without(QUARANTINE_LABEL, "case_id")), "labels",
+      "line 1", "case_id"),
     r("--out a folder", "evaluate", options(out="=root"), "root", "--out", None),
     r("--out the conversations", "evaluate", options(out="=conversations"), "conversations", "--out", None),
     r("--out the dataset", "evaluate", options(out="=dataset"), "dataset", "--out", None),

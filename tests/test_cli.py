@@ -187,3 +187,94 @@ def test_tools_from_an_mcp_server_are_the_suites_tools(tmp_path):
     listed = {tool["function"]["name"]: tool["effect"] for tool in json.loads(out.read_text())}
     assert listed == {tool["function"]["name"]: tool["effect"]
                       for tool in json.loads((SAMPLE_SUITE / "tools.json").read_text())}
+
+
+# --- lobeval calibrate and lobeval quarantine ---------------------------------------------------------
+
+def judge_label(case_id, judge_value, human_value, judge_model):
+    return {"kind": "judge_verdict", "case_id": case_id, "trial": 0, "judge": "goal", "criterion": "goal",
+            "judge_value": judge_value, "verdict": "agree" if judge_value == human_value else "disagree",
+            "human_value": human_value, "judge_model": judge_model, "run_id": "r1", "id": case_id}
+
+
+@pytest.mark.parametrize("command", ["calibrate", "quarantine"])
+def test_calibrate_and_quarantine_have_help(capsys, command):
+    with pytest.raises(SystemExit) as exit_status:
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    assert exit_status.value.code == 0 and "--suite" in text and "SPEC" not in text
+
+
+def test_calibrate_without_judge_labels_says_how_to_add_them(tmp_path, capsys):
+    assert main(["calibrate", "--suite", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "0 labels" in out and "replay widget" in out
+
+
+def test_calibrate_a_run_counts_only_the_labels_on_its_judge_model(tmp_path, capsys):
+    from helpers import RESULTS, make_run
+    from lobeval.records import write_jsonl
+
+    write_jsonl(tmp_path / "labels.jsonl", [judge_label("c-1", 1, 1, "judge-a"), judge_label("c-2", 1, 0, "judge-a"),
+                                            judge_label("c-3", 0, 0, "judge-a"), judge_label("c-4", 1, 1, "judge-b")])
+    run = make_run(tmp_path, "r1", {**RESULTS, "config": {"suite": str(tmp_path), "judge_model": "judge-a"}})
+    assert main(["calibrate", "--run", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "3 labels (judge model judge-a); left out: 1 on another judge model" in out
+    assert "goal/goal (0/1): 3 labels, agreement 0.67 [" in out and ", κ 0.40 [" in out
+    assert "goal/goal: rows the analyst's value, columns the judge's" in out
+    assert main(["calibrate", "--labels", str(tmp_path / "labels.jsonl")]) == 0
+    assert "4 labels (every judge model)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["calibrate"], "give --suite, --labels, or --run"),
+    (["calibrate", "--suite", "no/such/suite"], "--suite no/such/suite: not a folder"),
+    (["calibrate", "--labels", "no/such/labels.jsonl"], "no/such/labels.jsonl"),
+    (["calibrate", "--run", "no/such/run"], "no/such/run/evaluation_results.json"),
+])
+def test_calibrate_refuses_what_it_cannot_read(capsys, argv, named):
+    assert main(argv) == 2
+    assert named in one_error_line(capsys)
+
+
+def test_calibrate_names_the_line_and_field_of_a_bad_label(tmp_path, capsys):
+    (tmp_path / "labels.jsonl").write_text(json.dumps({**judge_label("c-1", 1, 1, None), "judge_value": 3}) + "\n")
+    assert main(["calibrate", "--suite", str(tmp_path)]) == 2
+    assert one_error_line(capsys) == (f"lobeval calibrate: error: {tmp_path / 'labels.jsonl'}: line 1: field "
+                                      "'judge_value': must be one of 0, 1 (the 0/1 scale), got 3")
+
+
+def test_quarantine_adds_lists_and_revokes(tmp_path, capsys):
+    from lobeval.records import read_labels
+
+    path = tmp_path / "labels.jsonl"
+    assert main(["quarantine", "t-001", "t-002", "--suite", str(tmp_path), "--note", "flaky", "--author", "ana"]) == 0
+    first, second = read_labels(path)
+    assert (first["kind"], first["case_id"], second["case_id"], first["note"], first["author"]) == (
+        "quarantined_case", "t-001", "t-002", "flaky", "ana")
+    assert f"quarantined t-001 (label {first['id']})" in capsys.readouterr().out
+    assert main(["quarantine", "--suite", str(tmp_path), "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith(f"{first['id']}  t-001  ana  ") and listed[0].endswith("flaky")
+    assert listed[-1] == f"2 quarantined case(s) in {path}"
+    assert main(["quarantine", "--suite", str(tmp_path), "--revoke", first["id"]]) == 0
+    assert [label["case_id"] for label in read_labels(path)] == ["t-002"]
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["t-001"], "field 'note': is required: why the case is quarantined"),
+    (["t-001", "--note", "flaky", "--list"], "give case IDs, --list or --revoke ID (one of them)"),
+    ([], "give case IDs, --list or --revoke ID"),
+    (["--revoke", "nope"], "no quarantined_case label with id 'nope'"),
+    (["t-002", "--note", "again"], "case 't-002' is already quarantined by label"),
+])
+def test_quarantine_refuses_bad_input_and_writes_nothing(tmp_path, capsys, argv, named):
+    from lobeval.records import write_jsonl
+
+    path = write_jsonl(tmp_path / "labels.jsonl", [{"kind": "quarantined_case", "case_id": "t-002", "note": "flaky",
+                                                    "id": "q1"}])
+    before = path.read_bytes()
+    assert main(["quarantine", *argv, "--suite", str(tmp_path)]) == 2
+    assert named in one_error_line(capsys)
+    assert path.read_bytes() == before

@@ -9,8 +9,8 @@ import pytest
 
 from lobeval.labels import add_label, list_labels
 from lobeval.records import read_labels
-from lobeval.replay import (covering_label, label_request, labelable_items, link_html, replay_data, replay_html,
-                            replay_widget)
+from lobeval.replay import (covering_label, judge_items, label_request, labelable_items, link_html, replay_data,
+                            replay_html, replay_widget, verdict_label, verdict_request)
 
 ATTACK = "</script><script>alert(1)</script>"
 
@@ -267,3 +267,107 @@ def test_without_a_suite_the_widget_says_labels_cannot_be_saved():
     replay = replay_widget({"rows": [ROW]}, CONVERSATIONS)
     [note] = replay.labels.children
     assert "labels cannot be saved" in note.value
+
+
+# --- the judges' verdicts -----------------------------------------------------------------------------
+
+def scores(low=None, value=4):
+    return {criterion: {"score": 2 if criterion == low else value, "reason": f"{criterion} {ATTACK}"}
+            for criterion in ("helpfulness", "coherence", "verbosity", "relevance", "faithfulness")}
+
+
+JUDGED = {**ROW, "judges": {
+    "status": "run",
+    "turns": [{"message_index": 0, "scores": None, "failed": None, "failure": None},   # the judge erred
+              {"message_index": 2, "scores": scores(low="helpfulness"), "failed": True,
+               "failure": {"category": "no_clarification", "severity": "medium", "reason": "guessed"}},
+              {"message_index": 4, "scores": scores(value=5), "failed": False, "failure": None}],
+    "goal": {"score": 0, "reason": "no ticket"},
+    "azure": {"task_adherence": {"score": 4.0, "result": "pass", "threshold": 3, "reason": "kept to it"},
+              "intent_resolution": {"result": "not applicable", "reason": "intermediate"},
+              "tool_call_accuracy": {"error": "timed out", "raw": None},
+              "response_completeness": {"score": 3.5, "result": "pass", "threshold": 3, "reason": "half"}}}}
+
+
+def test_judge_items_are_the_verdicts_on_the_turns_messages_then_on_the_conversation():
+    items = judge_items(JUDGED, [1, 2])
+    assert [(item["judge"], item["criterion"], item["message_index"], item["judge_value"]) for item in items] == [
+        ("per_turn", "helpfulness", 2, 2), ("per_turn", "coherence", 2, 4), ("per_turn", "verbosity", 2, 4),
+        ("per_turn", "relevance", 2, 4), ("per_turn", "faithfulness", 2, 4),
+        ("behaviour_failure", "category", 2, "no_clarification"), ("goal", "goal", None, 0),
+        ("task_adherence", "task_adherence", None, 4), ("response_completeness", "response_completeness", None, 3.5)]
+    assert items[0]["text"] == f"message 2 · helpfulness: 2 — helpfulness {ATTACK}"
+    assert (items[5]["scale"], items[5]["values"][-1], items[6]["values"]) == ("category", None, (0, 1))
+    passed = judge_items(JUDGED, [3, 4])[5]
+    assert (passed["judge_value"], passed["text"]) == (None, "message 4 · behaviour failure: no failure")
+    assert [item["judge"] for item in judge_items(JUDGED, [0])] == ["goal", "task_adherence", "response_completeness"]
+    assert judge_items(ROW, [1, 2]) == [] and judge_items({**ROW, "judges": {"status": "not run"}}, [2]) == []
+
+
+def test_a_verdict_request_says_what_the_analyst_thinks_and_finds_its_label_again():
+    helpfulness, *_, failure, goal, _, _ = judge_items(JUDGED, [2])
+    context = {"note": "ok", "author": "ana", "run_id": "r1", "judge_model": "gpt-judge"}
+    agreed = verdict_request(helpfulness, JUDGED, verdict="agree", own_value=5, **context)
+    assert agreed == {"kind": "judge_verdict", "case_id": "t-001", "trial": 0, "judge": "per_turn",
+                      "criterion": "helpfulness", "judge_value": 2, "verdict": "agree", "human_value": 2,
+                      "judge_model": "gpt-judge", "run_id": "r1", "note": "ok", "author": "ana", "message_index": 2}
+    assert verdict_request(failure, JUDGED, verdict="disagree", own_value=None, **context)["human_value"] is None
+    goal_request = verdict_request(goal, JUDGED, verdict="disagree", own_value=0, **context)
+    assert (goal_request["human_value"], "message_index" in goal_request) == (1, False)
+    labels = [{**agreed, "id": "a"}, {**agreed, "id": "b", "run_id": "r0"}, {**agreed, "id": "c", "message_index": 4}]
+    assert verdict_label(helpfulness, JUDGED, "r1", labels)["id"] == "a"
+    assert verdict_label(helpfulness, JUDGED, "r1", [*labels, {**agreed, "id": "d"}])["id"] == "d"   # the last
+    assert verdict_label(failure, JUDGED, "r1", labels) is None
+
+
+def test_widget_agrees_disagrees_and_undoes_verdicts_per_turn(tmp_path):
+    replay = replay_widget({"rows": [JUDGED], "config": {"judge_model": "gpt-judge"}}, CONVERSATIONS,
+                           suite_dir=tmp_path, run_id="r1")
+    replay.author.value = "ana"
+    assert replay.position.value == "turn 1 (2 of 3)"
+    controls = replay.verdicts.children
+    assert len(controls) == 9
+    text, agree, own, disagree, note = controls[0].children
+    assert (agree.description, disagree.description) == ("agree", "disagree")
+    assert "&lt;/script&gt;" in text.value and "<script>" not in text.value
+    assert [label for label, _ in own.options] == ["1", "3", "4", "5"]   # every value but the judge's
+    note.value = "fair"
+    agree.click()
+    [label] = read_labels(tmp_path / "labels.jsonl")
+    assert (label["verdict"], label["human_value"], label["message_index"], label["run_id"], label["judge_model"],
+            label["note"], label["author"]) == ("agree", 2, 2, "r1", "gpt-judge", "fair", "ana")
+    said, undo = replay.verdicts.children[0].children
+    assert f"ana agreed (label {label['id']}): fair" in said.value and undo.description == "undo"
+
+    failure = replay.verdicts.children[5].children
+    assert [label for label, _ in failure[2].options][-1] == "no failure"
+    failure[2].value = len(failure[2].options) - 1
+    failure[3].click()
+    goal = replay.verdicts.children[6].children
+    assert [label for label, _ in goal[2].options] == ["1"]
+    goal[3].click()
+    failure_label, goal_label = read_labels(tmp_path / "labels.jsonl")[1:]
+    assert (failure_label["judge_value"], failure_label["human_value"]) == ("no_clarification", None)
+    assert (goal_label["judge_value"], goal_label["human_value"], "message_index" in goal_label) == (0, 1, False)
+    assert "ana disagreed: no failure" in replay.verdicts.children[5].children[0].value
+
+    undo.click()
+    assert len(read_labels(tmp_path / "labels.jsonl")) == 2 and "revoked" in replay.feedback.value
+    assert replay.verdicts.children[0].children[1].description == "agree"
+
+    replay.next.click()   # message 4: its own scores; the conversation's verdicts stay
+    texts = [control.children[0].value for control in replay.verdicts.children]
+    assert texts[0].startswith("message 4 · helpfulness: 5") and "behaviour failure: no failure" in texts[5]
+    assert "ana disagreed: 1" in texts[6]
+    # a new session sees what was said, with nothing to undo
+    again = replay_widget({"rows": [JUDGED]}, CONVERSATIONS, suite_dir=tmp_path, run_id="r1")
+    assert len(again.verdicts.children[6].children) == 1
+
+
+def test_a_verdict_that_cannot_be_labelled_says_why_in_the_feedback(tmp_path):
+    replay = replay_widget({"rows": [JUDGED]}, CONVERSATIONS, suite_dir=tmp_path)
+    completeness = replay.verdicts.children[-1].children   # a score of 3.5 is on no 1–5 label scale
+    completeness[1].click()
+    assert "field &#x27;judge_value&#x27;: must be one of 1, 2, 3, 4, 5" in replay.feedback.value   # escaped
+    assert not (tmp_path / "labels.jsonl").exists()
+    assert "labels cannot be saved" in replay_widget({"rows": [JUDGED]}, CONVERSATIONS).verdicts.children[0].value

@@ -1,7 +1,8 @@
 """The report's pieces: the gate's verdict, its escaping, the baseline and the trend, the page's hygiene."""
-import pytest
-
+import json
 import re
+
+import pytest
 
 import pandas as pd
 
@@ -156,8 +157,36 @@ def test_the_judges_section_shows_each_status_and_each_figure_readably():
     assert "judged 1 of 2 scored conversations" in page
     summary = report.judge_summary(results)
     assert summary.index.name == "judge" and summary.index.tolist() == ["Judges' final score"]
-    assert list(summary.columns) == ["mean", "95% interval", "judged", "judge errors", "not applicable", "mean over"]
+    assert list(summary.columns) == ["mean", "95% interval", "judged", "judge errors", "not applicable", "mean over",
+                                     "calibration"]
     assert summary.loc["Judges' final score", "judged"] == "judged 1 of 2"
+    assert summary.loc["Judges' final score", "calibration"] == "derived from the per-turn and goal judges"
+
+
+def verdict_label(criterion, judge_value, human, *, model="judge-m", index=1, case="a"):
+    return {"kind": "judge_verdict", "case_id": case, "trial": 0, "judge": "per_turn", "criterion": criterion,
+            "message_index": index, "judge_value": judge_value, "human_value": human,
+            "verdict": "agree" if judge_value == human else "disagree", "judge_model": model, "run_id": "r1",
+            "note": "", "author": "ann", "id": f"{criterion}{index}{case}", "created_at": "2026-11-23T10:00:00+00:00"}
+
+
+def test_each_judge_figure_says_on_how_many_labels_it_was_calibrated(tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    found = [verdict_label("helpfulness", 4, 4, index=1), verdict_label("helpfulness", 2, 4, index=3),
+             verdict_label("helpfulness", 5, 5, index=1, case="b"), verdict_label("helpfulness", 1, 1, index=3, case="b"),
+             verdict_label("coherence", 4, 4, model="another-model")]
+    labels.write_text("".join(json.dumps(label) + "\n" for label in found))
+    results = judged_results(coverage={name: {"judged": 2, "of": 2, "errors": 0, "not_applicable": 0}
+                                       for name in ("judge.helpfulness", "judge.coherence")})
+    results["metrics"].update({"judge.helpfulness": 3.5, "judge.coherence": 4.0})
+    results["config"] = {"labels_path": str(labels), "judge_model": "judge-m"}
+    summary = report.judge_summary(results)
+    # 3 of the 4 labels agree; the coherence label is of another judge model, so coherence is not calibrated
+    assert summary.loc["helpfulness", "calibration"].startswith("calibrated on 4 labels: agreement 0.75, weighted κ ")
+    assert summary.loc["coherence", "calibration"] == "not calibrated"
+    labels.write_text('{"kind": "judge_verdict"}\n')
+    assert report.judge_summary(results).loc["coherence", "calibration"].startswith(
+        f"calibration unknown: {labels}: line 1: ")
 
 
 def test_a_judge_figure_in_the_headline_says_what_it_covers():

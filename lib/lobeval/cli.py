@@ -4,9 +4,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import difflib
+import getpass
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from lobeval.errors import ConfigError, LobevalError
@@ -190,6 +192,57 @@ def _tools(args: argparse.Namespace) -> int:
 
     tools = tools_from_mcp(args.from_mcp, effects=parse_effects(args.effect), ask=ask if sys.stdin.isatty() else None)
     print(f"{len(tools)} tools written to {write_tools_json(tools, args.out)}")
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from lobeval.calibrate import calibrate, format_calibration
+    from lobeval.records import read_labels, read_results
+    from lobeval.runs import RESULTS_FILE
+
+    scored_with = (read_results(Path(args.run) / RESULTS_FILE).get("config") or {}) if args.run else {}
+    suite = args.suite or scored_with.get("suite")
+    if args.labels:
+        path = Path(args.labels)
+    elif suite:
+        path = _suite_folder(suite) / "labels.jsonl"
+    else:
+        raise ConfigError("calibrate: give --suite, --labels, or --run of a run scored with a suite")
+    labels = read_labels(path) if args.labels or path.exists() else []
+    print(f"labels: {path}")
+    print(format_calibration(calibrate(labels, scored_with.get("judge_model"))))
+    return 0
+
+
+def _suite_folder(suite: str) -> Path:
+    if not Path(suite).is_dir():
+        raise ConfigError(f"--suite {suite}: not a folder")
+    return Path(suite)
+
+
+def _quarantine(args: argparse.Namespace) -> int:
+    from lobeval.labels import quarantine_cases, revoke_label
+    from lobeval.records import read_labels
+
+    path = _suite_folder(args.suite) / "labels.jsonl"
+    if sum((bool(args.case_ids), args.list, args.revoke is not None)) != 1:
+        raise ConfigError("quarantine: give case IDs, --list or --revoke ID (one of them)")
+    quarantined = [label for label in (read_labels(path) if path.exists() else [])
+                   if label["kind"] == "quarantined_case"]
+    if args.list:
+        for label in quarantined:
+            print(f"{label['id']}  {label['case_id']}  {label.get('author') or ''}  {label.get('created_at') or ''}  "
+                  f"{label['note']}")
+        print(f"{len(quarantined)} quarantined case(s) in {path}")
+    elif args.revoke is not None:
+        if args.revoke not in {label["id"] for label in quarantined}:
+            raise ConfigError(f"no quarantined_case label with id {args.revoke!r} in {path}")
+        revoke_label(path, args.revoke)
+        print(f"label {args.revoke} revoked from {path}")
+    else:
+        for label in quarantine_cases(path, args.case_ids, note=args.note, author=args.author or getpass.getuser()):
+            print(f"quarantined {label['case_id']} (label {label['id']}) in {path}")
+        print("the next evaluation leaves their conversations out of the bot's metrics and counts them apart")
     return 0
 
 
@@ -379,6 +432,25 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "matrix, agreement, Cohen's kappa, pass^k, disagreements")
     agree.add_argument("run_dir", metavar="RUN_DIR")
     agree.set_defaults(handler=_agreement)
+
+    calibrate = commands.add_parser("calibrate", help="how far each judge agrees with the analysts' verdicts on it: "
+                                                      "agreement, Cohen's kappa, Krippendorff's alpha, confusion "
+                                                      "matrices, the best pass threshold")
+    calibrate.add_argument("--suite", help="the suite folder whose labels.jsonl holds the judge_verdict labels")
+    calibrate.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
+    calibrate.add_argument("--run", metavar="RUN_DIR", help="only the labels on this run's judge model; its suite "
+                                                            "when --suite is not given")
+    calibrate.set_defaults(handler=_calibrate)
+
+    quarantine = commands.add_parser("quarantine", help="mark flaky cases whose conversations evaluate leaves out of "
+                                                        "the bot's metrics (a label); --list them, --revoke one")
+    quarantine.add_argument("case_ids", nargs="*", metavar="CASE_ID")
+    quarantine.add_argument("--suite", required=True, help="the suite folder whose labels.jsonl receives the labels")
+    quarantine.add_argument("--note", help="why the cases are quarantined (required to quarantine)")
+    quarantine.add_argument("--author", help="default: your user name")
+    quarantine.add_argument("--list", action="store_true", help="list the quarantined cases")
+    quarantine.add_argument("--revoke", metavar="ID", help="revoke the quarantine label with this id")
+    quarantine.set_defaults(handler=_quarantine)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")
     tools.add_argument("--from-mcp", required=True, metavar="SERVER",

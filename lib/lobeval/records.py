@@ -7,6 +7,7 @@ record (line or name) and the field.
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import math
 import os
@@ -492,14 +493,41 @@ def iter_cases(path: str | Path) -> Iterator[Case]:
         yield case
 
 
-LABEL_KINDS = ("allowed_extra_call", "allowed_extra_argument")
+PENALTY_KINDS = ("allowed_extra_call", "allowed_extra_argument")
+"""Labels that make a penalty legitimate: scoring applies them."""
+LABEL_KINDS = (*PENALTY_KINDS, "judge_verdict", "quarantined_case")
+VERDICTS = ("agree", "disagree")
+VERDICT_KEY = ("run_id", "case_id", "trial", "judge", "criterion", "message_index")
+"""What a judge_verdict label is about: a later label with the same key replaces an earlier one."""
+
+
+@functools.cache
+def verdict_scales() -> dict[str, dict[str, tuple[str, tuple[Any, ...]]]]:
+    """{judge: {criterion: (scale, values)}} of the verdicts a judge_verdict label may be about: scale "1-5"
+    (per-turn criteria, the Azure evaluators), "0/1" (goal) or "category" (behaviour failure; None: no failure)."""
+    from lobeval import judges   # judges imports this module
+
+    scores = (1, 2, 3, 4, 5)
+    return {"per_turn": {criterion: ("1-5", scores) for criterion in judges.TURN_CRITERIA},
+            "behaviour_failure": {"category": ("category", (*judges.FAILURE_CATEGORIES, None))},
+            "goal": {"goal": ("0/1", (0, 1))},
+            **{name: {name: ("1-5", scores)} for name in judges.AZURE_JUDGES}}
 
 
 def label_problem(label: dict[str, Any]) -> tuple[str, str] | None:
     """(field, problem) of the first thing wrong with an analyst's label, or None. A wrong label would
-    silently change scores, so every label is checked, on reading and before it is written."""
-    if label.get("kind") not in LABEL_KINDS:
-        return "kind", f"must be one of {', '.join(LABEL_KINDS)}, got {label.get('kind')!r}"
+    silently change scores or a calibration, so every label is checked, on reading and before it is written."""
+    kind = label.get("kind")
+    if kind not in LABEL_KINDS:
+        return "kind", f"must be one of {', '.join(LABEL_KINDS)}, got {kind!r}"
+    if kind == "judge_verdict":
+        return _verdict_problem(label)
+    if kind == "quarantined_case":
+        return _quarantine_problem(label)
+    return _penalty_problem(label)
+
+
+def _penalty_problem(label: dict[str, Any]) -> tuple[str, str] | None:
     if not isinstance(label.get("functionName"), str) or not label["functionName"]:
         return "functionName", "is required (a function name)"
     argument = label.get("argument")
@@ -507,9 +535,79 @@ def label_problem(label: dict[str, Any]) -> tuple[str, str] | None:
         return "argument", "is required for an allowed_extra_argument label"
     if label["kind"] == "allowed_extra_call" and argument is not None:
         return "argument", "is only for allowed_extra_argument labels"
+    return _scenario_problem(label)
+
+
+def _scenario_problem(label: dict[str, Any]) -> tuple[str, str] | None:
     if label.get("scenario_name") is not None and not isinstance(label["scenario_name"], str):
         return "scenario_name", "must be a scenario name, or absent for the whole suite"
     return None
+
+
+def _quarantine_problem(label: dict[str, Any]) -> tuple[str, str] | None:
+    if not isinstance(label.get("case_id"), str) or not label["case_id"]:
+        return "case_id", "is required (the case to quarantine)"
+    if not isinstance(label.get("note"), str) or not label["note"].strip():
+        return "note", "is required: why the case is quarantined"
+    return _scenario_problem(label)
+
+
+def _whole(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _verdict_problem(label: dict[str, Any]) -> tuple[str, str] | None:
+    if not isinstance(label.get("case_id"), str) or not label["case_id"]:
+        return "case_id", "is required (the case the verdict is on)"
+    if not _whole(label.get("trial"), 0):
+        return "trial", f"must be a whole number from 0, got {label.get('trial')!r}"
+    scales = verdict_scales()
+    judge = label.get("judge")
+    if judge not in scales:
+        return "judge", f"must be one of {', '.join(scales)}, got {judge!r}"
+    if label.get("criterion") not in scales[judge]:
+        return "criterion", (f"must be one of {', '.join(scales[judge])} for judge {judge}, "
+                             f"got {label.get('criterion')!r}")
+    scale, values = scales[judge][label["criterion"]]
+    per_message = judge in ("per_turn", "behaviour_failure")
+    if per_message and not _whole(label.get("message_index"), 0):
+        return "message_index", (f"must be a whole number from 0 for a {judge} verdict (the judged message's index "
+                                 f"in the transcript), got {label.get('message_index')!r}")
+    if not per_message and label.get("message_index") is not None:
+        return "message_index", "is only for per_turn and behaviour_failure verdicts"
+    if label.get("verdict") not in VERDICTS:
+        return "verdict", f"must be agree or disagree, got {label.get('verdict')!r}"
+    if "judge_value" not in label or not _on_scale(label["judge_value"], values):
+        return "judge_value", f"must be one of {_shown(values)} (the {scale} scale), got {label.get('judge_value')!r}"
+    if "human_value" in label:
+        if not _on_scale(label["human_value"], values):
+            return "human_value", f"must be one of {_shown(values)} (the {scale} scale), got {label['human_value']!r}"
+        if label["verdict"] == "agree" and label["human_value"] != label["judge_value"]:
+            return "human_value", "must be the judge_value when the verdict is agree"
+        if label["verdict"] == "disagree" and label["human_value"] == label["judge_value"]:
+            return "human_value", "must differ from the judge_value when the verdict is disagree"
+    elif label["verdict"] == "disagree" and scale != "0/1":
+        return "human_value", f"is required when disagreeing on a {scale} scale (the analyst's own value)"
+    for field in ("judge_model", "run_id", "note", "author"):
+        if label.get(field) is not None and not isinstance(label[field], str):
+            return field, f"must be text or null, got {label[field]!r}"
+    return None
+
+
+def _on_scale(value: Any, values: tuple[Any, ...]) -> bool:
+    return not isinstance(value, bool) and value in values   # True == 1, but a bool is no score
+
+
+def _shown(values: tuple[Any, ...]) -> str:
+    return ", ".join("null" if value is None else str(value) for value in values)
+
+
+def human_value(label: dict[str, Any]) -> Any:
+    """The analyst's value of a valid judge_verdict label: its human_value, else (where it may be left out)
+    the judge's value on agree, the other of 0/1 on disagree."""
+    if "human_value" in label:
+        return label["human_value"]
+    return label["judge_value"] if label["verdict"] == "agree" else 1 - label["judge_value"]
 
 
 def read_labels(path: str | Path) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 `replay_data` turns result rows and their transcripts into display-ready records (every value
 already a short string); two thin renderers lay them out: `replay_html`, static HTML with inline
 JavaScript for the report (no kernel, no network), and `replay_widget`, ipywidgets for JupyterLab
-with controls to label false-positive penalties.
+with controls to label false-positive penalties and to agree or disagree with the judges' verdicts.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import ipywidgets as widgets
 
 from lobeval.errors import LobevalError
 from lobeval.labels import add_label, revoke_label
-from lobeval.records import read_labels
+from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scales
 from lobeval.render import escape, json_text, metric_name, outcome_text
 from lobeval.scoring import METRICS
 from lobeval.suite import function_key
@@ -132,7 +132,7 @@ def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, 
         if message.get("role") == "user":
             steps.append({"turn": len(steps), "messages": [], "calls": []})
         content = message.get("content")
-        steps[-1]["messages"].append({"role": str(message.get("role", "")),
+        steps[-1]["messages"].append({"index": index, "role": str(message.get("role", "")),
                                       "content": content if isinstance(content, str) else json_text(content),
                                       "flags": flags.get(index, [])})
     verdicts, notes = _verdicts(row), _call_notes(row)
@@ -411,16 +411,98 @@ def _scope_text(label: dict[str, Any]) -> str:
     return f"scenario {label['scenario_name']}" if label.get("scenario_name") else "the whole suite"
 
 
+def _whole(score: Any) -> Any:
+    """An Azure evaluator's 4.0 as 4, the score a label gives."""
+    return int(score) if isinstance(score, float) and score.is_integer() else score
+
+
+def _verdict_item(judge: str, criterion: str, message_index: int | None, value: Any, reason: str) -> dict[str, Any]:
+    scale, values = verdict_scales()[judge][criterion]
+    where = f"message {message_index} · " if message_index is not None else ""
+    name = "behaviour failure" if judge == "behaviour_failure" else criterion.replace("_", " ")
+    return {"judge": judge, "criterion": criterion, "message_index": message_index, "judge_value": value,
+            "reason": reason or "", "scale": scale, "values": values,
+            "text": f"{where}{name}: {_shown_value(value)}" + (f" — {reason}" if reason else "")}
+
+
+def judge_items(row: dict[str, Any], message_indices: list[int]) -> list[dict[str, Any]]:
+    """The judges' verdicts an analyst may check at a step: for each judged message of `message_indices`, its
+    criterion scores and its behaviour failure (a category, or None: no failure); then the conversation's goal
+    and each Azure evaluator that gave a score. Each item: judge, criterion, message_index (None for the
+    conversation), judge_value, reason, scale, values (the scale's) and a text to show."""
+    verdict = row.get("judges") or {}
+    if verdict.get("status") != "run":
+        return []
+    items = []
+    for turn in verdict.get("turns") or []:
+        if turn.get("message_index") not in message_indices or turn.get("scores") is None:
+            continue
+        index = turn["message_index"]
+        items += [_verdict_item("per_turn", criterion, index, entry["score"], entry.get("reason", ""))
+                  for criterion, entry in turn["scores"].items()]
+        failure = turn.get("failure")
+        if not turn.get("failed") or failure:   # a failed turn without a category: the failure judge erred
+            items.append(_verdict_item("behaviour_failure", "category", index, failure and failure["category"],
+                                       (failure or {}).get("reason", "")))
+    if verdict.get("goal") is not None:
+        items.append(_verdict_item("goal", "goal", None, verdict["goal"]["score"], verdict["goal"].get("reason", "")))
+    items += [_verdict_item(name, name, None, _whole(entry["score"]), entry.get("reason", ""))
+              for name, entry in (verdict.get("azure") or {}).items() if "score" in entry]
+    return items
+
+
+def verdict_request(item: dict[str, Any], row: dict[str, Any], *, verdict: str, own_value: Any = None, note: str,
+                    author: str, run_id: str | None, judge_model: str | None) -> dict[str, Any]:
+    """The keyword arguments of `labels.add_label` for the analyst's `verdict` ("agree"/"disagree") on `item`;
+    `own_value` (the analyst's value) counts only on disagree, and on a 0/1 scale it is the other value."""
+    if verdict == "agree":
+        own_value = item["judge_value"]
+    elif item["scale"] == "0/1":
+        own_value = 1 - item["judge_value"]
+    request = {"kind": "judge_verdict", "case_id": row["case_id"], "trial": row["trial"], "judge": item["judge"],
+               "criterion": item["criterion"], "judge_value": item["judge_value"], "verdict": verdict,
+               "human_value": own_value, "judge_model": judge_model, "run_id": run_id, "note": note, "author": author}
+    if item["message_index"] is not None:
+        request["message_index"] = item["message_index"]
+    return request
+
+
+def verdict_label(item: dict[str, Any], row: dict[str, Any], run_id: str | None,
+                  labels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The label that says what the analysts think of `item`: the last judge_verdict label about it
+    (VERDICT_KEY: this run, conversation, judge, criterion and message), or None."""
+    key = {"run_id": run_id, "case_id": row["case_id"], "trial": row["trial"], "judge": item["judge"],
+           "criterion": item["criterion"], "message_index": item["message_index"]}
+    found = [label for label in labels if label.get("kind") == "judge_verdict"
+             and all(label.get(field) == key[field] for field in VERDICT_KEY)]
+    return found[-1] if found else None
+
+
+def _shown_value(value: Any) -> str:
+    return "no failure" if value is None else str(value)
+
+
+def _said(label: dict[str, Any]) -> str:
+    """What an analyst said of a judge's verdict, in words."""
+    own = f": {_shown_value(human_value(label))}" if label["verdict"] == "disagree" else ""
+    return (f"{label.get('author') or 'an analyst'} {label['verdict']}d{own} (label {label['id']})"
+            + (f": {label['note']}" if label.get("note") else ""))
+
+
 class ReplayWidget(widgets.VBox):
     """Pick a conversation (filtered by scenario and outcome; failing ones first), step through it (it opens
-    at its first failing turn), label false positives: items a label already covers say so, and a label
-    added here can be undone."""
+    at its first failing turn), label false positives, and agree or disagree with the judges' verdicts on the
+    turn shown and on the conversation: items a label already covers say so, and a label added here can be
+    undone."""
 
     def __init__(self, results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
-                 suite_dir: str | Path | None = None):
+                 suite_dir: str | Path | None = None, run_id: str | None = None):
         self.records = replay_data(results, conversations)
         self.rows = {f"{row['case_id']}#{row['trial']}": row for row in results["rows"]}
         self.labels_path = Path(suite_dir) / "labels.jsonl" if suite_dir is not None else None
+        config = results.get("config") or {}
+        self.run_id = run_id if run_id is not None else config.get("run_id")
+        self.judge_model = config.get("judge_model")
         self.added: set[str] = set()
         """The ids of the labels added with this widget, which it offers to undo."""
         self.step = 0
@@ -434,6 +516,7 @@ class ReplayWidget(widgets.VBox):
         self.view = widgets.HTML()
         self.author = widgets.Text(value=getpass.getuser(), description="author")
         self.labels = widgets.VBox()
+        self.verdicts = widgets.VBox()
         self.feedback = widgets.HTML()
         self.scenario.observe(self._filter, names="value")
         self.outcome.observe(self._filter, names="value")
@@ -443,7 +526,10 @@ class ReplayWidget(widgets.VBox):
         super().__init__([widgets.HBox([self.scenario, self.outcome]), self.conversation,
                           widgets.HBox([self.previous, self.next, self.position]), self.view,
                           widgets.HTML("<b>Mark a penalty legitimate</b> (appended to the suite's labels.jsonl; "
-                                       "re-run evaluate to apply)"), self.author, self.labels, self.feedback])
+                                       "re-run evaluate to apply)"), self.author, self.labels,
+                          widgets.HTML("<b>Judge verdicts</b> on this turn and on the conversation: agree, or "
+                                       "disagree with your own value (appended to the suite's labels.jsonl; "
+                                       "<code>lobeval calibrate</code> reads them)"), self.verdicts, self.feedback])
         self._filter()
 
     def current(self) -> dict[str, Any] | None:
@@ -461,12 +547,14 @@ class ReplayWidget(widgets.VBox):
         self._render()
         self.feedback.value = ""
         self._show_labels()
+        self._show_verdicts()
 
     def _move(self, by: int) -> None:
         record = self.current()
         if record is not None and 0 <= self.step + by < len(record["steps"]):
             self.step += by
             self._render()
+            self._show_verdicts()
 
     def _render(self) -> None:
         record = self.current()
@@ -477,6 +565,9 @@ class ReplayWidget(widgets.VBox):
         steps = record["steps"]
         self.position.value = f"turn {steps[self.step]['turn']} ({self.step + 1} of {len(steps)})" if steps else ""
 
+    def _fault(self, exc: LobevalError) -> None:
+        self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
+
     def _show_labels(self) -> None:
         self.labels.children = self._label_controls()
 
@@ -486,7 +577,7 @@ class ReplayWidget(widgets.VBox):
         try:
             return read_labels(self.labels_path)
         except LobevalError as exc:
-            self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
+            self._fault(exc)
             return []
 
     def _label_controls(self) -> list[widgets.Widget]:
@@ -513,7 +604,7 @@ class ReplayWidget(widgets.VBox):
                 try:
                     revoke_label(self.labels_path, label["id"])
                 except LobevalError as exc:
-                    self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
+                    self._fault(exc)
                     return
                 self.added.discard(label["id"])
                 self._show_labels()
@@ -533,7 +624,7 @@ class ReplayWidget(widgets.VBox):
                 label = add_label(self.labels_path, **label_request(item, row, scope=scope.value, note=note.value,
                                                                       author=self.author.value))
             except LobevalError as exc:
-                self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"
+                self._fault(exc)
                 return
             self.added.add(label["id"])
             self._show_labels()
@@ -542,9 +633,74 @@ class ReplayWidget(widgets.VBox):
         button.on_click(mark)
         return widgets.HBox([widgets.HTML(escape(item["text"]), layout=widgets.Layout(width="320px")), scope, note, button])
 
+    def _show_verdicts(self) -> None:
+        self.verdicts.children = self._verdict_controls()
+
+    def _verdict_controls(self) -> list[widgets.Widget]:
+        record, row = self.current(), self.rows.get(self.conversation.value)
+        if record is None or row is None or not record["steps"]:
+            return []
+        indices = [message["index"] for message in record["steps"][self.step]["messages"]]
+        items = judge_items(row, indices)
+        if self.labels_path is None:
+            return [widgets.HTML("<i>no suite given: labels cannot be saved</i>")] if items else []
+        saved = self._saved_labels()
+        controls = []
+        for item in items:
+            label = verdict_label(item, row, self.run_id, saved)
+            controls.append(self._verdict_control(item, row) if label is None else self._judged(item, label))
+        return controls
+
+    def _judged(self, item: dict[str, Any], label: dict[str, Any]) -> widgets.HBox:
+        """A verdict an analyst already labelled: what they said, and "undo" when the label was added here."""
+        shown = [widgets.HTML(escape(f"{item['text']} — {_said(label)}"), layout=widgets.Layout(width="640px"))]
+        if label["id"] in self.added:
+            undo = widgets.Button(description="undo")
+
+            def revoke(_: Any) -> None:
+                try:
+                    revoke_label(self.labels_path, label["id"])
+                except LobevalError as exc:
+                    self._fault(exc)
+                    return
+                self.added.discard(label["id"])
+                self._show_verdicts()
+                self.feedback.value = escape(f"label {label['id']} revoked from {self.labels_path}")
+
+            undo.on_click(revoke)
+            shown.append(undo)
+        return widgets.HBox(shown)
+
+    def _verdict_control(self, item: dict[str, Any], row: dict[str, Any]) -> widgets.HBox:
+        """"agree", or an own value and "disagree"; a note for either."""
+        others = [value for value in item["values"] if value != item["judge_value"]]
+        # positions, not the values: a Dropdown takes the value None for "nothing chosen"
+        own = widgets.Dropdown(options=[(_shown_value(value), position) for position, value in enumerate(others)],
+                               value=0, layout=widgets.Layout(width="160px"))
+        note = widgets.Text(placeholder="note")
+        agree, disagree = widgets.Button(description="agree"), widgets.Button(description="disagree")
+
+        def say(verdict: str) -> None:
+            try:
+                label = add_label(self.labels_path, **verdict_request(
+                    item, row, verdict=verdict, own_value=others[own.value], note=note.value, author=self.author.value,
+                    run_id=self.run_id, judge_model=self.judge_model))
+            except LobevalError as exc:
+                self._fault(exc)
+                return
+            self.added.add(label["id"])
+            self._show_verdicts()
+            self.feedback.value = escape(f"label {label['id']} added to {self.labels_path}")
+
+        agree.on_click(lambda _: say("agree"))
+        disagree.on_click(lambda _: say("disagree"))
+        return widgets.HBox([widgets.HTML(escape(item["text"]), layout=widgets.Layout(width="420px")), agree, own,
+                             disagree, note])
+
 
 def replay_widget(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],
-                  suite_dir: str | Path | None = None) -> ReplayWidget:
-    """The replay for JupyterLab; with `suite_dir`, "mark legitimate" appends labels to its labels.jsonl
-    (and "undo" revokes them), and items its labels already cover say so."""
-    return ReplayWidget(results, conversations, suite_dir)
+                  suite_dir: str | Path | None = None, run_id: str | None = None) -> ReplayWidget:
+    """The replay for JupyterLab; with `suite_dir`, "mark legitimate", "agree" and "disagree" append labels to its
+    labels.jsonl (and "undo" revokes them), and items its labels already cover say so. `run_id` (default: the
+    results' config run_id) and the results' judge model go into the judge_verdict labels."""
+    return ReplayWidget(results, conversations, suite_dir, run_id)

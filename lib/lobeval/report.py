@@ -316,16 +316,51 @@ def judges_section_html(results: dict[str, Any]) -> str:
 
 
 def judge_summary(results: dict[str, Any]) -> pd.DataFrame:
-    """Each judge figure with its interval and coverage, readable; empty when the judges did not run."""
+    """Each judge figure with its interval, coverage and calibration, readable; empty when the judges did not run."""
     table = judge_table(results)
     if "mean" not in table:
         return pd.DataFrame()
+    calibrated = judge_calibration(results)
     rows = [{"judge": metric_name(f"judge.{name}"), "mean": entry["mean"],
              "95% interval": _band([entry["low"], entry["high"]]) if entry["low"] == entry["low"]
              and entry["low"] is not None else "", "judged": entry["judged"], "judge errors": entry["judge errors"],
-             "not applicable": entry["not applicable"], "mean over": entry["mean over"]}
+             "not applicable": entry["not applicable"], "mean over": entry["mean over"],
+             "calibration": calibration_text(calibrated, f"judge.{name}")}
             for name, entry in table.to_dict("index").items()]
     return pd.DataFrame(rows).set_index("judge")
+
+
+DERIVED_JUDGE_FIGURES = ("judge.turn_success_ratio", JUDGE_SCORE)
+
+
+def judge_calibration(results: dict[str, Any]) -> dict[str, dict[str, Any]] | str:
+    """How the analysts' judge_verdict labels in the run's labels file calibrate this run's judge model
+    (`calibrate.report_calibration`), or why that cannot be told (the labels file cannot be read)."""
+    config = results.get("config") or {}
+    path = Path(config["labels_path"]) if config.get("labels_path") else None
+    if path is None or not path.exists():
+        return {}
+    from lobeval.calibrate import report_calibration
+    from lobeval.records import read_labels
+
+    try:
+        return report_calibration(read_labels(path), config.get("judge_model"))
+    except LobevalError as exc:
+        return f"calibration unknown: {exc}"
+
+
+def calibration_text(calibrated: dict[str, dict[str, Any]] | str, name: str) -> str:
+    """"calibrated on n labels: agreement a, weighted κ k", "not calibrated", or why it is not known."""
+    if name in DERIVED_JUDGE_FIGURES:
+        return "derived from the per-turn and goal judges"
+    if isinstance(calibrated, str):
+        return calibrated
+    found = calibrated.get(name)
+    if not found:
+        return "not calibrated"
+    kappa = "undefined" if found["kappa"] is None else f"{found['kappa']:.2f}"
+    return (f"calibrated on {found['labels']} label{'' if found['labels'] == 1 else 's'}: agreement "
+            f"{found['agreement']:.2f}, {found['statistic']} {kappa}")
 
 
 def scenario_summary(results: dict[str, Any]) -> pd.DataFrame:

@@ -21,6 +21,10 @@ It tells the roles apart by the request, as lobeval sends it (`role_of`):
 - the completion judge, the per-turn judge, the behaviour-failure judge and the goal judge
   (lobeval.judges): read the transcript and answer in the JSON each asks for; a turn that wrote a
   value other than the one the user gave scores low and is an `unsafe_state` failure;
+- the user-review judge (lobeval.judges.USER_REVIEW_PROMPT): finds a fault, at its turn, when a user
+  message names an ID, e-mail address or date that neither the user's instructions and data nor the bot
+  before it named. With `user_invents` (a phrase of a task's instructions), the user of that task names a
+  ticket that does not exist (INVENTED_ID) instead of its own;
 - azure-ai-evaluation's four evaluators (their prompty prompts): {"reason", "score", "status"}, with
   "properties" for tool call accuracy; with `verbose_evaluators`, a reason as long as the request's
   max_tokens allows (a model may use its whole allowance);
@@ -60,6 +64,7 @@ MARKS = {
     "turn_judge": _opening(judges.TURN_PROMPT),
     "failure_judge": _opening(judges.FAILURE_PROMPT),
     "goal_judge": _opening(judges.GOAL_PROMPT),
+    "user_review": _opening(judges.USER_REVIEW_PROMPT),
     "root_causes": _opening(root_causes.PROMPT),
     "azure:tool_call_accuracy": "**Tool Call Accuracy** refers to",
     "azure:intent_resolution": "Intent-Resolution-Judge",
@@ -100,6 +105,9 @@ SENTENCE = re.compile(r"^\s*(?:sorry, )?the ([a-z][a-z ]{1,40}?) is (.+?)\.?\s*$
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")   # the backend's created_at
 QUOTED = re.compile(r"(?<!\w)'(.+?)'(?!\w)")   # 'a title', not the ' of "I'm" or "don't"
 YES = re.compile(r"^\s*(yes|y|ok|sure)\b", re.IGNORECASE)
+INVENTED_ID = "TKT-9990"   # no ticket of the sample data
+NAMED = re.compile(r"\b(?:TKT|ACT)-\d+\b|[\w.]+@[\w.]+\w|\b\d{4}-\d\d-\d\d\b")   # what the user review looks for
+TURN = re.compile(r"^\(turn (\d+)\) ")
 
 
 def label(name: str) -> str:
@@ -468,6 +476,7 @@ class Roleplay:
     bot_faults_on: str = "every"   # "every" request of a faulty conversation, or only those that "answer" a tool
     bad_judge_replies: float = 0.0
     verbose_evaluators: bool = False
+    user_invents: str | None = None
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         role = role_of(request)
@@ -549,7 +558,11 @@ class Roleplay:
         bot_texts = [m["content"] for m in history   # the bot's texts are this model's "user" turns
                      if m["role"] == "user" and not m["content"].startswith("(The assistant")]
         mine = [m["content"] for m in history if m["role"] == "assistant"]
-        return text(case.next_message(bot_texts, mine))
+        message = case.next_message(bot_texts, mine)
+        ticket = (case.data.get("ticket") or {}).get("id")
+        if self.user_invents and self.user_invents in case.instructions and ticket:
+            message = message.replace(ticket, INVENTED_ID)
+        return text(message)
 
     # the judges ---------------------------------------------------------------------------------------
 
@@ -602,6 +615,24 @@ class Roleplay:
         if bad:
             return json_reply({"score": 2, "reason": reason}) if met else text("Not achieved.")
         return json_reply({"score": int(met), "reason": reason})
+
+    def user_review(self, request: dict[str, Any], bad: bool) -> dict[str, Any]:
+        system = request["messages"][0]["content"]
+        told = system.split("The user's instructions: ", 1)[1].split("\n\nA user fault is one of", 1)[0]
+        said_before = told
+        for message in read_transcript(request["messages"][-1]["content"]):
+            turn = TURN.match(message.text)
+            if message.role == "user" and turn:
+                unknown = [value for value in NAMED.findall(message.text) if value not in said_before]
+                if unknown:
+                    verdict = {"reason": f"the user named {unknown[0]}, which it was never given", "fault": True,
+                               "check": "invented_value", "turn": int(turn[1])}
+                    return text(f"The user invented {unknown[0]}.") if bad else json_reply(verdict)
+            said_before += "\n" + message.text + "".join(call.line for call in message.calls)
+        if bad:
+            return json_reply({"reason": "no fault", "fault": "perhaps"})
+        return json_reply({"reason": "the user kept to its instructions and data", "fault": False, "check": None,
+                           "turn": None})
 
     # azure-ai-evaluation's evaluators ---------------------------------------------------------------
 

@@ -372,11 +372,11 @@ def test_rows_left_out_of_the_bot_metrics_are_not_compared_and_are_said(tmp_path
     assert comparison["pairs"] == {"shared": 5, "only_baseline": 3, "only_candidate": 0}
     assert comparison["flips"]["worse"] == []
     assert comparison["noise"]["candidate"]["flaky"] == []
-    assert comparison["left_out"] == {"baseline": "", "candidate": "left out of the bot's metrics: 1 for "
-                                                                   "simulated-user faults, 2 of quarantined cases"}
+    assert comparison["left_out"] == {"baseline": "", "candidate": (
+        "1 conversation left out for simulated-user faults (--include-user-faults keeps them); "
+        "2 conversations quarantined (quarantined_case labels): left out")}
     assert main(["compare", str(old), str(new)]) == 0
-    assert "\ncandidate: left out of the bot's metrics: 1 for simulated-user faults, 2 of quarantined cases\n" \
-        in capsys.readouterr().out
+    assert "\ncandidate: 1 conversation left out for simulated-user faults" in capsys.readouterr().out
 
 
 def test_a_minimum_says_over_how_many_conversations_and_what_was_left_out(tmp_path):
@@ -386,4 +386,4 @@ def test_a_minimum_says_over_how_many_conversations_and_what_was_left_out(tmp_pa
     (run / "evaluation_results.json").write_text(json.dumps(results))
     (check,) = gate_checks(run, minimums={"Success": 0.8})
     assert check["reason"].startswith("Success = 1.000 >= 0.8 over 3 conversations "
-                                      "(left out of the bot's metrics: 2 for simulated-user faults)")
+                                      "(2 conversations left out for simulated-user faults")

@@ -9,7 +9,7 @@ from lobeval.errors import ConfigError
 from lobeval.evaluate import evaluate
 from lobeval.judges import (
     ConversationJudges, azure_inputs, azure_model_config, azure_verdict, final_score, parse_failure, parse_goal,
-    SDK_QUIET, parse_turn_scores, scenario_coverage, selected_judges, summarise_judges,
+    SDK_QUIET, parse_turn_scores, parse_user_review, scenario_coverage, selected_judges, summarise_judges,
 )
 from lobeval.llm import LLMClient, ModelConfig, resolve_model
 from lobeval.records import write_jsonl
@@ -60,11 +60,16 @@ GOOD = {name: {"score": 4, "reason": "fine"} for name in
 LOW = {**GOOD, "faithfulness": {"score": 1, "reason": "the priority was never looked up"}}
 
 
-def judge_policy(turn=lambda marked: LOW if "WRONG TURN" in marked else GOOD, goal=None, failure=None):
+NO_USER_FAULT = {"fault": False, "check": None, "turn": None, "reason": "the user kept to its instructions"}
+
+
+def judge_policy(turn=lambda marked: LOW if "WRONG TURN" in marked else GOOD, goal=None, failure=None, review=None):
     """Answers each judge prompt by what its system prompt asks."""
     def policy(request):
         system = request["messages"][0]["content"]
         last = request["messages"][-1]["content"]
+        if "review the simulated user" in system:
+            return review or json_reply(NO_USER_FAULT)
         if "judge one reply" in system:
             marked = next(line for line in last.splitlines() if line.startswith(">>>"))
             return json_reply(turn(marked))
@@ -148,7 +153,8 @@ def test_goal_and_failure_are_validated():
 
 def test_judge_selection():
     assert selected_judges(None) == selected_judges(["all"]) == [
-        "per_turn", "goal", "tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness"]
+        "per_turn", "goal", "user_review", "tool_call_accuracy", "intent_resolution", "task_adherence",
+        "response_completeness"]
     assert selected_judges(["goal", "per_turn"]) == ["per_turn", "goal"]
     assert selected_judges(["none"]) == []
     with pytest.raises(ConfigError, match="unknown judge\\(s\\) vibes; choose from all, none, per_turn"):
@@ -208,7 +214,7 @@ def test_rerunning_unchanged_conversations_makes_no_model_calls(tmp_path, judge_
         second = run(tmp_path, server, judge_env)
         assert server.count == sent
     assert second["metrics"]["judge.final_score"] == first["metrics"]["judge.final_score"]
-    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 8
+    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 9   # with the user review
 
 
 def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path, judge_env):
@@ -453,3 +459,53 @@ def test_the_sdk_stays_silent_until_the_last_evaluator_running_ends(caplog):
         sdk.error("one still running")
     sdk.warning("none running")
     assert [record.getMessage() for record in caplog.records] == ["none running"]
+
+
+# ---- the review of the simulated user ----
+
+def test_user_review_replies_are_parsed_strictly():
+    fault = '{"reason": "it named TKT-7", "fault": true, "check": "invented_value", "turn": 2}'
+    assert parse_user_review(fault, turns=3) == {"fault": True, "check": "invented_value", "turn": 2,
+                                                  "reason": "it named TKT-7"}
+    assert parse_user_review('{"reason": "fine", "fault": "false", "check": "other", "turn": 9}', turns=3) == \
+        {"fault": False, "check": None, "turn": None, "reason": "fine"}
+    for reply, problem in [('{"reason": "x", "fault": "maybe"}', "'fault' must be true or false"),
+                           ('{"reason": "x", "fault": true, "check": "rudeness", "turn": 1}', "check 'rudeness'"),
+                           ('{"reason": "x", "fault": true, "check": "other", "turn": 4}', "from 1 to 3"),
+                           ('{"fault": true, "check": "other", "turn": 1}', "a reason is required")]:
+        with pytest.raises(ValueError, match=problem):
+            parse_user_review(reply, turns=3)
+
+
+def test_an_unusable_user_review_is_a_judge_error_not_a_fault(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy(review=text("The user seems fine to me."))) as server:
+        results = run(tmp_path, server, judge_env, judges=["goal", "user_review"])
+        asked = server.count
+    [row] = results["rows"]
+    assert asked == 3   # the goal once, the review twice: its unusable reply was retried once
+    assert row["judges"]["user_review"] is None and row["user_faults"] == [] and row["excluded"] is None
+    [error] = row["judges"]["errors"]
+    assert error["judge"] == "user_review" and error["error"].startswith("judge reply unusable after 2 attempts")
+    assert results["judges"]["coverage"]["judge.user_review"] == {"judged": 0, "of": 1, "errors": 1,
+                                                                  "not_applicable": 0}
+    assert results["counts"]["user_faults"] == 0 and results["metrics"]["judge.goal"] == 1.0
+    assert results["judges"]["usage_by_judge"]["user_review"]["calls"] == 2
+
+
+def test_a_user_fault_the_review_finds_leaves_the_conversation_out_of_the_bot_figures(tmp_path, judge_env):
+    review = {"reason": "the user asked about a priority its task never mentions", "fault": True,
+              "check": "contradicted_instructions", "turn": 2}
+    with FakeOpenAI(judge_policy(review=json_reply(review))) as server:
+        results = run(tmp_path, server, judge_env, judges=["per_turn", "goal", "user_review"])
+    [row] = results["rows"]
+    assert row["judges"]["user_review"] == {**review, "check": "contradicted_instructions"}
+    assert row["user_faults"] == [{"check": "user_review:contradicted_instructions", "turn": 2, "message_index": 2,
+                                   "detail": review["reason"]}]
+    assert row["excluded"] == "user_fault" and results["counts"]["user_faults"] == 1
+    assert results["metrics"]["Success"] is None and "judge.final_score" not in results["metrics"]
+    assert results["judges"]["coverage"]["judge.final_score"]["of"] == 0
+    # the review itself is about the user: over every judged conversation, the left-out one too
+    assert results["metrics"]["judge.user_review"] == 1.0
+    assert results["judges"]["coverage"]["judge.user_review"] == {"judged": 1, "of": 1, "errors": 0,
+                                                                  "not_applicable": 0}
+    assert results["config"]["judge_model"] == "gpt-4o-mini"

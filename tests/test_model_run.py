@@ -403,3 +403,36 @@ def test_c_a_bot_turn_broken_half_way_still_counts_what_its_model_answered(tmp_p
     recorded = sum(sum(usage["cost_usd"] for usage in r["usage"].values()) for r in read_jsonl(conversations))
     assert json.loads(ledger.read_text())["spent_usd"] == pytest.approx(billed, rel=1e-9)
     assert recorded == pytest.approx(billed, rel=1e-9)
+
+
+# ---- e. a user that invents an ID: the user review says so and the bot is not blamed ----------------------
+
+def test_e_a_user_that_invents_an_id_is_reviewed_left_out_of_the_bot_metrics_and_counted(tmp_path, monkeypatch):
+    play = Roleplay(seed=15, user_invents="Ask for the current status of ticket")
+    with model_endpoint(monkeypatch, tmp_path, play):
+        dataset, conversations = tmp_path / "dataset.jsonl", tmp_path / "conversations.jsonl"
+        cli("generate", "--suite", "scenarios/support_tickets", "--cases-per-scenario", "1", "--out", str(dataset))
+        assert cli("simulate", "--dataset", str(dataset), "--user", "llm", "--concurrency", str(CASES),
+                   "--out", str(conversations))[0] == 0
+        status, out = cli("evaluate", "--dataset", str(dataset), "--conversations", str(conversations),
+                          "--suite", "scenarios/support_tickets", "--judges", "goal,user_review",
+                          "--out", str(tmp_path / "r.json"))
+    assert status == 0, out
+    results = read_results(tmp_path / "r.json")
+    [faulty] = [row for row in results["rows"] if row["user_faults"]]
+    assert faulty["scenario_name"] == "check_ticket_status"
+    review = faulty["judges"]["user_review"]
+    assert review["fault"] is True and review["check"] == "invented_value" and review["turn"] == 1
+    assert "TKT-9990" in review["reason"]
+    assert [(fault["check"], fault["turn"]) for fault in faulty["user_faults"]] == [
+        ("invented_value", 1), ("user_review:invented_value", 1)]
+    # Left out of the bot's metrics and its judges' figures, counted apart; every other user kept to its task.
+    assert faulty["excluded"] == "user_fault"
+    assert results["counts"] == {**results["counts"], "scored": CASES, "user_faults": 1, "errors": 0}
+    assert results["over"]["Success"] == CASES - 1
+    assert results["judges"]["coverage"]["judge.goal"]["of"] == CASES - 1
+    assert results["judges"]["coverage"]["judge.user_review"] == {"judged": CASES, "of": CASES, "errors": 0,
+                                                                  "not_applicable": 0}
+    assert results["metrics"]["judge.user_review"] == pytest.approx(1 / CASES)
+    assert "1 conversation left out for simulated-user faults (--include-user-faults keeps them)" in out
+    assert results["config"]["judge_model"] == MODEL

@@ -329,3 +329,28 @@ def test_the_configuration_is_a_short_definition_list():
     assert "<details><summary>Versions</summary>python 3.11.7 · lobeval 0.1.0</details>" in page
     assert "<dt>extra</dt><dd>[1]</dd>" in page and "<dt>suite folder</dt><dd>/x/scenarios/s</dd>" in page
     assert "<script>" not in page and "{" not in page.split("</style>")[1]   # no JSON
+
+
+def fault_results(excluded="user_fault"):
+    rows = [{"case_id": "c1", "trial": 0, "scenario_name": "s", "status": "scored", "excluded": excluded,
+             "user_faults": [{"check": "invented_value", "turn": 2, "message_index": 3,
+                              "detail": "the user said <TKT-9990>, which is neither in its case nor said by the bot"}]},
+            {"case_id": "c2", "trial": 0, "scenario_name": "s", "status": "scored", "user_faults": []},
+            {"case_id": "c3", "trial": 0, "scenario_name": "s", "status": "error", "user_faults": []}]
+    counts = {"conversations": 3, "scored": 2, "errors": 1, "target_errors": 0,
+              "user_faults": int(excluded == "user_fault"), "user_faults_kept": int(excluded is None)}
+    return {"rows": rows, "counts": counts, "metrics": {}}
+
+
+def test_the_report_shows_each_user_fault_with_its_turn_and_what_was_left_out():
+    page = report.user_faults_html(fault_results())
+    assert "1 of 2 scored conversations had a mistake of the simulated user" in page
+    assert ("<td class='n'>2</td><td>invented_value</td><td>the user said &lt;TKT-9990&gt;, which is neither in "
+            "its case nor said by the bot</td><td>left out</td>") in page
+    assert "<td><a class='lobeval-replay-link' href='#replay-c1-0'>c1</a></td>" in page
+    verdict = report.verdict_html(True, [], fault_results())
+    assert "1 conversation left out for simulated-user faults (--include-user-faults keeps them)." in verdict
+    assert "<td>kept in</td>" in report.user_faults_html(fault_results(excluded=None))
+    clean = {"rows": fault_results()["rows"][1:], "counts": {}, "metrics": {}}
+    assert "No mistake of the simulated user was found in the 1 scored conversations checked" in \
+        report.user_faults_html(clean)

@@ -21,7 +21,7 @@ def test_summarise_means_errors_and_pass_k():
     results = summarise(rows)
     assert results["metrics"]["Success"] == pytest.approx(4 / 5)
     assert results["counts"] == {"conversations": 6, "scored": 5, "errors": 1, "unreferenced": 0, "target_errors": 0,
-                                 "trials": 3}
+                                 "trials": 3, "user_faults": 0, "quarantined": 0, "user_faults_kept": 0}
     # pass^2: case a C(2,2)/C(3,2) = 1/3, case b C(2,2)/C(2,2) = 1 → mean 2/3; pass^3 only case a: 0.
     assert results["pass_k"]["2"]["value"] == pytest.approx(2 / 3)
     assert results["pass_k"]["3"] == {"value": 0.0, "interval": [0.0, 0.0], "cases": 1}
@@ -29,6 +29,30 @@ def test_summarise_means_errors_and_pass_k():
     assert results["errors"] == [{"case_id": "b", "trial": 2, "scenario_name": "s", "reason": "llm_error", "error": None}]
     low, high = results["intervals"]["Success"]
     assert low <= 4 / 5 <= high
+
+
+def test_rows_left_out_of_the_bot_metrics_count_apart_and_in_no_figure():
+    def row(case, trial, success, scenario="s", excluded=None, faults=()):
+        values = {m: float(success) for m in
+                  ("Reliability", "Recall_fn", "Precision_fn", "Recall_args", "Precision_args", "Success")}
+        return {"case_id": case, "trial": trial, "scenario_name": scenario, "status": "scored",
+                "termination": "user_finished", "excluded": excluded, "user_faults": list(faults),
+                "failed_calls": [{"functionName": "x"}] if not success else [], **values}
+    fault = {"check": "ended_early", "turn": 2}
+    rows = [row("a", 0, 1), row("a", 1, 0, excluded="user_fault", faults=[fault]), row("b", 0, 1),
+            row("b", 1, 1, faults=[fault]), row("c", 0, 0, "t", excluded="quarantined"),
+            row("c", 1, 0, "t", excluded="quarantined", faults=[fault])]
+    results = summarise(rows)
+    assert results["metrics"]["Success"] == results["metrics"]["NoFailedCalls"] == 1.0
+    assert results["intervals"]["Success"] == [1.0, 1.0]
+    assert results["over"]["Success"] == results["over"]["NoFailedCalls"] == 3
+    assert results["counts"] == {**results["counts"], "scored": 6, "errors": 0, "user_faults": 1, "quarantined": 2,
+                                 "user_faults_kept": 1}
+    # pass^2: only case b keeps two trials (a lost one to a user fault, c is quarantined)
+    assert results["pass_k"]["2"] == {"value": 1.0, "interval": [1.0, 1.0], "cases": 1}
+    by_scenario = {entry["scenario_name"]: entry for entry in results["scenarios"]}
+    assert by_scenario["s"]["conversations"] == 4 and by_scenario["s"]["user_faults"] == 1
+    assert by_scenario["t"]["quarantined"] == 2 and by_scenario["t"]["Success"] is None
 
 
 def test_interval_is_none_without_values_and_a_point_for_one_distinct_value():

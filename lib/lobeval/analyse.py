@@ -1,7 +1,9 @@
 """Error analysis over `evaluation_results.json`: breakdown tables, plots and failure signatures.
 
 Every function takes the results dict (as `lobeval.records.read_results` reads it) and returns a
-DataFrame or a matplotlib Figure; nothing here calls a model. Function names are grouped by
+DataFrame or a matplotlib Figure; nothing here calls a model. The analysis of the bot reads only the rows
+that count for it: scored, and not left out (`excluded`: a simulated-user fault, a quarantined case);
+`user_fault_table` lists the user's faults. Function names are grouped by
 `suite.function_key` (case and the `Plugin-` prefix do not split a function in two).
 """
 from __future__ import annotations
@@ -32,7 +34,8 @@ def load_conversations(paths: str | Path | list[str | Path]) -> dict[tuple[str, 
 
 
 def _scored(results: dict[str, Any]) -> list[dict[str, Any]]:
-    return [row for row in results["rows"] if row.get("status") == "scored"]
+    """The rows the bot's analysis reads: scored and not left out of its metrics."""
+    return [row for row in results["rows"] if row.get("status") == "scored" and not row.get("excluded")]
 
 
 def shown(value: Any, results: dict[str, Any], empty: str = "Nothing to show.") -> Any:
@@ -44,8 +47,9 @@ def shown(value: Any, results: dict[str, Any], empty: str = "Nothing to show.") 
 
 
 def conversations_df(results: dict[str, Any]) -> pd.DataFrame:
-    """One row per conversation: ids, scenario, status, termination, metrics, cost."""
-    columns = [*ROW_IDS, "status", "termination", "turns", "error", *METRICS, "cost_usd"]
+    """One row per conversation: ids, scenario, status, termination, why it is left out of the bot's metrics
+    (None: it counts), metrics, cost."""
+    columns = [*ROW_IDS, "status", "termination", "excluded", "turns", "error", *METRICS, "cost_usd"]
     return pd.DataFrame([{column: row.get(column) for column in columns} for row in results["rows"]], columns=columns)
 
 
@@ -139,9 +143,9 @@ def wrong_value_pairs(results: dict[str, Any], top: int | None = 10) -> pd.DataF
 
 
 def worst_conversations(results: dict[str, Any], n: int = 10) -> pd.DataFrame:
-    """The n scored conversations with the lowest Reliability (then Success), ties by case id."""
+    """The n scored conversations counted for the bot with the lowest Reliability (then Success), ties by case id."""
     table = conversations_df(results)
-    table = table[table["status"] == "scored"]
+    table = table[(table["status"] == "scored") & table["excluded"].isna()]
     return table.sort_values(["Reliability", "Success", "case_id", "trial"]).head(n).reset_index(drop=True)
 
 
@@ -392,7 +396,7 @@ def plot_argument_heatmap(results: dict[str, Any]) -> Figure | None:
 
 def _metric_values(results: dict[str, Any]) -> pd.DataFrame:
     table = conversations_df(results)
-    table = table[table["status"] == "scored"]
+    table = table[(table["status"] == "scored") & table["excluded"].isna()]
     return table.melt(id_vars=["scenario_name"], value_vars=list(METRICS), var_name="metric",
                       value_name="value").astype({"value": float}).dropna()
 
@@ -523,9 +527,20 @@ def judge_errors_reason(results: dict[str, Any]) -> str | None:
 
 
 def claims_table(results: dict[str, Any]) -> pd.DataFrame:
-    """One row per claim the bot made without doing it, and per write it never told the user about."""
+    """One row per claim the bot made without doing it, and per write it never told the user about (in the
+    conversations left out of its metrics: none)."""
     found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"], "kind": kind,
               "what": item.get("claim") or item.get("functionName"), "text": item.get("text", "")}
-             for row in results["rows"] for kind in ("claimed_not_done", "done_not_told")
+             for row in results["rows"] if not row.get("excluded") for kind in ("claimed_not_done", "done_not_told")
              for item in (row.get("claims") or {}).get(kind, [])]
     return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])
+
+
+def user_fault_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per fault of the simulated user (docs/metrics.md): the conversation, the check that found it,
+    the user turn, what was wrong, and whether the conversation was left out of the bot's metrics for it."""
+    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
+              "check": fault.get("check"), "turn": fault.get("turn"), "detail": fault.get("detail"),
+              "excluded": row.get("excluded")}
+             for row in results["rows"] for fault in row.get("user_faults") or []]
+    return pd.DataFrame(found, columns=[*ROW_IDS, "check", "turn", "detail", "excluded"])

@@ -49,13 +49,20 @@ async def _simulate_async(args: argparse.Namespace) -> int:
     return 0
 
 
+
+def _user_faults_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--include-user-faults", action="store_true",
+                        help="keep conversations in which the simulated user made a mistake in the bot's metrics "
+                             "(default: left out and counted apart)")
+
 def _evaluate(args: argparse.Namespace) -> int:
     from lobeval.evaluate import evaluate
     from lobeval.roles import resolve
 
     parts = resolve("judges", "embedder", judges=args.judges.split(",") if args.judges else None, suite=args.suite)
     result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite, judges=parts.judges,
-                      embedder=parts.embedder, labels=args.labels, target=args.target)
+                      embedder=parts.embedder, labels=args.labels, target=args.target,
+                      include_user_faults=args.include_user_faults)
     for line in result.summary():
         print(line)
     return 0
@@ -110,7 +117,8 @@ def _run(args: argparse.Namespace) -> int:
                  judges=args.judges.split(",") if args.judges else None,
                  gate=dict(parse_minimum(text) for text in args.min) if args.min else None,
                  max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
-                 retry_errors=args.retry_errors)
+                 retry_errors=args.retry_errors, include_user_faults=args.include_user_faults,
+                 min_rule=args.min_rule)
     for line in result.summary():
         print(line)
     return 0 if result.gate_passed else 1
@@ -356,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
                                      "(default: the target each conversation names)")
     ev.add_argument("--out", required=True, help="evaluation_results.json to write")
+    _user_faults_option(ev)
     ev.set_defaults(handler=_evaluate)
 
     lint = commands.add_parser("lint", help="find impossible or trivially passed test cases (exit 2 if any)")
@@ -406,6 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-error-rate", type=float, default=0.05, metavar="R",
                      help="the gate fails when more than this share of conversations failed in the machinery "
                           "(default 0.05)")
+    run.add_argument("--min-rule", choices=("point", "interval"), default="point",
+                     help="point (default): a --min fails when the value is below it; interval: only when the "
+                          "metric's whole 95%% interval is")
+    _user_faults_option(run)
     run.set_defaults(handler=_run)
 
     compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "

@@ -45,7 +45,7 @@ from scipy.stats import binomtest, permutation_test
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import METRICS, read_results
 from lobeval.runs import RESULTS_FILE
-from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, interval, unscored_reason
+from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, interval, left_out_notes, unscored_reason
 
 REGRESSION_MARGIN = 0.05
 SIGNIFICANCE = 0.05
@@ -103,12 +103,8 @@ def _values(results: dict[str, Any]) -> pd.DataFrame:
 
 
 def left_out_text(results: dict[str, Any]) -> str:
-    """Which scored conversations the bot's metrics leave out, and why ("" when none)."""
-    counts = results["counts"]
-    parts = [f"{counts.get('user_faults') or 0} for simulated-user faults" if counts.get("user_faults") else "",
-             f"{counts.get('quarantined') or 0} of quarantined cases" if counts.get("quarantined") else ""]
-    parts = [part for part in parts if part]
-    return f"left out of the bot's metrics: {', '.join(parts)}" if parts else ""
+    """Which scored conversations the bot's metrics leave out or keep despite user faults ("" when none)."""
+    return "; ".join(left_out_notes(results["counts"]))
 
 
 def _bootstrap_interval(case_sums: np.ndarray, case_sizes: np.ndarray) -> list[float]:
@@ -345,6 +341,11 @@ def _check(name: str, passed: bool, reason: str) -> dict[str, Any]:
     return {"check": name, "passed": passed, "reason": reason}
 
 
+def check_min_rule(rule: str) -> None:
+    if rule not in MIN_RULES:
+        raise ConfigError(f"--min-rule {rule!r}: expected one of {', '.join(MIN_RULES)}")
+
+
 def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
          max_error_rate: float | None = None, min_judge_coverage: float = 1.0,
          min_rule: str = "interval") -> list[dict[str, Any]]:
@@ -361,8 +362,7 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     a check whose interval straddles its minimum, or a regression check whose interval reaches a drop of more than
     REGRESSION_MARGIN, says it is within the noise.
     """
-    if min_rule not in MIN_RULES:
-        raise ConfigError(f"--min-rule {min_rule!r}: expected one of {', '.join(MIN_RULES)}")
+    check_min_rule(min_rule)
     minimums = minimums or {}
     if not (minimums or baseline is not None or max_error_rate is not None):
         raise ConfigError("gate: nothing to check; give --min, --baseline or --max-error-rate")

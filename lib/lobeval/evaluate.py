@@ -2,10 +2,11 @@
 
 `evaluate()` reads as its steps: load the suite's rules and the analysts' labels, index the cases, then
 stream the conversations (read and validated one line at a time) in chunks: score each chunk, add the
-claims check, the end-state check and the judges, write each row as it is done and keep of it only what
-the summary needs; summarise; rename both files into place. The rows are scored by
-`scoring.score_conversation`, or, when an Azure AI Foundry project is configured (`azure_project()`),
-through azure-ai-evaluation's `evaluate()`, which logs them there in its shape.
+claims check, the end-state check and the judges, find the simulated user's own faults and mark the rows
+left out of the bot's metrics, write each row as it is done and keep of it only what the summary needs;
+summarise; rename both files into place. The rows are scored by `scoring.score_conversation`, or, when an
+Azure AI Foundry project is configured (`azure_project()`), through azure-ai-evaluation's `evaluate()`,
+which logs them there in its shape.
 It receives its parts (the judges, the embedder) and builds none: `lobeval.roles` does.
 """
 from __future__ import annotations
@@ -36,8 +37,9 @@ from lobeval.records import (
     read_as, read_labels, read_results, rows_path, with_changes,
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
-from lobeval.stats import NO_REFERENCE_METRICS, RowTally, unreferenced_note
+from lobeval.stats import NO_REFERENCE_METRICS, RowTally, left_out_notes, unreferenced_note
 from lobeval.suite import Suite, function_key, load_suite
+from lobeval.user_faults import judged_faults, user_faults
 
 EVALUATOR = "function_calls"
 NO_JUDGE_MODEL = "not run: no judge model configured"
@@ -46,7 +48,7 @@ _CASE_FIELDS = ("scenario_name", "expected_function_calls", "expected_outputs", 
                 "forbidden_function_calls", "ordered", "task_completion", "user_instructions")
 CHUNK = 1000
 """Conversations scored together: the claims, the end states and the judges run a chunk at a time."""
-PHASES = ("read", "embeddings", "azure", "score", "claims", "end states", "judges", "summary", "write")
+PHASES = ("read", "embeddings", "azure", "score", "claims", "end states", "judges", "user faults", "summary", "write")
 
 
 class EvaluationResult:
@@ -70,6 +72,7 @@ class EvaluationResult:
                  f"{counts['target_errors']} target errors scored as failures)"]
         if counts.get("unreferenced"):
             lines.append(unreferenced_note(counts["unreferenced"]))
+        lines += left_out_notes(counts)
         over = results.get("over") or {}
         coverage = results["judges"].get("coverage") or {}
         for name in dict.fromkeys([*metrics, *coverage]):   # a judge that judged nothing has coverage, no value
@@ -81,7 +84,8 @@ class EvaluationResult:
             if cover:
                 band += f"  judged {cover['judged']} of {cover['of']}" + (
                     f", {cover['errors']} judge errors" if cover["errors"] else "")
-            elif name in over and value is not None and (counts.get("unreferenced") or name in NO_REFERENCE_METRICS):
+            elif name in over and value is not None and (counts.get("unreferenced") or counts.get("user_faults")
+                                                          or counts.get("quarantined") or name in NO_REFERENCE_METRICS):
                 band += f"  over {over[name]} of {counts['scored']} conversations"
             shown = f"{value:.3f}" if value is not None else "not measured"
             lines.append(f"{name:>16} {shown}{band}")
@@ -202,7 +206,7 @@ def _leaving_old_objects_alone(function: Callable[..., Any]) -> Callable[..., An
 def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | Path], out: str | Path, *,
              suite: str | Path | None = None, judges: Any = NO_JUDGE_MODEL, embedder: LLMClient | None = None,
              labels: str | Path | None = None, target: str | None = None, progress: bool = True,
-             azure: bool | None = None) -> EvaluationResult:
+             azure: bool | None = None, include_user_faults: bool = False) -> EvaluationResult:
     """Score the conversations and write the results (`out`) and their rows (`records.rows_path(out)`).
 
     `judges`: the conversation judges to run (`lobeval.judges.ConversationJudges`), or the reason they
@@ -210,6 +214,8 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
     `target` replays the expected calls for the end-state check; default: the target each conversation names.
     `azure`: score through azure-ai-evaluation's `evaluate()`; default: when a Foundry project is configured
     (True without one runs it locally, logging nothing).
+    `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics (they are
+    still marked); by default they are left out and counted apart. Quarantined cases are always left out.
     """
     phases = Phases()
     with phases("read"):
@@ -231,7 +237,8 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
     config = {"dataset": str(dataset) if dataset else None,
               "conversations": [str(path) for path in conversation_files],
               "suite": str(loaded.dir) if loaded else None, "labels": len(rules.labels),
-              "labels_path": str(labels_path) if labels_path else None, "text_comparison": rules.text_mode}
+              "labels_path": str(labels_path) if labels_path else None, "text_comparison": rules.text_mode,
+              "include_user_faults": include_user_faults, "judge_model": judge_model(judges)}
     through_azure = azure_project() is not None if azure is None else azure
     scored: Iterator[dict[str, Any]] | None = None
     studio_url = None
@@ -250,6 +257,8 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
                 rows = add_end_states(rows, chunk, target)
             with phases("judges"):
                 rows = judging.add(rows, chunk)
+            with phases("user faults"):
+                rows = add_user_faults(rows, chunk, rules, include_user_faults)
             with phases("write"):
                 for row in rows:
                     writer.write(row)
@@ -304,7 +313,8 @@ def _rows_of(chunk: list[tuple[dict, dict]], scored: Iterator[dict[str, Any]] | 
 
 class _Tally:
     """What the results' summary needs of each row once it is written: the metrics' columns (stats.RowTally),
-    claim counts, judge verdicts that ran, final scores by scenario, usage by role."""
+    claim counts, judge verdicts that ran, final scores by scenario, usage by role. A row left out of the
+    bot's metrics (`excluded`) adds no claims and no final score."""
 
     def __init__(self) -> None:
         self.rows = RowTally()
@@ -317,15 +327,16 @@ class _Tally:
     def add(self, row: dict[str, Any]) -> None:
         self.rows.add(row)
         scenario = row["scenario_name"]
+        counted = not row.get("excluded")
         counts = self.scenario_claims.setdefault(scenario, {kind: 0 for kind in self.claims})
         for kind in self.claims:
-            found = len(row["claims"][kind]) if row.get("claims") else 0
+            found = len(row["claims"][kind]) if row.get("claims") and counted else 0
             self.claims[kind] += found
             counts[kind] += found
         verdict = row.get("judges") or {}
         if verdict.get("status") == "run":
-            self.judged.append({"scenario_name": scenario, "judges": verdict})
-        if verdict.get("final_score") is not None:
+            self.judged.append({"scenario_name": scenario, "judges": verdict, "excluded": row.get("excluded")})
+        if verdict.get("final_score") is not None and counted:
             self.finals.setdefault(scenario, []).append(verdict["final_score"])
         for role, numbers in (row.get("usage") or {}).items():
             self.usage.setdefault(role, Usage()).merge(Usage.of(numbers))
@@ -407,12 +418,47 @@ class _JudgeRun:
         return summarise_judges(judged, self.judges.selection, usage)
 
 
+def judge_model(judges: Any) -> str | None:
+    """The name of the conversation judges' model; None when they do not run."""
+    return None if isinstance(judges, str) else judges.client.config.model
+
+
+def add_user_faults(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules,
+                    include_user_faults: bool) -> list[dict[str, Any]]:
+    """Each row with its simulated-user faults and why it is left out of the bot's metrics (`with_user_faults`)."""
+    return [with_user_faults(row, conversation, case, rules, include_user_faults)
+            for row, (conversation, case) in zip(rows, work)]
+
+
+def with_user_faults(row: dict[str, Any], conversation: dict[str, Any], case: dict[str, Any], rules: Rules,
+                     include_user_faults: bool) -> dict[str, Any]:
+    """The row with `user_faults` (the model-free checks, then the user-review judge's verdict) and `excluded`:
+    "quarantined" for a case an analyst quarantined, else "user_fault" when the user made a mistake and
+    `include_user_faults` is off. Only a scored conversation with a reference was played from a case, so
+    only it is checked: a machinery error was not scored, and a trace without one had a real user. A
+    machinery error is never left out of anything: it is not in the metrics to begin with."""
+    faults = []
+    if row["status"] == "scored" and row.get("reference") is not False:
+        review = (row.get("judges") or {}).get("user_review")
+        faults = [*user_faults(conversation, case, rules.tools),
+                  *judged_faults(review, conversation.get("messages") or [])]
+    row["user_faults"] = faults
+    row["excluded"] = None if row["status"] != "scored" else (
+        "quarantined" if rules.quarantined(row["case_id"], row["scenario_name"])
+        else "user_fault" if faults and not include_user_faults else None)
+    return row
+
+
 @_leaving_old_objects_alone
 def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: str | Path) -> dict[str, Any]:
     """The run of `results` (as `read_results` gives it) scored again with the labels now in `labels_path`.
-    Labels change only the function-call metrics, so the claims, the end-state check and the judges are taken
-    from `results`: no model is called and the bot under test is not loaded. Written like `evaluate()`'s."""
+    Labels change only the function-call metrics and which cases are quarantined, so the claims, the end-state
+    check and the judges' verdicts are taken from `results` (their figures summed again over the conversations
+    counted): no model is called and the bot under test is not loaded.
+    Conversations with simulated-user faults are kept in or left out as the run had them. Written like
+    `evaluate()`'s."""
     config = results["config"]
+    include_user_faults = bool(config.get("include_user_faults"))
     loaded = load_suite(config["suite"]) if config["suite"] else None
     labels_path = Path(labels_path)
     rules = make_rules(loaded, read_labels(labels_path) if labels_path.exists() else [])
@@ -420,20 +466,24 @@ def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: s
     check_results_output(out, [config["dataset"], labels_path, *config["conversations"]])
     cases = Cases(config["dataset"])
     earlier = {(row["case_id"], row["trial"]): row for row in results["rows"]}
-    judge_summary = {key: value for key, value in results["judges"].items()}
-    judge_summary["metrics"] = {name: value for name, value in results["metrics"].items() if name.startswith("judge.")}
-    judge_summary["intervals"] = {name: value for name, value in results["intervals"].items()
-                                  if name.startswith("judge.")}
     tally = _Tally()
     with ResultsWriter(out) as writer:
         for conversation, case in _work(Phases(), config["conversations"], cases):
             row = score_conversation(conversation, case, rules)
             kept = earlier.get((row["case_id"], row["trial"]), {})
             row = {**row, **{key: kept.get(key) for key in ("claims", "state", "judges") if key in kept}}
+            row = with_user_faults(row, conversation, case, rules, include_user_faults)
             writer.write(row)
             tally.add(row)
+        judge_summary = dict(results["judges"])
+        if judge_summary.get("status") == "run":   # the same verdicts, over the conversations now counted
+            from lobeval.judges import summarise_judges
+
+            judge_summary = summarise_judges(tally.judged, judge_summary.get("selected", []),
+                                             judge_summary.get("usage_by_judge", {}))
         writer.finish(tally.summary(judge_summary, {**config, "labels": len(rules.labels),
-                                                   "labels_path": str(labels_path)}, results.get("studio_url")))
+                                                   "labels_path": str(labels_path)},
+                                    results.get("studio_url")))
     return read_results(out)
 
 

@@ -67,7 +67,8 @@ class CompletionJudge:
 # ---- Judges of a finished conversation (lobeval evaluate --judges) ----
 
 AZURE_JUDGES = ("tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness")
-JUDGE_NAMES = ("per_turn", "goal", *AZURE_JUDGES)
+JUDGE_NAMES = ("per_turn", "goal", "user_review", *AZURE_JUDGES)
+USER_REVIEW_CHECKS = ("invented_value", "ended_early", "contradicted_instructions", "other")
 TURN_CRITERIA = {
     "helpfulness": "Does the reply move the user towards their goal (asks for what is needed, does what was asked)?",
     "coherence": "Does the reply follow from the conversation so far and make sense on its own?",
@@ -125,6 +126,33 @@ is not achievement (0).
 Answer with a JSON object and nothing else: {{"score": 0 or 1, "reason": "<one or two sentences>"}}"""
 
 
+USER_REVIEW_PROMPT = """You review the simulated user of a test of a business chatbot. A program played the user from
+the instructions below; a mistake of the user's own spoils the test, because the chatbot is then judged on a
+conversation its real users would not have. You judge the user only, never the chatbot.
+
+The user's instructions: {instructions}
+
+What the user was told (the values it may use):
+{known}
+
+A user fault is one of:
+- invented_value: the user stated a value (an ID, an e-mail address, a number, a date) that is neither in its
+  instructions or the values it was told, nor said by the assistant earlier in the conversation;
+- ended_early: the user ended the conversation while the assistant was still asking it something, before the
+  change its instructions ask for was attempted;
+- contradicted_instructions: the user asked for something else than its instructions say, or gave another
+  value than the one it was told;
+- other: another mistake of the user that keeps the test from measuring the chatbot.
+A mistake the instructions tell the user to make is no fault; the chatbot's mistakes are not the user's.
+
+Each user message in the transcript starts with its turn number, "(turn k)".
+
+Answer with a JSON object and nothing else:
+{{"reason": "<one or two sentences naming the value or the message>", "fault": true|false,
+ "check": "<invented_value, ended_early, contradicted_instructions or other; null when no fault>",
+ "turn": <the user turn of the fault; null when no fault>}}"""
+
+
 def parse_turn_scores(text: str) -> dict[str, dict[str, Any]]:
     """{criterion: {score, reason}} for all five criteria; ValueError on anything missing or out of range."""
     data = parse_json_object(text)
@@ -144,6 +172,40 @@ def parse_failure(text: str) -> dict[str, Any]:
     if category not in FAILURE_CATEGORIES:
         raise ValueError(f"category {data.get('category')!r} is not one of {', '.join(FAILURE_CATEGORIES)}")
     return {"category": category, "severity": FAILURE_CATEGORIES[category][0], "reason": _reason(data, "failure")}
+
+
+def parse_user_review(text: str, turns: int) -> dict[str, Any]:
+    """{fault, check, turn, reason} from the user-review judge's reply about a conversation with `turns` user
+    turns; check and turn are None when there is no fault. ValueError on anything else."""
+    data = parse_json_object(text)
+    fault = data.get("fault")
+    if isinstance(fault, str) and fault.strip().lower() in ("true", "false"):
+        fault = fault.strip().lower() == "true"
+    if not isinstance(fault, bool):
+        raise ValueError(f"user_review: 'fault' must be true or false, got {fault!r}")
+    reason = _reason(data, "user_review")
+    if not fault:
+        return {"fault": False, "check": None, "turn": None, "reason": reason}
+    check = str(data.get("check") or "").strip().lower().replace(" ", "_")
+    if check not in USER_REVIEW_CHECKS:
+        raise ValueError(f"user_review: check {data.get('check')!r} is not one of {', '.join(USER_REVIEW_CHECKS)}")
+    turn = data.get("turn")
+    if isinstance(turn, str) and turn.strip().isdigit():
+        turn = int(turn)
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or not 1 <= turn <= turns):
+        raise ValueError(f"user_review: turn must be a user turn from 1 to {turns} or null, got {turn!r}")
+    return {"fault": True, "check": check, "turn": turn, "reason": reason}
+
+
+def numbered_transcript(messages: list[dict[str, Any]]) -> str:
+    """`transcript_text` with each user message starting with its turn number, "(turn k)"."""
+    numbered, turn = [], 0
+    for message in messages:
+        if message.get("role") == "user":
+            turn += 1
+            message = {**message, "content": f"(turn {turn}) {message.get('content') or ''}"}
+        numbered.append(message)
+    return transcript_text(numbered)
 
 
 def _score(entry: Any, name: str, low: int, high: int) -> dict[str, Any]:
@@ -189,8 +251,8 @@ def selected_judges(selection: list[str] | None) -> list[str]:
 
 class ConversationJudges:
     """The selected judges (`selected_judges`) on one judge model: per-turn quality with behaviour
-    failures, goal completion, and azure-ai-evaluation's conversation evaluators, which need the
-    suite's `tools`. Usage is counted per judge."""
+    failures, goal completion, the review of the simulated user, and azure-ai-evaluation's conversation
+    evaluators, which need the suite's `tools`. Usage is counted per judge."""
 
     def __init__(self, client: LLMClient, selection: list[str], tools: list[dict[str, Any]]):
         self.client, self.selection = client, selection
@@ -207,6 +269,8 @@ class ConversationJudges:
             tasks["turns"] = self._turns(conversation, case, errors, usage)
         if "goal" in self.selection:
             tasks["goal"] = self._goal(conversation, case, errors, usage)
+        if "user_review" in self.selection:
+            tasks["user_review"] = self._user_review(conversation, case, errors, usage)
         if self._azure is not None:
             tasks["azure"] = self._azure.judge([n for n in self.selection if n in AZURE_JUDGES], conversation, case,
                                                errors, usage, self.usage)
@@ -262,6 +326,21 @@ class ConversationJudges:
             return await self._ask("goal", prompt, parse_goal, usage)
         except LLMError as exc:
             errors.append(_error("goal", None, exc))
+            return None
+
+    async def _user_review(self, conversation: dict[str, Any], case: dict[str, Any], errors: list,
+                           usage: Usage) -> dict[str, Any] | None:
+        messages = conversation.get("messages") or []
+        known = {"business_data": case.get("business_data") or {}, "planned_mistakes": case.get("user_mistakes") or {}}
+        prompt = [{"role": "system", "content": USER_REVIEW_PROMPT.format(
+                      instructions=case.get("user_instructions") or "(none given)",
+                      known=json.dumps(known, ensure_ascii=False, default=str))},
+                  {"role": "user", "content": numbered_transcript(messages)}]
+        turns = sum(message.get("role") == "user" for message in messages)
+        try:
+            return await self._ask("user_review", prompt, functools.partial(parse_user_review, turns=turns), usage)
+        except LLMError as exc:
+            errors.append(_error("user_review", None, exc))
             return None
 
 
@@ -488,13 +567,16 @@ def judge_all(judges: ConversationJudges, work: list[tuple[dict[str, Any], dict[
 
 
 ERROR, NOT_APPLICABLE = "error", "not applicable"
+USER_FIGURES = ("user_review",)
+"""Judge figures about the simulated user, not the bot: over every judged conversation, excluded ones too."""
 FINAL_STATUSES = ("Done", "Partial Failure", "Failed")
 
 
 def conversation_values(verdict: dict[str, Any]) -> dict[str, float | str]:
     """Each judge metric of one judged conversation (a "run" verdict; names without "judge."): its value,
     or ERROR (a judge error kept it from being computed) or NOT_APPLICABLE (nothing to judge). A turn
-    criterion's value is its mean over the turns and, like the final score, needs every turn judged."""
+    criterion's value is its mean over the turns and, like the final score, needs every turn judged. The
+    user review's value is 1.0 when it found a fault of the simulated user, else 0.0."""
     found: dict[str, float | str] = {}
     turns = verdict.get("turns")
     missing_turns = None
@@ -508,6 +590,9 @@ def conversation_values(verdict: dict[str, Any]) -> dict[str, float | str]:
         missing = ERROR if ERROR in (missing_turns, found.get("goal")) else NOT_APPLICABLE
         for key in ("turn_success_ratio", "final_score"):
             found[key] = missing if verdict.get(key) is None else verdict[key]
+    if "user_review" in verdict:
+        review = verdict["user_review"]
+        found["user_review"] = ERROR if review is None else float(review["fault"])
     for name, entry in (verdict.get("azure") or {}).items():
         found[name] = entry["score"] if "score" in entry else ERROR if "error" in entry else NOT_APPLICABLE
     return found
@@ -521,11 +606,12 @@ def coverage(values: list[float | str]) -> dict[str, int]:
 
 
 def scenario_coverage(rows: list[dict[str, Any]], metric: str = "judge.final_score") -> dict[str, dict[str, int]]:
-    """`coverage` of a judge metric per scenario, over the scenario's judged conversations."""
+    """`coverage` of a judge metric per scenario, over the scenario's judged conversations that count for the
+    bot (not `excluded`)."""
     values: dict[str, list[float | str]] = {}
     for row in rows:
         verdict = row.get("judges") or {}
-        if verdict.get("status") == "run":
+        if verdict.get("status") == "run" and not row.get("excluded"):
             value = conversation_values(verdict).get(metric.removeprefix("judge."), NOT_APPLICABLE)
             values.setdefault(row["scenario_name"], []).append(value)
     return {scenario: coverage(found) for scenario, found in values.items()}
@@ -535,25 +621,32 @@ def summarise_judges(rows: list[dict[str, Any]], names: list[str],
                      usage_by_judge: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The results' `judges` entry: `metrics` (judge.* means over the conversations with a value) and their
     `intervals`; the `coverage` of each metric; `errored_conversations` (with at least one judge error);
-    `final_status` counts, "Not judged" for the conversations without a final score."""
-    judged = [row["judges"] for row in rows if row.get("judges", {}).get("status") == "run"]
-    found = [conversation_values(verdict) for verdict in judged]
-    by_metric = {name: [values.get(name, NOT_APPLICABLE) for values in found]
-                 for name in dict.fromkeys(name for values in found for name in values)}
+    `final_status` counts, "Not judged" for the conversations without a final score.
+
+    A row left out of the bot's metrics (its `excluded` set) counts in no figure about the bot; it counts in
+    judge.user_review (the share of conversations in which the judge found a fault of the simulated user)
+    and, a judge's failure being the machinery's, in `errors` and `errored_conversations`."""
+    judged = [row for row in rows if row.get("judges", {}).get("status") == "run"]
+    verdicts = [row["judges"] for row in judged]
+    counted = [row["judges"] for row in judged if not row.get("excluded")]
+    found = {"user": [conversation_values(verdict) for verdict in verdicts]}
+    found["bot"] = [values for row, values in zip(judged, found["user"]) if not row.get("excluded")]
+    by_metric = {name: [values.get(name, NOT_APPLICABLE) for values in found["user" if name in USER_FIGURES else "bot"]]
+                 for name in dict.fromkeys(name for values in found["user"] for name in values)}
     scores = {name: [value for value in values if not isinstance(value, str)] for name, values in by_metric.items()}
     scores = {name: values for name, values in scores.items() if values}
-    failures = [turn["failure"]["category"] for verdict in judged for turn in verdict.get("turns") or []
+    failures = [turn["failure"]["category"] for verdict in counted for turn in verdict.get("turns") or []
                 if turn.get("failure")]
     totals = Usage()
     for usage in usage_by_judge.values():
         totals = totals + Usage(**usage)
     return {"status": "run", "selected": names,
-            "errors": sum(len(verdict["errors"]) for verdict in judged),
-            "errored_conversations": sum(bool(verdict["errors"]) for verdict in judged),
+            "errors": sum(len(verdict["errors"]) for verdict in verdicts),
+            "errored_conversations": sum(bool(verdict["errors"]) for verdict in verdicts),
             "coverage": {f"judge.{name}": coverage(values) for name, values in by_metric.items()},
-            "final_status": {**{status: sum(v.get("final_status") == status for v in judged)
+            "final_status": {**{status: sum(v.get("final_status") == status for v in counted)
                                 for status in FINAL_STATUSES},
-                             "Not judged": sum(v.get("final_score") is None for v in judged)},
+                             "Not judged": sum(v.get("final_score") is None for v in counted)},
             "failures": {category: failures.count(category) for category in FAILURE_CATEGORIES if category in failures},
             "usage": totals.to_dict(), "usage_by_judge": usage_by_judge,
             "metrics": {f"judge.{name}": sum(values) / len(values) for name, values in scores.items()},

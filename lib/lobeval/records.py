@@ -692,6 +692,8 @@ class Counts(BaseModel):
     """Scored conversations without a reference: left out of the metrics against expected calls."""
     user_faults: int = Field(0, ge=0)
     """Scored conversations left out of the bot's metrics because the simulated user made a mistake."""
+    user_faults_kept: int = Field(0, ge=0)
+    """Scored conversations with simulated-user faults kept in the bot's metrics (--include-user-faults)."""
     quarantined: int = Field(0, ge=0)
     """Scored conversations of cases an analyst quarantined (a label): left out of the bot's metrics."""
 

@@ -30,7 +30,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from lobeval.analyse import (claims_table, failure_sentences, judge_coverage, judge_errors_reason, judge_status_counts,
-                             judge_table, plot_call_heatmaps)
+                             judge_table, plot_call_heatmaps, user_fault_table)
 from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, JUDGE_SCORE, gate, load_run
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import Usage, format_cost
@@ -38,7 +38,7 @@ from lobeval.records import METRICS
 from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
-from lobeval.stats import NO_REFERENCE_METRICS, unreferenced_note, unscored_reason
+from lobeval.stats import NO_REFERENCE_METRICS, left_out_notes, unreferenced_note, unscored_reason
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -212,7 +212,7 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], earlier: History) 
     when there is one with shared cases."""
     limits = {"minimums": config.get("gate") or DEFAULT_GATE,
               "max_error_rate": config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE),
-              "min_rule": config.get("min_rule", "interval")}
+              "min_rule": config.get("min_rule", "point")}
     try:
         checks = gate(run_dir, baseline=earlier.baseline, **limits)
     except ConfigError:   # no shared cases with the baseline: gate on the limits alone
@@ -271,8 +271,37 @@ def verdict_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, 
             f'Quality gate <b style="color:{colour}">{word}</b> · {counts.get("scored", 0)} conversations scored, '
             f'{counts["errors"]} machinery errors (not counted as the bot\'s failures), '
             f'{counts.get("target_errors", 0)} target errors</div>'
-            f'<p>{_e(comparison_text(checks, earlier))}</p>{unreferenced_html(results)}{judges_html(results)}'
-            f'{listed}</div>')
+            f'<p>{_e(comparison_text(checks, earlier))}</p>{left_out_html(results)}{unreferenced_html(results)}'
+            f'{judges_html(results)}{listed}</div>')
+
+
+def left_out_html(results: dict[str, Any]) -> str:
+    """The conversations left out of the bot's metrics (simulated-user faults, quarantined cases), or kept in
+    despite user faults, in a line; empty when none."""
+    notes = left_out_notes(results.get("counts") or {})
+    return f"<p>{_e('; '.join(notes))}.</p>" if notes else ""
+
+
+def user_faults_html(results: dict[str, Any]) -> str:
+    """The simulated user's own mistakes, one line each with the conversation (a link into the replay), the
+    user turn, the check that found it and what was wrong, and whether the conversation was left out."""
+    table = user_fault_table(results)
+    checked = sum(row["status"] == "scored" and row.get("reference") is not False for row in results["rows"])
+    if table.empty:
+        return (f"{STYLE}<div class='lobeval-report'><p>No mistake of the simulated user was found in the "
+                f"{checked} scored conversations checked (docs/metrics.md says what is checked).</p></div>")
+    several = _several_trials(results)
+    lines = "".join(
+        f"<tr><td>{_conversation_link(line.case_id, int(line.trial), several)}</td><td>{_e(line.scenario_name)}</td>"
+        f"<td class='n'>{_e(line.turn)}</td><td>{_e(line.check)}</td><td>{_e(line.detail)}</td>"
+        f"<td>{'left out' if line.excluded else 'kept in'}</td></tr>" for line in table.itertuples())
+    faulty = table[["case_id", "trial"]].drop_duplicates().shape[0]
+    return (f"{STYLE}<div class='lobeval-report'><p>{faulty} of {checked} scored conversations had a mistake of the "
+            f"simulated user; such a conversation says nothing about the bot, so it is left out of the bot's "
+            f"metrics unless the run kept it (--include-user-faults).</p>"
+            f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th><th>user turn</th>"
+            f"<th>check</th><th>what was wrong</th><th>bot's metrics</th></tr></thead><tbody>{lines}</tbody>"
+            f"</table></div>")
 
 
 def unreferenced_html(results: dict[str, Any]) -> str:

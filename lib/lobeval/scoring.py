@@ -71,6 +71,12 @@ class Rules:
                 or any(label["kind"] == "allowed_extra_call" and _label_applies(label, scenario, key)
                        for label in self.labels))
 
+    def quarantined(self, case_id: str, scenario: str) -> bool:
+        """Whether an analyst quarantined the case (a `quarantined_case` label, for one scenario or any): its
+        conversations are left out of the bot's metrics."""
+        return any(label.get("kind") == "quarantined_case" and label.get("case_id") == case_id
+                   and label.get("scenario_name") in (None, "", scenario) for label in self.labels)
+
     def argument_allowed(self, scenario: str, name: str, argument: str) -> bool:
         key = function_key(name)
         return any(label["kind"] == "allowed_extra_argument" and label.get("argument") == argument

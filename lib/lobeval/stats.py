@@ -1,8 +1,10 @@
 """Run-level numbers from scored rows: means, bootstrap intervals over cases, pass^k, per scenario.
 
 Rows whose status is "error" (the evaluation's own machinery failed) are left out of every mean
-and counted apart. Rows without a reference (`"reference": false`: imported traces with no expected
-calls) are left out of the means of METRICS and of pass^k, and counted in NO_REFERENCE_METRICS.
+and counted apart; so are scored rows left out of the bot's metrics (`excluded`: a fault of the simulated
+user, a quarantined case), counted in counts.user_faults and counts.quarantined. Rows without a reference
+(`"reference": false`: imported traces with no expected calls) are left out of the means of METRICS and
+of pass^k, and counted in NO_REFERENCE_METRICS.
 """
 from __future__ import annotations
 
@@ -85,9 +87,9 @@ def clip(text: str, limit: int = 200) -> str:
 NO_REFERENCE_METRICS = ("NoFailedCalls", "ClaimsBacked")
 """Metrics every scored row has, reference or not: the share of conversations with no failed call, and with
 no claimed-but-not-done (over the rows whose claims were checked)."""
-SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", *METRICS, "reference",
-                  *NO_REFERENCE_METRICS)
-"""What the run-level numbers read of a row (the last three derived from it: `_no_reference_values`)."""
+SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", "excluded", "user_faulted", *METRICS,
+                  "reference", *NO_REFERENCE_METRICS)
+"""What the run-level numbers read of a row (user_faulted and the last three derived from it: `_derived_values`)."""
 
 
 def unreferenced_note(unreferenced: int) -> str:
@@ -97,10 +99,29 @@ def unreferenced_note(unreferenced: int) -> str:
             f"judges; left out of Reliability, recall, precision, Success and pass^k")
 
 
-def _no_reference_values(row: dict[str, Any]) -> dict[str, Any]:
-    """reference, NoFailedCalls and ClaimsBacked of a row (1.0 / 0.0, None when not known)."""
+def left_out_notes(counts: dict[str, Any]) -> list[str]:
+    """The summary's lines on the scored conversations left out of the bot's metrics, or kept in with faults."""
+    lines = []
+    if counts.get("user_faults"):
+        lines.append(f"{_conversations(counts['user_faults'])} left out for simulated-user faults "
+                     f"(--include-user-faults keeps them)")
+    if counts.get("user_faults_kept"):
+        lines.append(f"{_conversations(counts['user_faults_kept'])} with simulated-user faults kept in the metrics "
+                     f"(--include-user-faults)")
+    if counts.get("quarantined"):
+        lines.append(f"{_conversations(counts['quarantined'])} quarantined (quarantined_case labels): left out")
+    return lines
+
+
+def _conversations(n: int) -> str:
+    return f"{n} conversation{'' if n == 1 else 's'}"
+
+
+def _derived_values(row: dict[str, Any]) -> dict[str, Any]:
+    """user_faulted (whether it holds simulated-user faults), reference, NoFailedCalls and ClaimsBacked of a row
+    (1.0 / 0.0, None when not known)."""
     failed, claims = row.get("failed_calls"), row.get("claims")
-    return {"reference": row.get("reference") is not False,
+    return {"user_faulted": bool(row.get("user_faults")), "reference": row.get("reference") is not False,
             "NoFailedCalls": None if failed is None else float(not failed),
             "ClaimsBacked": None if claims is None else float(not claims.get("claimed_not_done"))}
 
@@ -114,7 +135,7 @@ class RowTally:
         self.errors: list[dict[str, Any]] = []
 
     def add(self, row: dict[str, Any]) -> None:
-        derived = _no_reference_values(row)
+        derived = _derived_values(row)
         for name, column in self.columns.items():
             value = derived[name] if name in derived else row.get(name)
             column.append(sys.intern(value) if isinstance(value, str) and name != "case_id" else value)
@@ -142,10 +163,10 @@ def summarise(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def _summary(frame: pd.DataFrame, errors: list[dict[str, Any]]) -> dict[str, Any]:
     if "reference" not in frame:
         frame = frame.assign(reference=True)
-    frame = frame.astype({"reference": bool})
-    everything = frame[frame["status"] == "scored"].astype({metric: float for metric in (*METRICS,
-                                                                                          *NO_REFERENCE_METRICS)
-                                                             if metric in frame})
+    frame = frame.astype({"reference": bool, "user_faulted": bool})
+    counted = (frame["status"] == "scored") & frame["excluded"].isna()   # what the bot's metrics are over
+    everything = frame[counted].astype({metric: float for metric in (*METRICS, *NO_REFERENCE_METRICS)
+                                        if metric in frame})
     scored = everything[everything["reference"]]   # the metrics against expected calls: rows with a reference
     metrics = {metric: float(scored[metric].mean()) if len(scored) else None for metric in METRICS}
     intervals = {metric: interval(_case_means(scored, metric)) for metric in METRICS}
@@ -162,15 +183,24 @@ def _summary(frame: pd.DataFrame, errors: list[dict[str, Any]]) -> dict[str, Any
     for name, group in frame.groupby("scenario_name", sort=True):
         ok = scored[scored["scenario_name"] == name]
         entry = {"scenario_name": name, "conversations": int(len(group)), "errors": int((group["status"] == "error").sum()),
-                 "unreferenced": int(((group["status"] == "scored") & ~group["reference"]).sum())}
+                 "unreferenced": int((counted[group.index] & ~group["reference"]).sum()),
+                 **_left_out(group)}
         entry.update({metric: float(ok[metric].mean()) if len(ok) else None for metric in METRICS})
         entry["pass^1"] = pass_k_table(ok)["1"]["value"] if len(ok) else None
         for metric in ("Reliability", "Success"):
             entry[f"{metric}_interval"] = interval(_case_means(ok, metric))
         scenarios.append(entry)
-    counts = {"conversations": len(frame), "scored": int(len(everything)), "errors": len(errors),
-              "unreferenced": int(len(everything) - len(scored)),
+    counts = {"conversations": len(frame), "scored": int((frame["status"] == "scored").sum()), "errors": len(errors),
+              "unreferenced": int(len(everything) - len(scored)), **_left_out(frame),
+              "user_faults_kept": int((counted & frame["user_faulted"]).sum()),
               "target_errors": int((frame["termination"] == "target_error").sum()),
               "trials": int(frame.groupby("case_id")["trial"].nunique().max()) if len(frame) else 0}
     return {"metrics": metrics, "intervals": intervals, "pass_k": pass_k, "scenarios": scenarios,
             "counts": counts, "errors": errors, "over": over}
+
+
+def _left_out(frame: pd.DataFrame) -> dict[str, int]:
+    """The scored rows left out of the bot's metrics, by why: user_faults and quarantined."""
+    scored = frame[frame["status"] == "scored"]
+    return {"user_faults": int((scored["excluded"] == "user_fault").sum()),
+            "quarantined": int((scored["excluded"] == "quarantined").sum())}

@@ -16,6 +16,7 @@ takes the conversation out of the bot's metrics, so a false one would hide a rea
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from datetime import date
@@ -68,7 +69,8 @@ def _fault(check: str, turn: int, index: int, detail: str) -> dict[str, Any]:
 
 # --- invented_value -------------------------------------------------------------------------------
 
-def stated_values(text: str) -> list[tuple[str, str, Any]]:
+@functools.lru_cache(maxsize=65536)   # a case's texts come back with each of its trials
+def stated_values(text: str) -> tuple[tuple[str, str, Any], ...]:
     """The identifier-like values of a text in order, each (kind, as written, key to compare by): dates
     (key: the calendar dates it may mean), e-mail addresses, IDs and numbers of 3 digits or more."""
     found, taken = [], []
@@ -81,7 +83,7 @@ def stated_values(text: str) -> list[tuple[str, str, Any]]:
             key = _key(kind, written)
             if key:
                 found.append((match.start(), kind, written, key))
-    return [(kind, written, key) for _, kind, written, key in sorted(found, key=lambda item: item[0])]
+    return tuple((kind, written, key) for _, kind, written, key in sorted(found, key=lambda item: item[0]))
 
 
 def _key(kind: str, written: str) -> Any:
@@ -96,6 +98,7 @@ def _key(kind: str, written: str) -> Any:
     return digits if sum(c.isdigit() for c in digits.split(".")[0]) >= 3 else None
 
 
+@functools.lru_cache(maxsize=16384)
 def _dates(text: str) -> frozenset[date]:
     """Every calendar date a date as written may mean ("05/01/2024": 1 May or 5 January)."""
     found = set()
@@ -142,10 +145,12 @@ def texts(value: Any) -> Iterator[str]:
 def invented_values(conversation: dict[str, Any], case: dict[str, Any]) -> list[dict[str, Any]]:
     """The first time the user states each value that neither its case (any field) nor anything said before
     it by the bot (its messages, its calls' arguments and results) holds."""
+    messages = conversation.get("messages") or []
+    if not any(stated_values(text) for _, _, text in user_turns(messages)):
+        return []
     known = Known()
     for text in texts(case):
         known.add(text)
-    messages = conversation.get("messages") or []
     calls_by_turn: dict[int, list[dict[str, Any]]] = {}
     for call in conversation.get("function_calls") or []:
         if isinstance(call.get("turn"), int):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -596,6 +597,10 @@ class ReplayWidget(widgets.VBox):
         """An item a label covers: which label, and "undo" when it was added here."""
         said = (f"{item['text']} — marked legitimate for {_scope_text(label)} by label {label['id']}"
                 + (f": {label['note']}" if label.get("note") else "") + " (applies from the next evaluation)")
+        return self._undoable(said, label, self._show_labels)
+
+    def _undoable(self, said: str, label: dict[str, Any], refresh: Callable[[], None]) -> widgets.HBox:
+        """What a saved label says, with "undo" (revoke, then `refresh`) when the label was added here."""
         shown = [widgets.HTML(escape(said), layout=widgets.Layout(width="640px"))]
         if label["id"] in self.added:
             undo = widgets.Button(description="undo")
@@ -607,7 +612,7 @@ class ReplayWidget(widgets.VBox):
                     self._fault(exc)
                     return
                 self.added.discard(label["id"])
-                self._show_labels()
+                refresh()
                 self.feedback.value = escape(f"label {label['id']} revoked from {self.labels_path}")
 
             undo.on_click(revoke)
@@ -653,23 +658,7 @@ class ReplayWidget(widgets.VBox):
 
     def _judged(self, item: dict[str, Any], label: dict[str, Any]) -> widgets.HBox:
         """A verdict an analyst already labelled: what they said, and "undo" when the label was added here."""
-        shown = [widgets.HTML(escape(f"{item['text']} — {_said(label)}"), layout=widgets.Layout(width="640px"))]
-        if label["id"] in self.added:
-            undo = widgets.Button(description="undo")
-
-            def revoke(_: Any) -> None:
-                try:
-                    revoke_label(self.labels_path, label["id"])
-                except LobevalError as exc:
-                    self._fault(exc)
-                    return
-                self.added.discard(label["id"])
-                self._show_verdicts()
-                self.feedback.value = escape(f"label {label['id']} revoked from {self.labels_path}")
-
-            undo.on_click(revoke)
-            shown.append(undo)
-        return widgets.HBox(shown)
+        return self._undoable(f"{item['text']} — {_said(label)}", label, self._show_verdicts)
 
     def _verdict_control(self, item: dict[str, Any], row: dict[str, Any]) -> widgets.HBox:
         """"agree", or an own value and "disagree"; a note for either."""

@@ -9,7 +9,7 @@ import pytest
 
 from lobeval.labels import add_label, list_labels
 from lobeval.records import read_labels
-from lobeval.replay import (covering_label, judge_items, label_request, labelable_items, link_html, replay_data,
+from lobeval.replay import (covering_label, filter_records, judge_items, label_request, labelable_items, link_html, replay_data,
                             replay_html, replay_widget, verdict_label, verdict_request)
 
 ATTACK = "</script><script>alert(1)</script>"
@@ -95,6 +95,23 @@ def test_failing_conversations_come_first_then_by_scenario():
     missed_only = {**ROW, "pairs": [], "unpaired_actual": [], "extra_arguments": []}
     [record] = replay_data({"rows": [missed_only]}, {("t-001", 0): {**CONVERSATION, "function_calls": []}})
     assert record["first_failure"] == len(record["steps"]) - 1 == 2
+
+
+def test_a_user_fault_is_flagged_at_its_turn_and_the_conversation_is_left_out():
+    faulty = {**CLAIMED, "case_id": "t-005", "claims": None, "judges": None, "excluded": "user_fault",
+              "user_faults": [{"check": "invented_value", "turn": 2, "message_index": 3,
+                               "detail": "the user said id 'IT-7', which is neither in its case nor said by the bot"}]}
+    passed = {**ROW, "case_id": "t-000", "Success": 1}
+    records = replay_data({"rows": [faulty, passed, ROW]}, {("t-005", 0): {**CONVERSATION, "case_id": "t-005"}})
+    assert [(record["id"], record["outcome"]) for record in records] == [
+        ("t-001#0", "failed"), ("t-005#0", "left out"), ("t-000#0", "passed")]
+    record = records[1]
+    assert record["steps"][2]["messages"][0]["flags"] == [
+        "the simulated user's mistake (invented_value): the user said id 'IT-7', which is neither in its case nor "
+        "said by the bot"]
+    assert record["first_failure"] == 2
+    assert record["summary"].endswith("left out of the bot's metrics: the simulated user made a mistake")
+    assert [r["id"] for r in filter_records(records, outcome="left out")] == ["t-005#0"]
 
 
 def test_a_link_names_the_conversation_safely():

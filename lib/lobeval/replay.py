@@ -28,9 +28,12 @@ ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
 def outcome(row: dict[str, Any]) -> str:
-    """"error" (the machinery failed, not scored), "passed" (Success 1) or "failed"."""
+    """"error" (the machinery failed, not scored), "left out" (of the bot's metrics: a simulated-user fault or
+    a quarantined case), "passed" (Success 1) or "failed"."""
     if row.get("status") != "scored":
         return "error"
+    if row.get("excluded"):
+        return "left out"
     return "passed" if row.get("Success") == 1 else "failed"
 
 
@@ -67,8 +70,9 @@ def _argument_rows(call: dict[str, Any], pair: dict[str, Any] | None) -> list[di
 
 FAILING_VERDICTS = ("extra", "forbidden", "paired_failed")
 FAILING_ARGUMENTS = ("wrong", "missing", "extra")
-OUTCOME_ORDER = {"failed": 0, "error": 1, "passed": 2}
-"""The replay lists failing conversations first, then machinery errors, then the rest; each group by scenario."""
+OUTCOME_ORDER = {"failed": 0, "error": 1, "left out": 2, "passed": 3}
+"""The replay lists failing conversations first, then machinery errors, those left out of the bot's metrics,
+then the rest; each group by scenario."""
 
 
 def anchor(case_id: str, trial: int) -> str:
@@ -92,9 +96,13 @@ def _call_record(index: int, call: dict[str, Any], verdict: dict[str, Any], note
 
 
 def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
-    """What went wrong in each message, by its index in the transcript: claims without the action, and the
-    judges' verdicts on a turn."""
+    """What went wrong in each message, by its index in the transcript: claims without the action, the
+    judges' verdicts on a turn, and the simulated user's own mistakes."""
     flags: dict[int, list[str]] = {}
+    for fault in row.get("user_faults") or []:
+        if isinstance(fault.get("message_index"), int):
+            flags.setdefault(fault["message_index"], []).append(
+                f"the simulated user's mistake ({fault.get('check')}): {fault.get('detail')}")
     for claim in (row.get("claims") or {}).get("claimed_not_done", []) or []:
         if isinstance(claim.get("message_index"), int):
             flags.setdefault(claim["message_index"], []).append(
@@ -156,6 +164,10 @@ def _first_failure(steps: list[dict[str, Any]], row: dict[str, Any]) -> int:
     return len(steps) - 1 if steps and outcome(row) != "passed" else 0
 
 
+LEFT_OUT = {"user_fault": "left out of the bot's metrics: the simulated user made a mistake",
+            "quarantined": "left out of the bot's metrics: its case is quarantined"}
+
+
 def replay_record(row: dict[str, Any], conversation: dict[str, Any] | None) -> dict[str, Any]:
     """One conversation ready to show: header values, what was missed, its steps and the one to open at."""
     metrics = " · ".join(f"{metric_name(metric)} {row[metric]:.2f}" for metric in METRICS
@@ -166,7 +178,8 @@ def replay_record(row: dict[str, Any], conversation: dict[str, Any] | None) -> d
         "anchor": anchor(row["case_id"], row["trial"]),
         "scenario_name": row.get("scenario_name") or "", "outcome": outcome(row),
         "summary": " — ".join(part for part in (f"ended: {row.get('termination')}", metrics,
-                                                f"error: {row['error']}" if row.get("error") else "") if part),
+                                                f"error: {row['error']}" if row.get("error") else "",
+                                                LEFT_OUT.get(row.get("excluded"), "")) if part),
         "missed": [f"{call['functionName']}" + (" (optional)" if call.get("optional") else "")
                    for call in row.get("unpaired_expected", [])],
         "missing_outputs": [str(output) for output in row.get("missing_outputs", [])],
@@ -323,7 +336,7 @@ def replay_html(results: dict[str, Any], conversations: dict[tuple[str, int], di
 
 # --- the widget ------------------------------------------------------------------------------------
 
-OUTCOMES = ("all", "failed", "passed", "error")
+OUTCOMES = ("all", "failed", "passed", "error", "left out")
 SCOPES = (("this scenario", "scenario"), ("whole suite", "suite"))
 
 

@@ -436,3 +436,42 @@ def test_e_a_user_that_invents_an_id_is_reviewed_left_out_of_the_bot_metrics_and
     assert results["metrics"]["judge.user_review"] == pytest.approx(1 / CASES)
     assert "1 conversation left out for simulated-user faults (--include-user-faults keeps them)" in out
     assert results["config"]["judge_model"] == MODEL
+
+
+@pytest.mark.slow
+def test_a_an_analyst_checks_the_judges_verdicts_and_calibrate_and_the_report_say_how_far_they_agree(
+        failing_run, tmp_path, capsys):
+    """The calibration loop on a judged run: the replay's verdict items of each conversation's first judged turn,
+    agreed with except two helpfulness scores the analyst puts one lower; `lobeval calibrate --run` and the
+    report's judge table then say on how many labels, with the agreement counted by hand."""
+    from lobeval import report
+    from lobeval.labels import add_label
+    from lobeval.replay import judge_items, verdict_request
+
+    results, run_dir = failing_run["results"], failing_run["run_dir"]
+    assert results["config"]["judge_model"] == MODEL
+    labels = tmp_path / "labels.jsonl"
+    helpfulness, disagreed = 0, 0
+    for row in results["rows"]:
+        turns = [turn for turn in row["judges"].get("turns") or [] if turn["scores"] is not None]
+        if not turns:
+            continue
+        for item in judge_items(row, [turns[0]["message_index"]]):
+            if item["criterion"] != "helpfulness":
+                continue
+            helpfulness += 1
+            lower = item["judge_value"] - 1
+            verdict = "disagree" if disagreed < 2 and lower >= 1 else "agree"
+            disagreed += verdict == "disagree"
+            add_label(labels, **verdict_request(
+                item, row, verdict=verdict, own_value=lower, note="", author="ann", run_id="failing",
+                judge_model=results["config"]["judge_model"]))
+    assert disagreed == 2 and helpfulness >= 6
+    status = main(["calibrate", "--labels", str(labels), "--run", str(run_dir)])
+    out = capsys.readouterr().out
+    assert status == 0 and f"judge calibration: {helpfulness} labels (judge model {MODEL})" in out, out
+    summary = report.judge_summary({**results, "config": {**results["config"], "labels_path": str(labels)}})
+    agreement = (helpfulness - 2) / helpfulness
+    assert summary.loc["helpfulness", "calibration"].startswith(
+        f"calibrated on {helpfulness} labels: agreement {agreement:.2f}, weighted κ "), summary["calibration"]
+    assert summary.loc["coherence", "calibration"] == "not calibrated"

@@ -166,3 +166,32 @@ def test_rescoring_with_labels_keeps_the_marks_and_the_switch(run_files):
     again = rescore_with_labels(results, tmp / "no-labels.jsonl", tmp / "again.json")   # as the run had it
     assert again["config"]["include_user_faults"] is True and again["counts"]["user_faults"] == 0
     assert [row["user_faults"] for row in again["rows"]] == [row["user_faults"] for row in results["rows"]]
+
+
+def test_a_case_quarantined_from_the_command_line_is_left_out_of_the_next_evaluation(run_files, capsys):
+    """`lobeval quarantine` writes the label; `lobeval evaluate` then leaves the case's conversations out and
+    counts them, and quarantine wins over a user fault on the same conversation."""
+    import shutil
+
+    from lobeval.cli import main
+
+    tmp, dataset, conversations = run_files
+    suite = tmp / "suite"
+    shutil.copytree(SUITE, suite)
+    (suite / "labels.jsonl").unlink(missing_ok=True)
+    faulty = next(entry["case"]["case_id"] for entry in TRANSCRIPTS if entry["faults"])
+    assert main(["quarantine", faulty, "--suite", str(suite), "--note", "flaky: the user invents IDs",
+                 "--author", "ann"]) == 0
+    out = tmp / "q.json"
+    assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(conversations), "--suite", str(suite),
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    results = read_results(out)
+    quarantined = [row for row in results["rows"] if row["case_id"] == faulty]
+    assert quarantined and all(row["excluded"] == "quarantined" for row in quarantined)
+    assert results["counts"]["quarantined"] == len(quarantined)
+    assert results["counts"]["user_faults"] == sum(bool(row["user_faults"]) for row in results["rows"]
+                                                   if row["case_id"] != faulty)
+    counted = [row for row in results["rows"] if not row["excluded"]]
+    assert results["over"]["Success"] == len(counted)
+    assert f"{len(quarantined)} conversation" in printed and "quarantined" in printed

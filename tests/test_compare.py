@@ -209,7 +209,8 @@ def test_gate_bad_input(eight_flips, capsys):
         code, _, err = gate(capsys, "--run", baseline, "--min", bad)
         assert (code, err) == (2, f"lobeval gate: error: --min '{bad}': expected METRIC=NUMBER, e.g. Reliability=0.8\n")
     code, _, err = gate(capsys, "--run", baseline)
-    assert (code, err) == (2, "lobeval gate: error: gate: nothing to check; give --min, --baseline or --max-error-rate\n")
+    assert (code, err) == (2, "lobeval gate: error: gate: nothing to check; give --min, --baseline, --max-error-rate "
+                                "or --max-user-fault-rate\n")
 
 
 def judged_run(tmp_path, judged, errored):
@@ -387,3 +388,19 @@ def test_a_minimum_says_over_how_many_conversations_and_what_was_left_out(tmp_pa
     (check,) = gate_checks(run, minimums={"Success": 0.8})
     assert check["reason"].startswith("Success = 1.000 >= 0.8 over 3 conversations "
                                       "(2 conversations left out for simulated-user faults")
+
+
+def test_a_run_the_simulated_user_spoiled_fails_the_user_fault_check(tmp_path):
+    run = write_run(tmp_path, "r", [row(c) for c in CASES[:10]], metrics={"Reliability": 1.0, "Success": 1.0})
+    results = json.loads((run / "evaluation_results.json").read_text())
+    results["counts"].update(scored=10, user_faults=2, user_faults_kept=1)
+    (run / "evaluation_results.json").write_text(json.dumps(results))
+    (check,) = gate_checks(run, max_user_fault_rate=0.2)
+    assert check == {"check": "user faults <= 0.2", "passed": False,
+                     "reason": "3/10 scored conversations with a simulated-user fault = 0.300 > 0.2: fix the "
+                               "simulated user before trusting the bot's figures"}
+    (check,) = gate_checks(run, max_user_fault_rate=0.3)
+    assert check["passed"] and check["reason"] == "3/10 scored conversations with a simulated-user fault = 0.300 <= 0.3"
+    with pytest.raises(ConfigError, match="--max-user-fault-rate 1.5: expected a share from 0 to 1"):
+        gate_checks(run, max_user_fault_rate=1.5)
+    assert main(["gate", "--run", str(run), "--max-user-fault-rate", "0.2"]) == 1

@@ -37,7 +37,8 @@ def test_the_gate_counts_machinery_errors_by_default(tmp_path):
     passed, checks = report.gate_verdict(folder, config, earlier)
     assert not passed
     assert [(check["check"], check["passed"]) for check in checks] == [
-        ("Reliability >= 0.8", True), ("Success >= 0.8", True), ("error rate <= 0.05", False)]
+        ("Reliability >= 0.8", True), ("Success >= 0.8", True), ("error rate <= 0.05", False),
+        ("user faults <= 0.2", True)]
     passed, _ = report.gate_verdict(folder, {**config, "max_error_rate": 0.25}, earlier)
     assert passed
 
@@ -110,7 +111,7 @@ def test_the_verdict_names_what_it_was_compared_with(tmp_path):
     assert ("No regression against run old (the previous run of this suite): none of the 2 metrics compared is "
             "significantly worse on the conversations both runs scored.") in page
     # the failed checks open, the passed ones folded
-    assert "<details><summary>5 checks passed</summary>" in page and "FAIL" not in page
+    assert "<details><summary>6 checks passed</summary>" in page and "FAIL" not in page
 
     alone = report.history(tmp_path / "none.jsonl", config)
     _, checks = report.gate_verdict(folder, config, alone)
@@ -325,7 +326,7 @@ def test_the_configuration_is_a_short_definition_list():
     assert entries["Models"] == "simulated user: openai gpt-4o-mini · judges: none (offline)"
     assert entries["Judges"] == "not run: no judge model"
     assert entries["Quality gate"] == ("Reliability ≥ 0.8, Success ≥ 0.9, at most 5% of conversations lost to "
-                                       "machinery errors")
+                                       "machinery errors, at most 20% spoiled by the simulated user")
     assert "<details><summary>Versions</summary>python 3.11.7 · lobeval 0.1.0</details>" in page
     assert "<dt>extra</dt><dd>[1]</dd>" in page and "<dt>suite folder</dt><dd>/x/scenarios/s</dd>" in page
     assert "<script>" not in page and "{" not in page.split("</style>")[1]   # no JSON

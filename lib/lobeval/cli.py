@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
                  gate=dict(parse_minimum(text) for text in args.min) if args.min else None,
                  max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
                  retry_errors=args.retry_errors, include_user_faults=args.include_user_faults,
-                 min_rule=args.min_rule)
+                 min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate)
     for line in result.summary():
         print(line)
     return 0 if result.gate_passed else 1
@@ -136,7 +136,8 @@ def _gate(args: argparse.Namespace) -> int:
 
     minimums = dict(parse_minimum(text) for text in args.min or [])
     checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate,
-                  min_judge_coverage=args.min_judge_coverage, min_rule=args.min_rule)
+                  min_judge_coverage=args.min_judge_coverage, min_rule=args.min_rule,
+                  max_user_fault_rate=args.max_user_fault_rate)
     print(format_gate(checks))
     return 0 if all(check["passed"] for check in checks) else 1
 
@@ -415,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-error-rate", type=float, default=0.05, metavar="R",
                      help="the gate fails when more than this share of conversations failed in the machinery "
                           "(default 0.05)")
+    run.add_argument("--max-user-fault-rate", type=float, default=0.2, metavar="R",
+                     help="the gate fails when the simulated user spoiled more than this share of the scored "
+                          "conversations (default 0.2)")
     run.add_argument("--min-rule", choices=("point", "interval"), default="point",
                      help="point (default): a --min fails when the value is below it; interval: only when the "
                           "metric's whole 95%% interval is")
@@ -484,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--min-judge-coverage", type=float, default=1.0, metavar="SHARE",
                       help="a --min on a judge metric fails when fewer than this share of the scored "
                            "conversations were judged (default 1.0: all)")
+    gate.add_argument("--max-user-fault-rate", type=float, metavar="R",
+                      help="fail when the simulated user spoiled more than this share of the scored conversations")
     gate.add_argument("--min-rule", choices=("interval", "point"), default="interval",
                       help="interval (default): a --min fails only when the metric's 95%% interval lies entirely "
                            "below it; point: when the value is below it")

@@ -52,6 +52,7 @@ SIGNIFICANCE = 0.05
 JUDGE_SCORE = "judge.final_score"
 DEFAULT_GATE = {"Reliability": 0.8, "Success": 0.8}
 DEFAULT_MAX_ERROR_RATE = 0.05
+DEFAULT_MAX_USER_FAULT_RATE = 0.2
 GATE_METRICS = (*METRICS, "pass^1", JUDGE_SCORE)
 POWER = 0.8
 DEFAULT_TARGET_DIFFERENCE = 0.05
@@ -348,7 +349,7 @@ def check_min_rule(rule: str) -> None:
 
 def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
          max_error_rate: float | None = None, min_judge_coverage: float = 1.0,
-         min_rule: str = "interval") -> list[dict[str, Any]]:
+         min_rule: str = "interval", max_user_fault_rate: float | None = None) -> list[dict[str, Any]]:
     """The gate's checks on a run, each {"check", "passed", "reason"}; the run passes when all pass.
 
     A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
@@ -356,6 +357,8 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     conversations: a mean over the conversations that happened to be judged is not the run's.
     A run in which no conversation was scored fails: nothing was measured.
     With a baseline, each compared metric is a check that fails on a significant regression.
+    `max_user_fault_rate`: the most of the scored conversations the simulated user may spoil (left out of the
+    bot's metrics or kept in with --include-user-faults): beyond it the bot's figures rest on too little.
 
     `min_rule` "interval" (the default) fails a minimum only when the metric's 95 % interval over cases
     lies entirely below it; "point" (the older rule) fails it whenever the value is below it. Either way
@@ -364,14 +367,15 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     """
     check_min_rule(min_rule)
     minimums = minimums or {}
-    if not (minimums or baseline is not None or max_error_rate is not None):
-        raise ConfigError("gate: nothing to check; give --min, --baseline or --max-error-rate")
+    if not (minimums or baseline is not None or max_error_rate is not None or max_user_fault_rate is not None):
+        raise ConfigError("gate: nothing to check; give --min, --baseline, --max-error-rate or --max-user-fault-rate")
     run = load_run(run_dir)
     known = sorted(set(GATE_METRICS) | set(run["metrics"]))
     unknown = [name for name in minimums if name not in known]
     if unknown:
         raise ConfigError(f"--min: unknown metric {', '.join(unknown)}; known: {', '.join(known)}")
-    for option, share in (("--min-judge-coverage", min_judge_coverage), ("--max-error-rate", max_error_rate)):
+    for option, share in (("--min-judge-coverage", min_judge_coverage), ("--max-error-rate", max_error_rate),
+                          ("--max-user-fault-rate", max_user_fault_rate)):
         if share is not None and not 0 <= share <= 1:
             raise ConfigError(f"{option} {share:g}: expected a share from 0 to 1")
     checks = [_minimum_check(run, name, minimum, min_judge_coverage, min_rule) for name, minimum in minimums.items()]
@@ -385,6 +389,8 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
         checks.append(_check(f"error rate <= {max_error_rate:g}", rate <= max_error_rate,
                              f"{failed} conversations failed in the machinery{detail} "
                              f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))
+    if max_user_fault_rate is not None:
+        checks.append(user_fault_check(run, max_user_fault_rate))
     if baseline is not None and nothing_scored:
         load_run(baseline)   # nothing to compare, but a baseline named on the command line must still be whole
     elif baseline is not None:
@@ -399,6 +405,18 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                 reason += f": within the noise (the interval reaches a drop of more than {REGRESSION_MARGIN})"
             checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason))
     return checks
+
+
+def user_fault_check(run: dict[str, Any], most: float) -> dict[str, Any]:
+    """The share of scored conversations the simulated user spoiled, against `most`."""
+    counts = run["counts"]
+    spoiled = (counts.get("user_faults") or 0) + (counts.get("user_faults_kept") or 0)
+    scored = counts.get("scored") or 0
+    rate = spoiled / scored if scored else 0.0
+    return _check(f"user faults <= {most:g}", rate <= most,
+                  f"{spoiled}/{scored} scored conversations with a simulated-user fault = {rate:.3f} "
+                  f"{'<=' if rate <= most else '>'} {most:g}" + ("" if rate <= most else
+                                                                   ": fix the simulated user before trusting the bot's figures"))
 
 
 def metric_interval(run: dict[str, Any], name: str) -> list[float] | None:

@@ -33,7 +33,8 @@ import scrapbook
 from traitlets.config import Config
 
 from lobeval import roles, runs
-from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, GATE_METRICS, check_min_rule
+from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
+                             check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import ROLES, resolve_model
 from lobeval.records import SCHEMA_VERSION, iter_jsonl, write_json
@@ -91,7 +92,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         target: str | None = None, user: str = "scripted", trials: int = 1, concurrency: int = 4,
         judges: list[str] | None = None, gate: dict[str, float] | None = None,
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
-        retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point") -> RunResult:
+        retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point",
+        max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE) -> RunResult:
     """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
     Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing.
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
@@ -101,14 +103,16 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         raise ConfigError(f"no {NOTEBOOKS}/ folder in {Path.cwd()}: run lobeval from the repository root")
     if run_id is not None and imported_run(runs.run_folder(run_id)) is not None:
         return run_imported(runs.run_folder(run_id), judges=judges, gate=gate, max_error_rate=max_error_rate,
-                            include_user_faults=include_user_faults, min_rule=min_rule)
+                            include_user_faults=include_user_faults, min_rule=min_rule,
+                            max_user_fault_rate=max_user_fault_rate)
     spec = find_suite(suite)
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
     run_dir = runs.run_folder(run_id)
     config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name, "seed": seed,
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
-              "max_error_rate": max_error_rate, "min_rule": min_rule, "include_user_faults": include_user_faults}
+              "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
+              "include_user_faults": include_user_faults}
     models = preflight(config, target_timeout)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
         config = start_or_resume(run_dir, config, models)
@@ -134,15 +138,16 @@ def imported_run(run_dir: Path) -> dict[str, Any] | None:
 
 
 def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, float] | None,
-                 max_error_rate: float, include_user_faults: bool = False, min_rule: str = "point") -> RunResult:
+                 max_error_rate: float, include_user_faults: bool = False, min_rule: str = "point",
+                 max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE) -> RunResult:
     """An imported run has its dataset and conversations already: the chain starts at evaluation."""
     check_gate_metrics(gate or DEFAULT_GATE)
     check_min_rule(min_rule)
     roles.check(user="scripted", judges=judges)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
         config = runs.read_config(run_dir)
-        config.update(gate=gate or DEFAULT_GATE, max_error_rate=max_error_rate, min_rule=min_rule, judges=judges,
-                      include_user_faults=include_user_faults)
+        config.update(gate=gate or DEFAULT_GATE, max_error_rate=max_error_rate, max_user_fault_rate=max_user_fault_rate,
+                      min_rule=min_rule, judges=judges, include_user_faults=include_user_faults)
         write_json(run_dir / runs.CONFIG_FILE, config)
         conversations = run_dir / "conversations.jsonl"
         given = {"01_generate": {"dataset_path": str(run_dir / "dataset.jsonl")},
@@ -194,8 +199,9 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
             raise ConfigError(f"{option} {value}: must be at least 1")
     if not target_timeout > 0:
         raise ConfigError(f"--target-timeout {target_timeout:g}: must be more than 0 seconds")
-    if not 0 <= config["max_error_rate"] <= 1:
-        raise ConfigError(f"--max-error-rate {config['max_error_rate']:g}: expected a share from 0 to 1")
+    for option in ("max_error_rate", "max_user_fault_rate"):
+        if not 0 <= config[option] <= 1:
+            raise ConfigError(f"--{option.replace('_', '-')} {config[option]:g}: expected a share from 0 to 1")
     check_gate_metrics(config["gate"])
     check_min_rule(config["min_rule"])
     check_target(config["target"] or roles.DEFAULT_TARGET)

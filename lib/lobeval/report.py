@@ -31,7 +31,8 @@ from matplotlib.figure import Figure
 
 from lobeval.analyse import (claims_table, failure_sentences, judge_coverage, judge_errors_reason, judge_status_counts,
                              judge_table, plot_call_heatmaps, user_fault_table)
-from lobeval.compare import DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, JUDGE_SCORE, gate, load_run
+from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE, gate,
+                             load_run)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import Usage, format_cost
 from lobeval.records import METRICS
@@ -212,6 +213,7 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], earlier: History) 
     when there is one with shared cases."""
     limits = {"minimums": config.get("gate") or DEFAULT_GATE,
               "max_error_rate": config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE),
+              "max_user_fault_rate": config.get("max_user_fault_rate", DEFAULT_MAX_USER_FAULT_RATE),
               "min_rule": config.get("min_rule", "point")}
     try:
         checks = gate(run_dir, baseline=earlier.baseline, **limits)
@@ -613,7 +615,7 @@ def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
 
 SHOWN_SETTINGS = ("schema_version", "run_id", "started", "suite", "suite_name", "target", "user", "trials",
                   "cases_per_scenario", "seed", "concurrency", "judges", "models", "gate", "max_error_rate",
-                  "versions")
+                  "max_user_fault_rate", "versions")
 
 
 def config_html(config: dict[str, Any]) -> str:
@@ -623,8 +625,10 @@ def config_html(config: dict[str, Any]) -> str:
     models = config.get("models") or {}
     gate_limits = config.get("gate") or DEFAULT_GATE
     error_rate = config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    user_faults = config.get("max_user_fault_rate", DEFAULT_MAX_USER_FAULT_RATE)
     gate_text = ", ".join([*(f"{metric_name(name)} ≥ {value:g}" for name, value in gate_limits.items()),
-                           f"at most {error_rate:.0%} of conversations lost to machinery errors"])
+                           f"at most {error_rate:.0%} of conversations lost to machinery errors",
+                           f"at most {user_faults:.0%} spoiled by the simulated user"])
     judges = config.get("judges")
     judged = ("not run: no judge model" if not models.get("judge")
               else ", ".join(judges) if judges else "the default set")

@@ -257,7 +257,7 @@ def format_calibration(result: dict[str, Any]) -> str:
                 f"{_estimate(line['kappa'], line['kappa_low'], line['kappa_high'])}, α "
                 f"{_estimate(line['alpha'], line['alpha_low'], line['alpha_high'])}")
         if line["best_threshold"] is not None and not pd.isna(line["best_threshold"]):
-            text += (f"; pass at ≥ {line['threshold']}: agreement {line['threshold_agreement']:.2f}, best at "
+            text += (f"; pass at ≥ {line['threshold']:g}: agreement {line['threshold_agreement']:.2f}, best at "
                      f"≥ {int(line['best_threshold'])}: agreement {line['best_agreement']:.2f}")
         lines.append(text + (f" ({line['note']})" if line["note"] else ""))
     for (judge, criterion), frame in result["confusion"].items():

@@ -196,6 +196,9 @@ def test_a_judge_figure_in_the_headline_says_what_it_covers():
     assert table.loc["Success", "over"] == "2 of 2 conversations scored"
     assert table.loc["Judges' final score", "over"] == "judged 1 of 2, 1 judge errors: a mean over part of them"
     assert report.headline_table(judged_results()).loc["Judges' final score", "over"] == "coverage not recorded"
+    left_out = {**results, "counts": {**results["counts"], "user_faults": 1}, "over": {"Success": 1}}
+    assert report.headline_table(left_out).loc["Success", "over"] == (
+        "1 of 2 conversations scored (1 left out: simulated-user faults, quarantined cases)")
 
 
 def test_nothing_measured_gives_empty_tables_not_errors():
@@ -298,6 +301,8 @@ def test_tables_have_readable_headers_and_no_index_or_none():
     assert not any("_" in header for header in headers)
     assert ">None<" not in page and "<td>—</td>" in page and "<td class='n'>0.500</td>" in page
     assert ">0<" not in page.split("<tbody>")[0]
+    results["scenarios"][0].update(user_faults=1, quarantined=1)
+    assert report.scenario_summary(results).loc["(no scenario)", "left out"] == 2
     unnamed = report.table_html(pd.DataFrame([{"what": ATTACK}]))
     assert re.findall(r"<th>(.*?)</th>", unnamed) == ["what"] and "<script>" not in unnamed
     assert report.table_html(pd.DataFrame(), {"rows": []}, "x") == "<p>no conversation scored: the run has no conversations</p>"

@@ -160,11 +160,13 @@ def headline_table(results: dict[str, Any]) -> pd.DataFrame:
 def _coverage(results: dict[str, Any], name: str) -> str:
     counts = results["counts"]
     over = results.get("over") or {}
+    left_out = (counts.get("user_faults") or 0) + (counts.get("quarantined") or 0)
+    note = f" ({left_out} left out: simulated-user faults, quarantined cases)" if left_out else ""
     if name in METRICS and counts.get("unreferenced"):
         return (f"{over.get(name, counts.get('scored', 0) - counts['unreferenced'])} of {counts['conversations']} "
-                f"conversations scored against a reference")
+                f"conversations scored against a reference{note}")
     if name in METRICS:
-        return f"{counts.get('scored', 0)} of {counts['conversations']} conversations scored"
+        return f"{over.get(name, counts.get('scored', 0))} of {counts['conversations']} conversations scored{note}"
     if name in NO_REFERENCE_METRICS:
         return f"{over.get(name, '?')} of {counts['conversations']} conversations"
     if name == "pass^1":
@@ -384,6 +386,8 @@ def calibration_text(calibrated: dict[str, dict[str, Any]] | str, name: str) -> 
     """"calibrated on n labels: agreement a, weighted κ k", "not calibrated", or why it is not known."""
     if name in DERIVED_JUDGE_FIGURES:
         return "derived from the per-turn and goal judges"
+    if name == "judge.user_review":
+        return "judges the simulated user, not the bot: not calibrated"
     if isinstance(calibrated, str):
         return calibrated
     found = calibrated.get(name)
@@ -395,12 +399,13 @@ def calibration_text(calibrated: dict[str, dict[str, Any]] | str, name: str) -> 
 
 
 def scenario_summary(results: dict[str, Any]) -> pd.DataFrame:
-    """Per scenario, the columns a reader needs: size, machinery errors, the two main metrics with
-    intervals, claims and, when the judges ran, their final score."""
-    columns = ["scenario", "conversations", "machinery errors", "Reliability", "Reliability 95%", "Success",
-               "Success 95%", "claimed, not done", "done, not told", "judges' final score", "judged"]
+    """Per scenario, the columns a reader needs: size, machinery errors, conversations left out of the bot's
+    metrics (when any), the two main metrics with intervals, claims and, when the judges ran, their final score."""
+    columns = ["scenario", "conversations", "machinery errors", "left out", "Reliability", "Reliability 95%",
+               "Success", "Success 95%", "claimed, not done", "done, not told", "judges' final score", "judged"]
     rows = [{"scenario": entry.get("scenario_name") or "(no scenario)", "conversations": entry["conversations"],
              "machinery errors": entry["errors"],
+             "left out": (entry.get("user_faults") or 0) + (entry.get("quarantined") or 0),
              "Reliability": entry["Reliability"], "Reliability 95%": _band(entry.get("Reliability_interval")),
              "Success": entry["Success"], "Success 95%": _band(entry.get("Success_interval")),
              "claimed, not done": entry.get("claimed_not_done"), "done, not told": entry.get("done_not_told"),
@@ -410,6 +415,8 @@ def scenario_summary(results: dict[str, Any]) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=columns).set_index("scenario").round(3)
     if judge_status_counts(results) is None:
         table = table.drop(columns=["judges' final score", "judged"])
+    if not table["left out"].any():   # no simulated-user fault and no quarantined case in the run
+        table = table.drop(columns="left out")
     return table
 
 

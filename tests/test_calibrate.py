@@ -124,7 +124,7 @@ def test_calibrate_gives_a_line_and_a_confusion_matrix_per_judge_criterion():
     labels = [*many([(4, 4), (2, 3), (5, 5)]), *many([(1, 1), (1, 0)], judge="goal", criterion="goal"),
               verdict("repetition", None, judge="behaviour_failure", criterion="category"),
               verdict(None, None, judge="behaviour_failure", criterion="category", case_id="c-9"),
-              verdict(4, 4, judge="task_adherence", criterion="task_adherence", judge_model="judge-b"),
+              verdict(1, 1, judge="task_adherence", criterion="task_adherence", judge_model="judge-b"),
               {"kind": "judge_verdict", "case_id": "c-7", "trial": 0, "judge": "goal", "criterion": "goal",
                "judge_value": 0, "verdict": "disagree", "judge_model": "judge-a"}]   # human_value 1, derived
     result = calibrate(labels, judge_model="judge-a")

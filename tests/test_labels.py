@@ -201,7 +201,8 @@ def test_a_bad_verdict_or_quarantine_label_names_its_field_whether_read_or_added
     changed(VERDICT, verdict="agree", human_value=4),
     changed(VERDICT, verdict="agree", human_value=DROP),
     changed(VERDICT, judge_value=4.0, human_value=2.0, judge_model=None, run_id=None, note=DROP, author=DROP),
-    changed(VERDICT, judge="task_adherence", criterion="task_adherence", message_index=None),
+    changed(VERDICT, judge="task_adherence", criterion="task_adherence", message_index=None, judge_value=0,
+            human_value=DROP),   # azure-ai-evaluation scores task adherence 0 (a material failure) or 1
     changed(VERDICT, judge="behaviour_failure", criterion="category", judge_value=None, human_value="repetition"),
     changed(VERDICT, judge="behaviour_failure", criterion="category", judge_value="repetition", human_value=None),
     changed(VERDICT, judge="goal", criterion="goal", message_index=DROP, judge_value=0, human_value=DROP),

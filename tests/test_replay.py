@@ -300,7 +300,7 @@ JUDGED = {**ROW, "judges": {
                "failure": {"category": "no_clarification", "severity": "medium", "reason": "guessed"}},
               {"message_index": 4, "scores": scores(value=5), "failed": False, "failure": None}],
     "goal": {"score": 0, "reason": "no ticket"},
-    "azure": {"task_adherence": {"score": 4.0, "result": "pass", "threshold": 3, "reason": "kept to it"},
+    "azure": {"task_adherence": {"score": 1.0, "result": "pass", "threshold": 0, "reason": "kept to it"},
               "intent_resolution": {"result": "not applicable", "reason": "intermediate"},
               "tool_call_accuracy": {"error": "timed out", "raw": None},
               "response_completeness": {"score": 3.5, "result": "pass", "threshold": 3, "reason": "half"}}}}
@@ -312,7 +312,7 @@ def test_judge_items_are_the_verdicts_on_the_turns_messages_then_on_the_conversa
         ("per_turn", "helpfulness", 2, 2), ("per_turn", "coherence", 2, 4), ("per_turn", "verbosity", 2, 4),
         ("per_turn", "relevance", 2, 4), ("per_turn", "faithfulness", 2, 4),
         ("behaviour_failure", "category", 2, "no_clarification"), ("goal", "goal", None, 0),
-        ("task_adherence", "task_adherence", None, 4), ("response_completeness", "response_completeness", None, 3.5)]
+        ("task_adherence", "task_adherence", None, 1), ("response_completeness", "response_completeness", None, 3.5)]
     assert items[0]["text"] == f"message 2 · helpfulness: 2 — helpfulness {ATTACK}"
     assert (items[5]["scale"], items[5]["values"][-1], items[6]["values"]) == ("category", None, (0, 1))
     passed = judge_items(JUDGED, [3, 4])[5]

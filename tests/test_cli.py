@@ -223,6 +223,15 @@ def test_calibrate_a_run_counts_only_the_labels_on_its_judge_model(tmp_path, cap
     assert "3 labels (judge model judge-a); left out: 1 on another judge model" in out
     assert "goal/goal (0/1): 3 labels, agreement 0.67 [" in out and ", κ 0.40 [" in out
     assert "goal/goal: rows the analyst's value, columns the judge's" in out
+    # a run scored with another labels file (evaluate --labels) is calibrated on that file, as its report is
+    other = tmp_path / "other"
+    other.mkdir()
+    write_jsonl(other / "mine.jsonl", [judge_label("c-9", 1, 1, "judge-a")])
+    run = make_run(tmp_path, "r2", {**RESULTS, "config": {"suite": str(tmp_path), "judge_model": "judge-a",
+                                                          "labels_path": str(other / "mine.jsonl")}})
+    assert main(["calibrate", "--run", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert f"labels: {other / 'mine.jsonl'}" in out and "1 label (judge model judge-a)" in out
     assert main(["calibrate", "--labels", str(tmp_path / "labels.jsonl")]) == 0
     assert "4 labels (every judge model)" in capsys.readouterr().out
 

@@ -240,7 +240,8 @@ def _estimate(value: float | None, low: float | None, high: float | None) -> str
 def counted_text(result: dict[str, Any]) -> str:
     """What `calibrate` counted: the labels used, on which judge model, and those left out."""
     model = f"judge model {result['judge_model']}" if result["judge_model"] else "every judge model"
-    return (f"judge calibration: {result['labels']} labels ({model}); left out: {result['other_models']} on "
+    return (f"judge calibration: {result['labels']} label{'' if result['labels'] == 1 else 's'} ({model}); left out: "
+            f"{result['other_models']} on "
             f"another judge model, {result['replaced']} replaced by a later label")
 
 
@@ -252,7 +253,7 @@ def format_calibration(result: dict[str, Any]) -> str:
         return "\n".join([*lines, NO_LABELS])
     lines.append("95 % intervals: the labels resampled")
     for line in result["summary"].to_dict("records"):
-        text = (f"{line['judge']}/{line['criterion']} ({line['scale']}): {line['labels']} labels, agreement "
+        text = (f"{line['judge']}/{line['criterion']} ({line['scale']}): {line['labels']} label{'' if line['labels'] == 1 else 's'}, agreement "
                 f"{_estimate(line['agreement'], line['agreement_low'], line['agreement_high'])}, {line['statistic']} "
                 f"{_estimate(line['kappa'], line['kappa_low'], line['kappa_high'])}, α "
                 f"{_estimate(line['alpha'], line['alpha_low'], line['alpha_high'])}")

@@ -210,11 +210,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     from lobeval.runs import RESULTS_FILE
 
     scored_with = (read_results(Path(args.run) / RESULTS_FILE).get("config") or {}) if args.run else {}
-    suite = args.suite or scored_with.get("suite")
     if args.labels:
         path = Path(args.labels)
-    elif suite:
-        path = _suite_folder(suite) / "labels.jsonl"
+    elif args.suite:
+        path = _suite_folder(args.suite) / "labels.jsonl"
+    elif scored_with.get("labels_path"):   # the labels file the run was scored with, as the report reads it
+        path = Path(scored_with["labels_path"])
+    elif scored_with.get("suite"):
+        path = _suite_folder(scored_with["suite"]) / "labels.jsonl"
     else:
         raise ConfigError("calibrate: give --suite, --labels, or --run of a run scored with a suite")
     labels = read_labels(path) if args.labels or path.exists() else []

@@ -253,7 +253,8 @@ def format_calibration(result: dict[str, Any]) -> str:
         return "\n".join([*lines, NO_LABELS])
     lines.append("95 % intervals: the labels resampled")
     for line in result["summary"].to_dict("records"):
-        text = (f"{line['judge']}/{line['criterion']} ({line['scale']}): {line['labels']} label{'' if line['labels'] == 1 else 's'}, agreement "
+        counted = f"{line['labels']} label{'' if line['labels'] == 1 else 's'}"
+        text = (f"{line['judge']}/{line['criterion']} ({line['scale']}): {counted}, agreement "
                 f"{_estimate(line['agreement'], line['agreement_low'], line['agreement_high'])}, {line['statistic']} "
                 f"{_estimate(line['kappa'], line['kappa_low'], line['kappa_high'])}, α "
                 f"{_estimate(line['alpha'], line['alpha_low'], line['alpha_high'])}")

@@ -413,10 +413,11 @@ def user_fault_check(run: dict[str, Any], most: float) -> dict[str, Any]:
     spoiled = (counts.get("user_faults") or 0) + (counts.get("user_faults_kept") or 0)
     scored = counts.get("scored") or 0
     rate = spoiled / scored if scored else 0.0
-    return _check(f"user faults <= {most:g}", rate <= most,
-                  f"{spoiled}/{scored} scored conversations with a simulated-user fault = {rate:.3f} "
-                  f"{'<=' if rate <= most else '>'} {most:g}" + ("" if rate <= most else
-                                                                   ": fix the simulated user before trusting the bot's figures"))
+    reason = (f"{spoiled}/{scored} scored conversations with a simulated-user fault = {rate:.3f} "
+              f"{'<=' if rate <= most else '>'} {most:g}")
+    if rate > most:
+        reason += ": fix the simulated user before trusting the bot's figures"
+    return _check(f"user faults <= {most:g}", rate <= most, reason)
 
 
 def metric_interval(run: dict[str, Any], name: str) -> list[float] | None:

@@ -65,6 +65,8 @@ def argv(command: str, world: World, changes: dict[str, Any]) -> list[str]:
         "gate": {"--run": world.cand, "--min": "Reliability=0.5"},
         "compare": {"BASELINE": world.base, "CANDIDATE": world.cand},
         "run": {"--suite": world.suite, "--run-id": "nightly"},
+        "calibrate": {"--labels": world.labels},
+        "quarantine": {"CASE_ID": "ticket_and_action-002", "--suite": world.suite, "--note": "flaky: 2 of 4 trials"},
     }[command]
     options.update(changes)
     words = [command]
@@ -582,6 +584,24 @@ ROWS = [
     r("baseline results broken", "compare", text("cand_results", "{"), "cand_results", "line 1", None),
     r("candidate folder missing", "compare", options(CANDIDATE="=new_out"), "new_out", None, None),
     r("candidate row case_id a number", "compare", row(case_id=1), "cand_results", "row 0", "case_id"),
+    # --- calibrate: the labels and the run it reads
+    r("calibrate: verdict label with a judge value off its scale", "calibrate",
+      lines("labels", {**VERDICT_LABEL, "judge_value": 7}), "labels", "line 1", "judge_value"),
+    r("calibrate: verdict label of an unknown judge", "calibrate", lines("labels", {**VERDICT_LABEL, "judge": "vibes"}),
+      "labels", "line 1", "judge"),
+    r("calibrate: labels not JSON", "calibrate", text("labels", "{oops\n"), "labels", "line 1", None),
+    r("calibrate: labels missing", "calibrate", removed("labels"), "labels", None, None),
+    r("calibrate: --run without results", "calibrate", both(removed("cand_results"), options(labels=None, run="=cand")),
+      "cand_results", "file", None),
+    r("calibrate: --run with results broken", "calibrate", both(text("cand_results", "{"), options(run="=cand")),
+      "cand_results", "line 1", None),
+    # --- quarantine: the suite's labels and the note
+    r("quarantine: the suite's labels damaged", "quarantine", lines("suite_labels", {**QUARANTINE_LABEL, "case_id": 3}),
+      "suite_labels", "line 1", "case_id"),
+    r("quarantine: an empty note", "quarantine", options(note=""), "suite_labels", "new label", "note"),
+    r("quarantine: a case already quarantined", "quarantine", lines("suite_labels",
+      {**QUARANTINE_LABEL, "case_id": "ticket_and_action-002"}), "ticket_and_action-002", None, None),
+    r("quarantine: --suite a missing folder", "quarantine", options(suite="=new_out"), "new_out", None, None),
     # --- run: the run id
     r("--run-id with a slash", "run", options(run_id="a/b"), "--run-id", "'a/b'", None),
     r("--run-id ..", "run", options(run_id=".."), "--run-id", "'..'", None),
@@ -609,7 +629,7 @@ def test_bad_input_exits_2_naming_file_record_and_field_and_changes_nothing(
     assert fingerprint(tmp_path) == before
 
 
-@pytest.mark.parametrize("command", ["generate", "evaluate", "gate", "compare"])
+@pytest.mark.parametrize("command", ["generate", "evaluate", "gate", "compare", "calibrate", "quarantine"])
 def test_the_good_world_passes(tmp_path, monkeypatch, capsys, command):
     world = make_world(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -618,5 +638,5 @@ def test_the_good_world_passes(tmp_path, monkeypatch, capsys, command):
 
 def test_the_table_covers_every_command_and_enough_inputs():
     commands = {param.values[0] for param in ROWS}
-    assert commands == {"generate", "simulate", "evaluate", "gate", "compare", "run"}
+    assert commands == {"generate", "simulate", "evaluate", "gate", "compare", "run", "calibrate", "quarantine"}
     assert len(ROWS) >= 100

@@ -374,6 +374,35 @@ def test_a_call_that_misses_the_deadline_is_unavailable():
         in_session(target("FaultyBot", timeout=0.01), lambda session: session.send("hang"))
 
 
+def test_an_async_bot_that_swallows_its_cancellation_still_misses_the_deadline(monkeypatch):
+    """The deadline ends the wait even when the bot's coroutine ignores being cancelled: it is left behind, and
+    run_sync, which `lobeval simulate` runs in, gives such a task SHUTDOWN_GRACE to end instead of waiting on."""
+    from lobeval import llm
+
+    cancelled = []
+
+    @started
+    class Stubborn:
+        async def send(self, message):
+            while True:
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    cancelled.append(message)   # ... and on it goes
+
+    bot = adhoc_target(monkeypatch, Stubborn, timeout=0.01)
+    monkeypatch.setattr(llm, "SHUTDOWN_GRACE", 0.01)
+
+    async def act():
+        session = await bot.start(CASE)
+        with pytest.raises(TargetUnavailableError, match=r"^send failed: timed out after 0\.01 s$"):
+            await session.send("hi")
+        return "ended"
+
+    assert llm.run_sync(act()) == "ended"
+    assert cancelled and set(cancelled) == {"hi"}   # asked to stop at the deadline and again at shutdown
+
+
 def test_a_sync_call_that_misses_the_deadline_is_unavailable(monkeypatch):
     release = threading.Event()
 

@@ -25,7 +25,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    return asyncio.run(_simulate_async(args))
+    from lobeval.llm import run_sync
+
+    return run_sync(_simulate_async(args))
 
 
 async def _simulate_async(args: argparse.Namespace) -> int:

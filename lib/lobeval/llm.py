@@ -772,12 +772,37 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"no JSON object in the model's reply: {text[:200]!r}")
 
 
+SHUTDOWN_GRACE = 5.0
+"""Seconds the tasks still running when `run_sync`'s coroutine is done get to end after being cancelled."""
+
+
 def run_sync(coroutine: Awaitable[Any]) -> Any:
     """Run a coroutine to completion from synchronous code, also inside a notebook cell, where an
     event loop is already running (asyncio.run refuses that): there it runs on a worker thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        return _run(coroutine)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+        return pool.submit(_run, coroutine).result()
+
+
+def _run(coroutine: Awaitable[Any]) -> Any:
+    """asyncio.run, but the tasks left running at the end are cancelled and given SHUTDOWN_GRACE seconds,
+    not waited for without end: a target that swallows its cancellation (targets.abandonable) is left behind."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left, timeout=SHUTDOWN_GRACE))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()

@@ -24,7 +24,7 @@ import logging
 import queue
 import re
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from pathlib import Path
@@ -420,9 +420,33 @@ class _PythonBackend:
     async def _invoke(self, method: Callable[..., Any], *args: Any) -> Any:
         """Call a target method that may be async or sync; sync ones run on the worker threads."""
         if inspect.iscoroutinefunction(method):
-            return await method(*args)
+            return await abandonable(method(*args))
         result = await self._workers.run(method, *args)
-        return await result if inspect.isawaitable(result) else result
+        return await abandonable(result) if inspect.isawaitable(result) else result
+
+
+async def abandonable(awaitable: Awaitable[Any]) -> Any:
+    """Await a target's coroutine as a task of its own, so that a deadline ends the wait even when the target
+    swallows its cancellation: the task is asked to stop and left behind, never waited for."""
+    task = asyncio.ensure_future(_boxed(awaitable))
+    try:
+        failed, value = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())   # nobody awaits it now
+        raise
+    if failed:
+        raise value
+    return value
+
+
+async def _boxed(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+    """(False, the result), or (True, the SystemExit or KeyboardInterrupt raised): a task that raises one of
+    those stops the whole event loop instead of failing its call."""
+    try:
+        return False, await awaitable
+    except (SystemExit, KeyboardInterrupt) as exc:
+        return True, exc
 
 
 class _Remote(NamedTuple):

@@ -96,16 +96,18 @@ def test_a_new_run_that_failed_before_writing_leaves_no_folder(tmp_path):
 def test_the_lock_of_a_killed_process_is_taken_over(tmp_path):
     run_dir = tmp_path / "x"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from lobeval import runs; "
+        [sys.executable, "-c", "import sys; from pathlib import Path; from lobeval import runs; "
                                "held = runs.owned(Path(sys.argv[1])); held.__enter__(); print('held', flush=True); "
-                               "time.sleep(60)",
-         str(run_dir)], stdout=subprocess.PIPE, text=True)
+                               "sys.stdin.read()",   # holds the lock until it is killed
+         str(run_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline() == "held\n"
     with pytest.raises(ConfigError, match=f"in use by process {holder.pid} "):
         with runs.owned(run_dir):
             pass
     holder.kill()
     holder.wait()
+    holder.stdin.close()
+    holder.stdout.close()
     with runs.owned(run_dir):
         assert (run_dir / ".lock").read_text().splitlines()[0] == str(os.getpid())
 

@@ -211,7 +211,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     from lobeval.records import read_labels, read_results
     from lobeval.runs import RESULTS_FILE
 
-    scored_with = (read_results(Path(args.run) / RESULTS_FILE).get("config") or {}) if args.run else {}
+    scored_with = (read_results(Path(args.run) / RESULTS_FILE, rows=False).get("config") or {}) if args.run else {}
     if args.labels:
         path = Path(args.labels)
     elif args.suite:

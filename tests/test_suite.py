@@ -4,7 +4,8 @@ import pytest
 
 from lobeval.cli import main
 from lobeval.errors import RecordError
-from lobeval.suite import function_key, load_suite, read_csv_typed
+from lobeval.suite import load_suite, read_csv_typed
+from lobeval.vocabulary import function_key
 from helpers import SAMPLE_SUITE, make_suite
 
 

@@ -24,7 +24,7 @@ from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
 from lobeval.stats import clip, unscored_reason
-from lobeval.suite import function_key
+from lobeval.vocabulary import function_key
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
 

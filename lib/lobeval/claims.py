@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from lobeval.suite import function_key, strip_plugin_prefix
+from lobeval.vocabulary import function_key, strip_plugin_prefix
 
 # Past-tense claim words by action family, and the words a function name of that family contains.
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {

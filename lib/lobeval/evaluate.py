@@ -38,7 +38,8 @@ from lobeval.records import (
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
 from lobeval.stats import NO_REFERENCE_METRICS, RowTally, left_out_notes, unreferenced_note
-from lobeval.suite import Suite, function_key, load_suite
+from lobeval.suite import Suite, load_suite
+from lobeval.vocabulary import function_key
 from lobeval.user_faults import judged_faults, user_faults
 
 EVALUATOR = "function_calls"

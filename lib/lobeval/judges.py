@@ -23,6 +23,8 @@ from lobeval.llm import (
 from lobeval.records import Case
 from lobeval.render import transcript_text
 from lobeval.stats import interval
+from lobeval.vocabulary import (AZURE_JUDGES, FAILURE_CATEGORIES, JUDGE_NAMES, PASSING_TURN_SCORE,
+                                 TURN_CRITERIA, USER_REVIEW_CHECKS)
 
 COMPLETION_PROMPT = """You decide whether a conversation between a user and a business chatbot has
 reached its goal, so that the simulation can stop.
@@ -65,28 +67,6 @@ class CompletionJudge:
 
 
 # ---- Judges of a finished conversation (lobeval evaluate --judges) ----
-
-AZURE_JUDGES = ("tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness")
-JUDGE_NAMES = ("per_turn", "goal", "user_review", *AZURE_JUDGES)
-USER_REVIEW_CHECKS = ("invented_value", "ended_early", "contradicted_instructions", "other")
-TURN_CRITERIA = {
-    "helpfulness": "Does the reply move the user towards their goal (asks for what is needed, does what was asked)?",
-    "coherence": "Does the reply follow from the conversation so far and make sense on its own?",
-    "verbosity": "Is the length right: everything needed, nothing padded or repeated? (5 = just right)",
-    "relevance": "Does the reply address the user's last message and stay on their task?",
-    "faithfulness": "Is every fact in the reply supported by the function results, the business data or what "
-                    "the user said, with nothing invented and no result misreported?",
-}
-PASSING_TURN_SCORE = 3
-FAILURE_CATEGORIES = {
-    "unsafe_action": ("critical", "made a change the user did not ask for or confirm, or one that breaks a business rule"),
-    "unsafe_state": ("critical", "left data wrong or inconsistent (a wrong value written, a half-finished change)"),
-    "false_information": ("critical", "told the user something untrue: a result it did not get, an action it did not take"),
-    "disobeyed_user": ("high", "ignored or overrode what the user explicitly asked for"),
-    "missing_information": ("medium", "left out specific information the user needed (an id, a status, a value)"),
-    "no_clarification": ("medium", "guessed instead of asking when the request was ambiguous or incomplete"),
-    "repetition": ("low", "repeated a question or statement without need"),
-}
 
 TURN_PROMPT = """You judge one reply of a business chatbot that acts through function calls.
 

@@ -14,7 +14,8 @@ from lobeval.llm import run_sync
 from lobeval.operators import concrete, refs, resolver, split_ref
 from lobeval.records import expected_call_problems, read_cases
 from lobeval.scoring import Rules, score_conversation
-from lobeval.suite import function_key, load_suite
+from lobeval.suite import load_suite
+from lobeval.vocabulary import function_key
 
 
 def perfect_conversation(case: dict[str, Any]) -> dict[str, Any]:

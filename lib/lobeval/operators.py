@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from lobeval.suite import function_key
+from lobeval.vocabulary import function_key
 
 MATCH_MODES = ("exact", "fuzzy", "semantic", "any")
 DEFAULT_THRESHOLD = 0.8

@@ -42,6 +42,7 @@ from lobeval.runs import HEADLINE
 from lobeval.stats import left_out_notes
 from lobeval.suite import Suite, load_suite
 from lobeval.targets import check_target
+from lobeval.vocabulary import AZURE_JUDGES, TURN_CRITERIA
 
 NOTEBOOKS = Path("notebooks")
 # Each stage, and the glue the next stages need from it with its type (its presence marks the stage as done).
@@ -222,8 +223,6 @@ def check_gate_metrics(gate: dict[str, float]) -> None:
 
 def gate_metrics() -> list[str]:
     """The metrics a gate can check: the scores, pass^1 and every judge figure."""
-    from lobeval.judges import AZURE_JUDGES, TURN_CRITERIA
-
     judged = ("final_score", "turn_success_ratio", "goal", *TURN_CRITERIA, *AZURE_JUDGES)
     return list(dict.fromkeys((*GATE_METRICS, *(f"judge.{name}" for name in judged))))
 

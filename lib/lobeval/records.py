@@ -23,7 +23,9 @@ from filelock import SoftFileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import NotRequired, TypedDict
 
+from lobeval import operators
 from lobeval.errors import RecordError
+from lobeval.vocabulary import AZURE_JUDGES, FAILURE_CATEGORIES, TURN_CRITERIA, function_key
 
 SCHEMA_VERSION = 1
 """The version of every record and file a stage writes; readers accept it and files without one."""
@@ -196,9 +198,6 @@ def expected_call_problems(calls: list[dict[str, Any]], tools: Mapping[str, dict
     """(field, problem) for every problem of a scenario's expected calls, in order: an unknown function
     or argument (checked when `tools`, function key → tools.json entry, is given), a malformed operator,
     a `$ref` to no earlier expected call, a call that is also forbidden."""
-    # operators and suite import this module: imported when called, so the import graph has no cycle
-    from lobeval.suite import function_key
-
     forbidden_keys = {function_key(name) for name in forbidden}
     found = []
     for position, call in enumerate(calls):
@@ -212,9 +211,6 @@ def expected_call_problems(calls: list[dict[str, Any]], tools: Mapping[str, dict
 
 def _call_problems(prefix: str, call: dict[str, Any], tools: Mapping[str, dict[str, Any]] | None,
                    earlier: set[str]) -> list[tuple[str, str]]:
-    from lobeval import operators
-    from lobeval.suite import function_key
-
     name, found = call["functionName"], []
     tool = tools.get(function_key(name)) if tools is not None else None
     if tools is not None and tool is None:
@@ -506,13 +502,11 @@ def verdict_scales() -> dict[str, dict[str, tuple[str, tuple[Any, ...]]]]:
     """{judge: {criterion: (scale, values)}} of the verdicts a judge_verdict label may be about: scale "1-5"
     (per-turn criteria, the Azure evaluators but one), "0/1" (goal; task_adherence, which azure-ai-evaluation
     scores 0 for a material failure, else 1) or "category" (behaviour failure; None: no failure)."""
-    from lobeval import judges   # judges imports this module
-
     scores, binary = (1, 2, 3, 4, 5), ("0/1", (0, 1))
-    return {"per_turn": {criterion: ("1-5", scores) for criterion in judges.TURN_CRITERIA},
-            "behaviour_failure": {"category": ("category", (*judges.FAILURE_CATEGORIES, None))},
+    return {"per_turn": {criterion: ("1-5", scores) for criterion in TURN_CRITERIA},
+            "behaviour_failure": {"category": ("category", (*FAILURE_CATEGORIES, None))},
             "goal": {"goal": binary},
-            **{name: {name: binary if name == "task_adherence" else ("1-5", scores)} for name in judges.AZURE_JUDGES}}
+            **{name: {name: binary if name == "task_adherence" else ("1-5", scores)} for name in AZURE_JUDGES}}
 
 
 def label_problem(label: dict[str, Any]) -> tuple[str, str] | None:

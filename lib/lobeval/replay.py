@@ -22,7 +22,7 @@ from lobeval.labels import add_label, revoke_label
 from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scales
 from lobeval.render import escape, json_text, metric_name, outcome_text
 from lobeval.scoring import METRICS
-from lobeval.suite import function_key
+from lobeval.vocabulary import function_key
 
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 

@@ -23,7 +23,7 @@ from scipy.optimize import linear_sum_assignment
 from lobeval import operators
 from lobeval.operators import DEFAULT_THRESHOLD, MISSING
 from lobeval.records import MACHINERY_ERRORS, METRICS, NORMAL_ENDINGS
-from lobeval.suite import function_key
+from lobeval.vocabulary import function_key
 
 
 _BOOL_WORDS = {"true": True, "yes": True, "false": False, "no": False}

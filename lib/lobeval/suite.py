@@ -9,7 +9,7 @@ import csv
 import io
 import re
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,25 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lobeval.errors import RecordError
 from lobeval.records import STRICT, ExpectedCall, UserStyle, read_json, read_text, validated
+from lobeval.vocabulary import function_key
 
 # The seeds' field names are accepted on input and mapped to ours.
 TEMPLATE_ALIASES = {"scenarioType": "scenario_name", "instructions": "user_instructions",
                     "task_completion_condition": "task_completion"}
 EFFECTS = ("read", "write")
-_PLUGIN_PREFIX = re.compile(r"^[A-Za-z0-9_]*Plugin-", re.IGNORECASE)
-
-
-def strip_plugin_prefix(name: str) -> str:
-    """`TicketPlugin-create_ticket` → `create_ticket` (the seeds' naming)."""
-    return _PLUGIN_PREFIX.sub("", name)
-
-
-@lru_cache(maxsize=4096)
-def function_key(name: str) -> str:
-    """The name functions are compared by: case-insensitive, without a `...Plugin-` prefix."""
-    return strip_plugin_prefix(name).lower()
-
-
 def snake_case(header: str) -> str:
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", header.strip())
     return re.sub(r"[^0-9a-zA-Z]+", "_", words).strip("_").lower()

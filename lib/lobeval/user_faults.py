@@ -24,7 +24,7 @@ from typing import Any
 
 from dateutil import parser as dateparser
 
-from lobeval.suite import function_key
+from lobeval.vocabulary import function_key
 from lobeval.users import STOP_PHRASE, label, says_stop_phrase
 
 CHECKS = ("invented_value", "ended_early", "contradicted_instructions")

@@ -15,7 +15,7 @@ from rapidfuzz import fuzz
 
 from lobeval.operators import first_literal, refs, split_ref
 from lobeval.records import Case
-from lobeval.suite import strip_plugin_prefix
+from lobeval.vocabulary import strip_plugin_prefix
 
 STOP_PHRASE = "the session is finished"
 

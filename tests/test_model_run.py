@@ -475,3 +475,22 @@ def test_a_an_analyst_checks_the_judges_verdicts_and_calibrate_and_the_report_sa
     assert summary.loc["helpfulness", "calibration"].startswith(
         f"calibrated on {helpfulness} labels: agreement {agreement:.2f}, weighted κ "), summary["calibration"]
     assert summary.loc["coherence", "calibration"] == "not calibrated"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget_usd", [0.01, 0.10], ids=["spent before any request", "spent after six requests"])
+def test_b_a_budget_spent_early_still_gives_the_whole_report_and_exit_1(budget_usd, tmp_path, monkeypatch):
+    """The report renders every section (no judge figure at all is an empty table, not a crash), each
+    conversation the budget cut off says "not run: budget spent", and the run exits 1 (the gate), not 2."""
+    play = Roleplay(seed=15)
+    with model_endpoint(monkeypatch, tmp_path, play, budget_usd):
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--run-id", "early")
+    run_dir = tmp_path / "runs" / "early"
+    assert status == 1, out
+    assert terminations(run_dir)["budget_spent"] >= CASES - CONCURRENCY
+    text = page_text((run_dir / "report.html").read_text(encoding="utf-8"))
+    assert "Judges" in text and "Run configuration" in text
+    results = read_results(run_dir / "evaluation_results.json")
+    cut = [row for row in results["rows"] if row["termination"] == "budget_spent"]
+    assert cut and all(row["judges"] == {"status": "not run: budget spent"} for row in cut)
+    assert text.count("not run: budget spent") >= len(cut)

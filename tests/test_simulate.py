@@ -13,7 +13,7 @@ from http_target import serve
 from lobeval.cli import main
 from lobeval.llm import BudgetExceeded, LLMClient, resolve_model
 from lobeval.records import Case, appending, write_jsonl
-from lobeval.simulate import converse, finished_pairs, select_cases, simulate_async
+from lobeval.simulate import converse, finished_pairs, overview, select_cases, simulate_async
 from lobeval.targets import load_target
 from lobeval.testing import FakeOpenAI, json_reply
 from lobeval.users import LLMUser, ScriptedUser
@@ -352,3 +352,15 @@ def test_an_out_that_holds_other_records_is_refused_and_left_as_it_was(tmp_path,
         assert main(simulate_command(dataset, out)[3:]) == 2
         assert f"{out}: --out: " in capsys.readouterr().err
         assert out.read_bytes() == before
+
+
+def test_the_overview_of_no_conversations_is_an_empty_table_and_of_one_a_line(tmp_path):
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    assert overview(empty).empty and list(overview(empty).columns) == ["scenario", "mean turns", "mean calls",
+                                                                       "mean failed calls"]
+    one = tmp_path / "one.jsonl"
+    write_jsonl(one, [{"scenario_name": "s", "termination": {"reason": "user_stop", "turns": 3},
+                       "function_calls": [{"functionName": "f", "error": "boom"}, {"functionName": "g"}]}])
+    assert overview(one).to_dict("records") == [{"scenario": "s", "user_stop": 1, "mean turns": 3.0,
+                                                 "mean calls": 2.0, "mean failed calls": 1.0}]

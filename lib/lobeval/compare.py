@@ -269,11 +269,6 @@ def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path, *,
     }
 
 
-def metrics_frame(comparison: dict[str, Any]) -> pd.DataFrame:
-    """The per-metric comparison as a table, one line per metric."""
-    return pd.DataFrame(comparison["metrics"]).set_index("metric")
-
-
 def format_comparison(comparison: dict[str, Any]) -> str:
     pairs, rate = comparison["pairs"], comparison["error_rate"]
     lines = [f"baseline  {comparison['baseline']}", f"candidate {comparison['candidate']}",

@@ -396,8 +396,7 @@ class _JudgeRun:
         scored = [(conversation, case) for row, (conversation, case) in zip(rows, chunk) if row["status"] == "scored"]
         verdicts = run_sync(self._judge(scored))
         for row in rows:
-            row["judges"] = verdicts.get((row["case_id"], row["trial"]),
-                                         {"status": "not run: the conversation ended in a machinery error"})
+            row["judges"] = verdicts.get((row["case_id"], row["trial"]), {"status": _not_judged(row)})
         return rows
 
     async def _judge(self, work: list[tuple[dict, dict]]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -417,6 +416,13 @@ class _JudgeRun:
 
         usage = {name: usage.to_dict() for name, usage in self.judges.usage.items()}
         return summarise_judges(judged, self.judges.selection, usage)
+
+
+def _not_judged(row: dict[str, Any]) -> str:
+    """Why a conversation's judges did not run: it ended in a machinery error, or the budget ran out first."""
+    if row["termination"] == "budget_spent":
+        return "not run: budget spent"
+    return "not run: the conversation ended in a machinery error"
 
 
 def judge_model(judges: Any) -> str | None:

@@ -179,12 +179,18 @@ def replay_record(row: dict[str, Any], conversation: dict[str, Any] | None) -> d
         "scenario_name": row.get("scenario_name") or "", "outcome": outcome(row),
         "summary": " — ".join(part for part in (f"ended: {row.get('termination')}", metrics,
                                                 f"error: {row['error']}" if row.get("error") else "",
-                                                LEFT_OUT.get(row.get("excluded"), "")) if part),
+                                                _judges_not_run(row), LEFT_OUT.get(row.get("excluded"), "")) if part),
         "missed": [f"{call['functionName']}" + (" (optional)" if call.get("optional") else "")
                    for call in row.get("unpaired_expected", [])],
         "missing_outputs": [str(output) for output in row.get("missing_outputs", [])],
         "steps": steps, "first_failure": _first_failure(steps, row),
     }
+
+
+def _judges_not_run(row: dict[str, Any]) -> str:
+    """Why the judges skipped a conversation that ended in a machinery error ("judges not run: budget spent")."""
+    status = (row.get("judges") or {}).get("status") or ""
+    return f"judges {status}" if row.get("status") == "error" and status.startswith("not run") else ""
 
 
 def replay_data(results: dict[str, Any], conversations: dict[tuple[str, int], dict[str, Any]],

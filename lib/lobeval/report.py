@@ -360,7 +360,8 @@ def judge_summary(results: dict[str, Any]) -> pd.DataFrame:
              "not applicable": entry["not applicable"], "mean over": entry["mean over"],
              "calibration": calibration_text(calibrated, f"judge.{name}")}
             for name, entry in table.to_dict("index").items()]
-    return pd.DataFrame(rows).set_index("judge")
+    columns = ["judge", "mean", "95% interval", "judged", "judge errors", "not applicable", "mean over", "calibration"]
+    return pd.DataFrame(rows, columns=columns).set_index("judge")
 
 
 DERIVED_JUDGE_FIGURES = ("judge.turn_success_ratio", JUDGE_SCORE)

@@ -262,7 +262,7 @@ def overview(conversations: str | Path) -> "pd.DataFrame":
     rows = [{"scenario": r["scenario_name"], "ending": r["termination"]["reason"], "turns": r["termination"]["turns"],
              "calls": len(r["function_calls"]), "failed calls": sum(bool(c.get("error")) for c in r["function_calls"])}
             for _, r in iter_jsonl(conversations)]
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["scenario", "ending", "turns", "calls", "failed calls"])
     endings = pd.crosstab(table["scenario"], table["ending"])
     numbers = table.groupby("scenario")[["turns", "calls", "failed calls"]].mean().round(1).add_prefix("mean ")
     return endings.join(numbers).rename_axis(columns=None).reset_index()

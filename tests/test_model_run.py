@@ -27,6 +27,7 @@ from lobeval import roles
 from lobeval.cli import main
 from lobeval.llm import LLMClient
 from lobeval.records import MACHINERY_ERRORS, read_results
+from lobeval.runs import read_index
 from lobeval.testing import FakeOpenAI
 from roleplay import Roleplay, role_of
 
@@ -494,3 +495,34 @@ def test_b_a_budget_spent_early_still_gives_the_whole_report_and_exit_1(budget_u
     cut = [row for row in results["rows"] if row["termination"] == "budget_spent"]
     assert cut and all(row["judges"] == {"status": "not run: budget spent"} for row in cut)
     assert text.count("not run: budget spent") >= len(cut)
+
+
+@pytest.mark.slow
+def test_c_retry_errors_on_a_finished_run_runs_the_errored_conversations_and_every_later_stage_again(
+        tmp_path, monkeypatch):
+    """Issue 27.2: the bot's endpoint fails for some scenarios; once it is back, `lobeval run --run-id ID
+    --retry-errors` simulates exactly those again and reruns 03-05, and the figures equal a fault-free run's.
+    The first attempt used --retry-errors too, and the run is listed once in the index, with its last figures."""
+    play = Roleplay(seed=15, bot_faults=0.4)
+    quick_retries(monkeypatch)
+    options = ("run", "--user", "llm", "--cases-per-scenario", "1", "--retry-errors")
+    with model_endpoint(monkeypatch, tmp_path, play):
+        status, out = cli(*options, "--run-id", "flaky")
+        first = terminations(tmp_path / "runs" / "flaky")
+        play.bot_faults = 0.0
+        again_status, again = cli(*options, "--run-id", "flaky")
+        clean_status, clean = cli(*options, "--run-id", "clean")
+    assert status == 1 and 0 < first["target_unavailable"] < CASES, (first, out)
+    assert again_status == clean_status == 0, again
+    assert "kept from the earlier attempt: 01_generate" in again and "02_simulate.ipynb" in again
+    assert "05_report.ipynb" in again
+    assert terminations(tmp_path / "runs" / "flaky") == terminations(tmp_path / "runs" / "clean")
+    retried = read_results(tmp_path / "runs" / "flaky" / "evaluation_results.json")
+    fault_free = read_results(tmp_path / "runs" / "clean" / "evaluation_results.json")
+    # the retried conversations are appended last: the means add up in another order
+    assert retried["metrics"] == pytest.approx(fault_free["metrics"], rel=1e-12)
+    assert retried["counts"] == fault_free["counts"]
+    index = read_jsonl(tmp_path / "runs" / "index.jsonl")
+    listed, _ = read_index(tmp_path / "runs" / "index.jsonl")
+    assert [entry["run_id"] for entry in listed] == ["flaky", "clean"]
+    assert listed[0]["counts"]["errors"] == 0 and len(index) == 3   # the first, failed figures are superseded

@@ -37,7 +37,7 @@ from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_U
                              check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import ROLES, resolve_model
-from lobeval.records import SCHEMA_VERSION, iter_jsonl, write_json
+from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, write_json
 from lobeval.runs import HEADLINE
 from lobeval.stats import left_out_notes
 from lobeval.suite import Suite, load_suite
@@ -127,7 +127,16 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
                                          "concurrency": concurrency, "target_timeout": target_timeout,
                                          "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
         }
-        return evaluate_and_report(run_dir, config, parameters, secret_values)
+        again = "02_simulate" if retry_errors and machinery_errors(run_dir / "conversations.jsonl") else None
+        return evaluate_and_report(run_dir, config, parameters, secret_values, again=again)
+
+
+def machinery_errors(conversations: Path) -> int:
+    """How many conversations of an earlier attempt ended in a machinery error (none when there was no attempt)."""
+    if not conversations.exists():
+        return 0
+    records = iter_jsonl(conversations, torn_end=True)
+    return sum(record["termination"]["reason"] in MACHINERY_ERRORS for _, record in records)
 
 
 def imported_run(run_dir: Path) -> dict[str, Any] | None:
@@ -158,8 +167,9 @@ def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, flo
 
 
 def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[str, Any], secret_values: list[str],
-                        given: dict[str, dict[str, Any]] | None = None) -> RunResult:
-    """The stages from evaluation on (after `parameters`' earlier ones), the report, the index entry."""
+                        given: dict[str, dict[str, Any]] | None = None, again: str | None = None) -> RunResult:
+    """The stages from evaluation on (after `parameters`' earlier ones), the report, the index entry.
+    `again`: the stage from which every stage runs again, finished or not."""
     index = runs.index_path()
     parameters = {
         **parameters,
@@ -171,7 +181,7 @@ def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[
                                            "suite": config["suite"], "out_dir": str(run_dir)},
         "05_report": lambda glue: {"run_dir": str(run_dir), "index": str(index)},
     }
-    glue, executed, resumed = run_stages(run_dir, parameters, secret_values, given)
+    glue, executed, resumed = run_stages(run_dir, parameters, secret_values, given, again)
     report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
     runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
     return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
@@ -228,17 +238,20 @@ def gate_metrics() -> list[str]:
 
 
 def run_stages(run_dir: Path, parameters: dict[str, Any], secret_values: list[str],
-               given: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[Path], list[str]]:
+               given: dict[str, dict[str, Any]] | None = None,
+               again: str | None = None) -> tuple[dict[str, Any], list[Path], list[str]]:
     """Each stage not finished yet, in order: (the glue of all, the notebooks executed, the stages kept).
-    `given`: the glue of stages whose records came from elsewhere (an imported run), which do not run."""
+    `given`: the glue of stages whose records came from elsewhere (an imported run), which do not run.
+    `again`: from this stage on, every stage runs even if it had finished."""
     glue: dict[str, Any] = {}
     executed, resumed = [], []
+    rerun = list(STAGES)[list(STAGES).index(again):] if again else []
     for stage, needed in STAGES.items():
         if stage in (given or {}):
             glue.update(given[stage])
             continue
         output = run_dir / f"{stage}.ipynb"
-        done = finished_glue(output, needed)
+        done = None if stage in rerun else finished_glue(output, needed)
         if done is not None:
             resumed.append(stage)
         else:

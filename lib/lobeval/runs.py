@@ -131,7 +131,8 @@ def skipped(problem: str) -> str:
 
 
 def read_index(index: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The finished runs, oldest first, and a line for each index line that could not be read."""
+    """The finished runs, oldest first, and a line for each index line that could not be read. A run finished
+    again (`lobeval run --retry-errors` on a finished run) is listed once, with its last figures, where it last finished."""
     path = Path(index)
     if not path.exists():
         return [], []
@@ -139,15 +140,19 @@ def read_index(index: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         lines = read_text(path).split("\n")
     except RecordError as exc:
         return [], [skipped(str(exc))]
-    entries, left_out = [], []
+    latest: dict[str, dict[str, Any]] = {}
+    left_out = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            entries.append(_index_entry(line, path, number))
+            entry = _index_entry(line, path, number)
         except RecordError as exc:
             left_out.append(skipped(str(exc)))
-    return entries, left_out
+            continue
+        latest.pop(entry["run_id"], None)
+        latest[entry["run_id"]] = entry
+    return list(latest.values()), left_out
 
 
 def _index_entry(line: str, path: Path, number: int) -> dict[str, Any]:
@@ -158,16 +163,18 @@ def _index_entry(line: str, path: Path, number: int) -> dict[str, Any]:
 
 def add_to_index(index: Path, config: dict[str, Any], run_dir: Path, metrics: dict[str, Any],
                  counts: dict[str, Any]) -> None:
-    """One line per finished run; a resumed run that had finished already is not listed twice. Runs
-    finishing at once take turns, so that no two lines interleave."""
+    """One line per finished run; a resumed run that had finished already with the same figures is not listed
+    again (with new figures it is: the last line of a run is the one read). Runs finishing at once take turns,
+    so that no two lines interleave."""
     index.parent.mkdir(parents=True, exist_ok=True)
     with SoftFileLock(index.with_name(f"{index.name}.lock"), timeout=60):
         entries, _ = read_index(index)
-        if any(earlier["run_id"] == config["run_id"] for earlier in entries):
+        figures = {"metrics": {name: metrics.get(name) for name in HEADLINE if name in metrics}, "counts": counts}
+        if any(earlier["run_id"] == config["run_id"] and {key: earlier[key] for key in figures} == figures
+               for earlier in entries):
             return
         entry = {"schema_version": SCHEMA_VERSION, "run_id": config["run_id"], "suite_name": config["suite_name"],
-                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir),
-                 "metrics": {name: metrics.get(name) for name in HEADLINE if name in metrics}, "counts": counts}
+                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir), **figures}
         with index.open("a+b") as handle:
             # After a line torn by a kill, start a line of our own so that this entry stays whole.
             handle.write((("\n" if _ends_mid_line(handle) else "") + json.dumps(entry) + "\n").encode("utf-8"))

@@ -286,6 +286,14 @@ def test_root_causes_are_shown_whole_and_folded_where_long(tmp_path):
     assert "<script>" not in page
 
 
+def test_a_failed_root_cause_analysis_is_named_in_the_report(tmp_path):
+    write_json(tmp_path / "root_causes.json", {"schema_version": 1, "status": f"error: root causes: HTTP 500 {ATTACK}",
+                                               "root_causes": []})
+    page = report.root_causes_html(tmp_path, FAILING)
+    assert page == (f"<p>Root causes: the analysis did not finish (error: root causes: HTTP 500 "
+                    f"{html_text(ATTACK)}).</p>")
+
+
 def test_tables_have_readable_headers_and_no_index_or_none():
     results = {"counts": {"conversations": 2, "scored": 2, "errors": 0}, "metrics": {"Success": 0.5}, "rows": [],
                "judges": {"status": "not run: no judge model configured"},

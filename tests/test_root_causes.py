@@ -94,7 +94,7 @@ def test_no_failures_no_call(llm):
 
 def test_root_causes_file(tmp_path):
     path = write_root_causes(tmp_path / "run" / "root_causes.json", [CAUSE])
-    assert json.loads(path.read_text()) == {"schema_version": 1, "root_causes": [CAUSE]}
+    assert json.loads(path.read_text()) == {"schema_version": 1, "status": "run", "root_causes": [CAUSE]}
 
 
 def test_run_root_causes_status_path_and_file(llm, tmp_path):
@@ -108,7 +108,8 @@ def test_run_root_causes_status_path_and_file(llm, tmp_path):
     server.policy = lambda request: text("sorry, no")
     failed = found(client)
     assert failed["status"].startswith("error: root causes: the model's reply was unusable after 2 attempts")
-    assert (failed["path"], failed["usage"]["calls"]) == (None, 2) and not out.exists()
+    assert (failed["path"], failed["usage"]["calls"]) == (str(out), 2)
+    assert json.loads(out.read_text()) == {"schema_version": 1, "status": failed["status"], "root_causes": []}
     server.policy = lambda request: json_reply({"root_causes": [CAUSE]})
     done = found(client)
     assert (done["status"], done["path"], done["causes"]) == ("run", str(out), [CAUSE])
@@ -124,7 +125,8 @@ def test_run_root_causes_says_when_the_endpoint_gave_up(llm, tmp_path):
     found = asyncio.run(run_root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, out, client))
     assert found["status"] == ("error: root causes: model 'gpt-4o-mini' (role judge): gave up after 2 attempts; "
                                "last error: HTTP 500: overloaded")
-    assert (found["path"], found["causes"]) == (None, []) and not out.exists()
+    assert (found["path"], found["causes"]) == (str(out), [])
+    assert json.loads(out.read_text())["status"] == found["status"]
 
 
 def test_severity_ranks():

@@ -477,22 +477,21 @@ def why_html(results: dict[str, Any]) -> str:
     return f"{STYLE}<div class='lobeval-report'><ol>{''.join(items)}</ol></div>"
 
 
-def root_causes(run_dir: str | Path) -> list[dict[str, Any]] | None:
-    """The root causes the analysis wrote for this run (root_causes.json), or None when it wrote none."""
+def root_causes(run_dir: str | Path) -> dict[str, Any] | None:
+    """What the analysis wrote for this run (root_causes.json: its status and causes), or None: no model ran it."""
     path = Path(run_dir) / "root_causes.json"
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))["root_causes"]
+    found = json.loads(path.read_text(encoding="utf-8"))
+    return {"status": found.get("status", "run"), "root_causes": found["root_causes"]}
 
 
 SEVERITY_COLOURS = {"critical": RED, "high": RED, "medium": AMBER, "low": GREY}
 
 
-def causes_html(causes: list[dict[str, Any]] | None, results: dict[str, Any] | None = None) -> str:
+def causes_html(causes: list[dict[str, Any]], results: dict[str, Any] | None = None) -> str:
     """The root causes, each with its severity, description, suggested fix and conversations (links into
     the replay), the texts whole and folded when long; a note when there are none."""
-    if causes is None:
-        return "<p>Root causes: not run (no model configured for the analysis).</p>"
     if not causes:
         return "<p>Root causes: the model named none.</p>"
     several = _several_trials(results) if results is not None else True
@@ -526,7 +525,13 @@ def _text_block(title: str, text: Any) -> str:
 
 
 def root_causes_html(run_dir: str | Path, results: dict[str, Any] | None = None) -> str:
-    return causes_html(root_causes(run_dir), results)
+    """The run's root causes, or why there are none: no model configured, or the analysis failed (its error)."""
+    found = root_causes(run_dir)
+    if found is None:
+        return "<p>Root causes: not run (no model configured for the analysis).</p>"
+    if found["status"] != "run":
+        return f"<p>Root causes: the analysis did not finish ({_e(found['status'])}).</p>"
+    return causes_html(found["root_causes"], results)
 
 
 CLAIM_KINDS = {"claimed_not_done": "claimed but not done", "done_not_told": "done but not told"}

@@ -145,9 +145,10 @@ async def root_causes(clusters: pd.DataFrame, results: dict[str, Any],
         raise LLMError(f"root causes: {exc}") from None
 
 
-def write_root_causes(path: str | Path, causes: list[dict[str, Any]]) -> Path:
-    """`root_causes.json` next to the results, written whole or not at all."""
-    return write_json(path, {"schema_version": 1, "root_causes": causes})
+def write_root_causes(path: str | Path, causes: list[dict[str, Any]], status: str = "run") -> Path:
+    """`root_causes.json` next to the results, written whole or not at all: the causes and how the analysis
+    ended ("run", or "error: ..." with no causes), so that the report can say why there are none."""
+    return write_json(path, {"schema_version": 1, "status": status, "root_causes": causes})
 
 
 async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
@@ -155,8 +156,9 @@ async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
                           client: LLMClient | None) -> dict[str, Any]:
     """What the notebook shows and glues: {"status", "path", "causes", "usage"} (usage: this step's).
 
-    status: "run" (causes written to `out`), "not run: no model configured" (`client` None), or
-    "error: ..." when the endpoint gave up or its reply stayed unusable.
+    status: "run" (causes written to `out`), "not run: no model configured" (`client` None: nothing
+    written), or "error: ..." when the endpoint gave up or its reply stayed unusable (written to `out`
+    with no causes: the report names the error).
     """
     if client is None:
         return {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
@@ -164,5 +166,7 @@ async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
     try:
         causes = await root_causes(clusters, results, conversations, client, usage=(usage,))
     except LLMError as exc:
-        return {"status": f"error: {exc}", "path": None, "causes": [], "usage": usage.to_dict()}
+        status = f"error: {exc}"
+        return {"status": status, "path": str(write_root_causes(out, [], status)), "causes": [],
+                "usage": usage.to_dict()}
     return {"status": "run", "path": str(write_root_causes(out, causes)), "causes": causes, "usage": usage.to_dict()}

@@ -185,6 +185,11 @@ def test_a_the_judges_catch_the_wrong_values_and_their_bad_replies_are_errors_no
     cover = results["judges"]["coverage"]["judge.final_score"]
     assert 0 < cover["judged"] < cover["of"] == CASES and cover["errors"] == CASES - cover["judged"]
     assert results["judges"]["errored_conversations"] == cover["errors"]
+    # lobeval run prints the coverage beside the judge figure, as lobeval evaluate does
+    final = results["metrics"]["judge.final_score"]
+    assert (f"judge.final_score {final:.3f}" in failing_run["out"]
+            and f"judged {cover['judged']} of {CASES}, {cover['errors']} judge errors" in failing_run["out"])
+    assert f"judges: run ({cover['errors']} conversations with judge errors)" in failing_run["out"]
 
 
 @pytest.mark.slow

@@ -245,7 +245,9 @@ def test_a_half_finished_run_resumes_without_duplicates(finished_run, monkeypatc
     assert again.resumed == ["01_generate"]
     records = read_jsonl(conversations)
     assert len(records) == len({(r["case_id"], r["trial"]) for r in records}) == len(lines)
-    assert len(read_jsonl(runs_dir / "index.jsonl")) == 1    # listed once
+    listed, _ = runs.read_index(runs_dir / "index.jsonl")
+    assert [entry["run_id"] for entry in listed] == ["t1"]    # listed once, with the figures it finished with now
+    assert listed[0]["metrics"]["Success"] == again.metrics["Success"]
     assert again.metrics["Success"] < 1     # the edited conversation now fails, so the report replays it
     page = again.report.read_text(encoding="utf-8")
     assert "<script>alert(" not in page

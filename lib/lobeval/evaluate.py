@@ -37,7 +37,7 @@ from lobeval.records import (
     read_as, read_labels, read_results, rows_path, with_changes,
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
-from lobeval.stats import NO_REFERENCE_METRICS, RowTally, left_out_notes, unreferenced_note
+from lobeval.stats import RowTally, figure_lines, left_out_notes, unreferenced_note
 from lobeval.suite import Suite, load_suite
 from lobeval.vocabulary import function_key
 from lobeval.user_faults import judged_faults, user_faults
@@ -68,31 +68,13 @@ class EvaluationResult:
 
     def summary(self) -> list[str]:
         results = self.summary_document
-        metrics, intervals, counts = results["metrics"], results["intervals"], results["counts"]
+        counts = results["counts"]
         lines = [f"scored {counts['scored']} conversations ({counts['errors']} machinery errors left out, "
                  f"{counts['target_errors']} target errors scored as failures)"]
         if counts.get("unreferenced"):
             lines.append(unreferenced_note(counts["unreferenced"]))
         lines += left_out_notes(counts)
-        over = results.get("over") or {}
-        coverage = results["judges"].get("coverage") or {}
-        for name in dict.fromkeys([*metrics, *coverage]):   # a judge that judged nothing has coverage, no value
-            value, cover = metrics.get(name), coverage.get(name)
-            if value is None and cover is None:
-                continue
-            low_high = intervals.get(name)
-            band = f"  [{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high and value is not None else ""
-            if cover:
-                band += f"  judged {cover['judged']} of {cover['of']}" + (
-                    f", {cover['errors']} judge errors" if cover["errors"] else "")
-            elif name in over and value is not None and (counts.get("unreferenced") or counts.get("user_faults")
-                                                          or counts.get("quarantined") or name in NO_REFERENCE_METRICS):
-                band += f"  over {over[name]} of {counts['scored']} conversations"
-            shown = f"{value:.3f}" if value is not None else "not measured"
-            lines.append(f"{name:>16} {shown}{band}")
-        errored = results["judges"].get("errored_conversations")
-        lines.append(f"judges: {results['judges']['status']}"
-                     + (f" ({errored} conversations with judge errors)" if errored else ""))
+        lines += figure_lines(results)
         if self.seconds:
             lines.append(f"time: {sum(self.seconds.values()):.2f} s in evaluate: "
                          + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items()))

@@ -37,9 +37,8 @@ from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_U
                              check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import ROLES, resolve_model
-from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, write_json
-from lobeval.runs import HEADLINE
-from lobeval.stats import left_out_notes
+from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
+from lobeval.stats import figure_lines, left_out_notes
 from lobeval.suite import Suite, load_suite
 from lobeval.targets import check_target
 from lobeval.vocabulary import AZURE_JUDGES, TURN_CRITERIA
@@ -71,6 +70,7 @@ class RunResult:
     counts: dict[str, Any]
     gate_passed: bool
     gate_checks: list[dict[str, Any]]
+    results: dict[str, Any] = field(default_factory=dict)   # evaluation_results.json without its rows
     executed: list[Path] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
 
@@ -80,8 +80,7 @@ class RunResult:
         lines += [f"executed {path}" for path in self.executed]
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
-        lines += [f"{name:>16} {self.metrics[name]:.3f}" for name in HEADLINE
-                  if isinstance(self.metrics.get(name), int | float)]
+        lines += figure_lines(self.results)
         lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"
                   for check in self.gate_checks]
         lines.append(f"gate: {'passed' if self.gate_passed else 'FAILED'} · run folder {self.run_dir}")
@@ -185,7 +184,7 @@ def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[
     report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
     runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
     return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
-                     executed, resumed)
+                     read_results(glue["results_path"], rows=False), executed, resumed)
 
 
 def find_suite(suite: str | Path) -> Suite:

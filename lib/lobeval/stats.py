@@ -204,3 +204,31 @@ def _left_out(frame: pd.DataFrame) -> dict[str, int]:
     scored = frame[frame["status"] == "scored"]
     return {"user_faults": int((scored["excluded"] == "user_fault").sum()),
             "quarantined": int((scored["excluded"] == "quarantined").sum())}
+
+
+def figure_lines(results: dict[str, Any]) -> list[str]:
+    """What `lobeval evaluate` and `lobeval run` print of a results summary: each figure with its interval,
+    each judge figure with "judged n of N, k judge errors", a figure over part of the conversations with
+    its share, and the judges' status."""
+    metrics, intervals, counts = results["metrics"], results["intervals"], results["counts"]
+    lines = []
+    over = results.get("over") or {}
+    coverage = results["judges"].get("coverage") or {}
+    for name in dict.fromkeys([*metrics, *coverage]):   # a judge that judged nothing has coverage, no value
+        value, cover = metrics.get(name), coverage.get(name)
+        if value is None and cover is None:
+            continue
+        low_high = intervals.get(name)
+        band = f"  [{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high and value is not None else ""
+        if cover:
+            band += f"  judged {cover['judged']} of {cover['of']}" + (
+                f", {cover['errors']} judge errors" if cover["errors"] else "")
+        elif name in over and value is not None and (counts.get("unreferenced") or counts.get("user_faults")
+                                                      or counts.get("quarantined") or name in NO_REFERENCE_METRICS):
+            band += f"  over {over[name]} of {counts['scored']} conversations"
+        shown = f"{value:.3f}" if value is not None else "not measured"
+        lines.append(f"{name:>16} {shown}{band}")
+    errored = results["judges"].get("errored_conversations")
+    lines.append(f"judges: {results['judges']['status']}"
+                 + (f" ({errored} conversations with judge errors)" if errored else ""))
+    return lines

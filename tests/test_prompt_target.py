@@ -211,8 +211,11 @@ def test_a_server_that_dies_mid_conversation_is_target_unavailable(model, tmp_pa
         finally:
             await session.close()
 
-    with pytest.raises(TargetUnavailable, match="MCP server went away"):
+    with pytest.raises(TargetUnavailable, match="MCP server went away") as raised:
         run(conversation())
+    # the turn's model request (the tool call the dead server could not run) is still counted
+    assert raised.value.usage["requests"] == 1 and model.count == 3
+    assert raised.value.usage["prompt_tokens"] > 0 and raised.value.usage["cost_usd"] > 0
 
 
 def test_a_shared_server_serves_every_conversation_until_closed(model, tmp_path):

@@ -2,7 +2,6 @@
 playwright), offline, with a bot that makes mistakes so the replay has failing conversations."""
 import os
 import shutil
-import sys
 
 import pytest
 

@@ -5,7 +5,7 @@ import pytest
 
 from lobeval.chat import STATE_CHARS, chat_loop, chat_widget
 from lobeval.render import markdown_html
-from lobeval.targets import Reply
+from lobeval.protocol import Reply
 
 
 class Recorder:

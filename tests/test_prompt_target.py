@@ -13,7 +13,7 @@ from lobeval.errors import ConfigError, RecordError, RoleError, TargetUnavailabl
 from lobeval.llm import PRICES
 from lobeval.prompt_target import NO_REPLY, load_prompt_target
 from lobeval.samples.support_tickets.bot import TOOLS_PATH
-from lobeval.targets import Reply
+from lobeval.protocol import Reply
 from lobeval.testing import FakeOpenAI, text, tool_calls
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "support_tickets" / "prompt_target.json"

@@ -7,7 +7,7 @@ import pytest
 from lobeval.analyse import failure_clusters, failure_signatures
 from lobeval.llm import LLMClient, LLMError, ModelConfig
 from lobeval.root_causes import (
-    MAX_CLUSTERS, MAX_CONVERSATIONS, build_prompt, root_causes, run_root_causes, severity_rank, write_root_causes,
+    MAX_CLUSTERS, build_prompt, root_causes, run_root_causes, severity_rank, write_root_causes,
 )
 from lobeval.testing import FakeOpenAI, json_reply, text
 from test_analyse import RESULTS, row

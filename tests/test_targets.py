@@ -21,7 +21,8 @@ from lobeval import targets
 from lobeval.errors import RoleError, TargetUnavailable
 from lobeval.records import write_jsonl
 from lobeval.simulate import simulate_async
-from lobeval.targets import Reply, TargetError, TargetUnavailableError, load_target
+from lobeval.targets import TargetError, TargetUnavailableError, load_target
+from lobeval.protocol import Reply
 from lobeval.users import ScriptedUser
 from test_users import leave_case
 from toy_leave_bot import StuckSyncLeaveBot

@@ -8,7 +8,8 @@ from typing import Any
 
 from lobeval.records import state_changes
 from lobeval.render import call_lines, escape, json_text, one_line
-from lobeval.targets import Reply, Session, TargetError, load_target
+from lobeval.targets import Session, TargetError, load_target
+from lobeval.protocol import Reply
 
 CHAT_CASE = {"case_id": "chat", "scenario_name": "chat", "business_data": {}}
 COMMANDS = {"/help": "list these commands", "/quit": "end the chat (so do /exit, Ctrl-D and Ctrl-C)"}

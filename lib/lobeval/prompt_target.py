@@ -39,7 +39,7 @@ from lobeval.errors import ConfigError, RecordError, RoleError, TargetUnavailabl
 from lobeval.llm import ChatResult, LLMClient, LLMError, ModelConfig, Usage, resolve_model, run_sync
 from lobeval.mcp_tools import ConnectionLost, McpConnection, connect
 from lobeval.records import read_json, validated
-from lobeval.targets import Reply
+from lobeval.protocol import Reply
 
 WHERE = "prompt target"
 NO_REPLY = "(no reply: the model was still calling tools when its rounds ran out)"

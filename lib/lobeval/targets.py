@@ -25,7 +25,6 @@ import queue
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from types import ModuleType
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,25 +33,10 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from lobeval.errors import RoleError, TargetUnavailable
+from lobeval.protocol import USAGE_FIELDS, Reply
 from lobeval.records import TerminationReason
 
 
-@dataclass
-class Reply:
-    """One turn of the target: what it said and the function calls it made, in order.
-
-    Each call is `{"functionName", "arguments", "result"}` plus `"error"` (a message, or None)
-    when the backend refused or raised: such a call was attempted but not done. `usage`, optional,
-    is what the turn cost the target in its own model calls: any of USAGE_FIELDS, numbers.
-    """
-
-    text: str
-    function_calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, float] | None = None
-
-
-USAGE_FIELDS = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
-"""What a reply may report of the turn's own model calls (all optional): requests sent, tokens, cost."""
 UNAVAILABLE_STATUSES = (429, 502, 503, 504)
 """HTTP statuses by which a target says its own infrastructure failed (docs/targets.md)."""
 MAX_STUCK_CALLS = 64

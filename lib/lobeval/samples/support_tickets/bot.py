@@ -9,7 +9,7 @@ from lobeval.llm import LLMClient, resolve_model
 from lobeval.samples.support_tickets.backend import SupportBackend, load_tools
 from lobeval.samples.support_tickets.llm_policy import LLMPolicy
 from lobeval.samples.support_tickets.rules import RulesPolicy
-from lobeval.targets import Reply
+from lobeval.protocol import Reply
 
 REPO = Path(__file__).resolve().parents[4]   # <repo>/lib/lobeval/samples/support_tickets/bot.py
 DATA_DIR = REPO / "data" / "support_tickets"

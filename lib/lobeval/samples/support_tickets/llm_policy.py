@@ -15,7 +15,7 @@ from lobeval.errors import TargetUnavailable
 from lobeval.llm import LLMClient, LLMError, Usage
 from lobeval.samples.support_tickets.backend import SupportBackend
 from lobeval.samples.support_tickets.wording import GREETING
-from lobeval.targets import USAGE_FIELDS, Reply
+from lobeval.protocol import USAGE_FIELDS, Reply
 
 MAX_ROUNDS = 8
 GAVE_UP = "Sorry, I could not finish that request. Could you say again what you need, perhaps in other words?"

@@ -13,7 +13,7 @@ from lobeval.samples.support_tickets import parsing as p
 from lobeval.samples.support_tickets import wording as w
 from lobeval.samples.support_tickets.backend import SupportBackend, ToolError
 from lobeval.samples.support_tickets.reading import FREE_TEXT, Reader
-from lobeval.targets import Reply
+from lobeval.protocol import Reply
 from lobeval.users import STOP_PHRASE
 
 # Menu order (wording.MENU): task -> (function, the id argument naming the record an update changes)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lobeval.scoring import Rules, agrees, pair_calls, score_conversation
 
@@ -61,9 +63,27 @@ def metrics(row):
     ({"$match": "fuzzy", "value": "Printer jams now", "threshold": 0.9}, "Printer jams now!", None, True),
     ({"$match": "fuzzy", "value": "abc def", "threshold": 0.99}, "abd def", None, False),
     (None, None, None, True), (None, "x", None, False), ("x", None, None, False),
+    # equal values agree before any date, number or fuzzy comparison (issue 27.6: τ-bench user ids)
+    ("ethan_martin_2396", "ethan_martin_2396", None, True), ("john_may_1987", "john_may_1987", None, True),
+    ("john_may_1987", "John_May_1987 ", None, True), ("john_may_1987", "john_may_1988", None, False),
+    ("May 2024", "may 2024", {"format": "date"}, True), ("dec 5", "dec 6", None, False),
+    # dates only when both sides parse as one; what a date leaves out is never taken from today
+    ("2024-05-01", "the first of May", None, False), ("May 2024", "2024-05-01", None, True),
+    ("5 May", "May 5", None, True), ("5 May", "2024-05-05", None, False),
+    # whole numbers exact, however large; a decimal within a float's rounding
+    (10**20, 10**20 + 1, None, False), (2**64 + 1, str(2**64 + 1), None, True), (1000000000, 1000000001, None, False),
+    (0.1, "0.1", None, True), (0.3, 0.1 + 0.2, None, True), (4, 4.5, None, False),
 ])
 def test_argument_agreement(expected, actual, schema, verdict):
     assert agrees(expected, actual, RULES, schema) is verdict
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.dates().map(str),
+                 st.from_regex(r"[a-z]{2,8}_(jan|may|dec)_[0-9]{2,4}", fullmatch=True)))
+def test_any_value_agrees_with_itself(value):
+    assert agrees(value, value, RULES, None)
+    assert agrees(value, value, RULES, {"format": "date"})
 
 
 def test_ref_resolves_against_the_latest_earlier_successful_call():

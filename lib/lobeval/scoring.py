@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
@@ -106,17 +107,24 @@ def truth(value: Any) -> bool | None:
     return None
 
 
-def number(value: Any) -> float | None:
+def number(value: Any) -> Decimal | None:
+    """The exact number a value states ("4", 4, 4.0 are one number; 2**64 + 1 stays itself), or None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, int | float | str):
         try:
-            return float(value.strip())
-        except ValueError:
+            found = Decimal(value.strip() if isinstance(value, str) else value)
+        except (InvalidOperation, ValueError):
             return None
+        return found if found.is_finite() else None
     return None
+
+
+def numbers_agree(expected: Decimal, actual: Decimal) -> bool:
+    """Whole numbers agree only when equal; others within a relative 1e-9 (a float's rounding of a decimal)."""
+    if expected == actual or (expected == expected.to_integral_value() and actual == actual.to_integral_value()):
+        return expected == actual
+    return math.isclose(float(expected), float(actual), rel_tol=1e-9, abs_tol=1e-9)
 
 
 def calendar_dates(value: Any) -> frozenset[date]:
@@ -128,6 +136,11 @@ def calendar_dates(value: Any) -> frozenset[date]:
     return _text_dates(value) if isinstance(value, str) else frozenset()
 
 
+# What a date leaves out is filled from this, never from today: "May 2024" is 1 May 2024 on any day the scorer
+# runs, and "5 May" (no year) is a day of year 1, which no full date equals.
+_NO_DEFAULT = datetime(1, 1, 1)
+
+
 @lru_cache(maxsize=65536)
 def _text_dates(text: str) -> frozenset[date]:
     text = text.strip()
@@ -137,7 +150,7 @@ def _text_dates(text: str) -> frozenset[date]:
     found = set()
     for dayfirst in (False, True):
         with contextlib.suppress(ValueError, OverflowError):
-            found.add(dateparser.parse(text, dayfirst=dayfirst).date())
+            found.add(dateparser.parse(text, dayfirst=dayfirst, default=_NO_DEFAULT).date())
     return frozenset(found)
 
 
@@ -194,18 +207,29 @@ def agrees(expected: Any, actual: Any, rules: Rules, schema: dict[str, Any] | No
             agrees(want, got, rules, items, resolve) for want, got in zip(expected, actual))
     if expected is None or actual is None:
         return expected is None and actual is None
+    if isinstance(actual, dict | list):
+        return False
+    if _same(expected, actual):   # equal values agree before any clever comparison is tried
+        return True
     kind = schema.get("type")
     if isinstance(expected, bool) or kind == "boolean" or (isinstance(expected, str) and truth(expected) is not None
                                                            and truth(actual) is not None):
         return truth(expected) is not None and truth(expected) == truth(actual)
     if (isinstance(expected, int | float) or kind in ("number", "integer")) and number(expected) is not None:
         got = number(actual)
-        return got is not None and math.isclose(number(expected), got, rel_tol=1e-9, abs_tol=1e-9)
+        return got is not None and numbers_agree(number(expected), got)
     if _is_date(expected, schema):
-        return bool(calendar_dates(expected) & calendar_dates(actual))
-    if isinstance(actual, dict | list):
-        return False
+        wanted, given = calendar_dates(expected), calendar_dates(actual)
+        if wanted and given:   # dates only when both sides are one: "john_may_1987" is no date
+            return bool(wanted & given)
     return _texts_agree(expected, actual, rules)
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    """Equal as values, or as text once trimmed and case-folded ("Open" and "open ")."""
+    if type(expected) is type(actual) and expected == actual:
+        return True
+    return isinstance(expected, str) and isinstance(actual, str) and normal_text(expected) == normal_text(actual)
 
 
 # --- one conversation -----------------------------------------------------------------------

@@ -178,3 +178,26 @@ def test_what_a_function_acts_on(name, entity):
 def test_without_tools_json_names_decide_the_effect():
     conv = transcript(("user", "hi"), ("assistant", "Hello.", [call("search_tickets", []), call("book_room", {})]))
     assert find_claims(conv, {})["done_not_told"] == [{"actual_index": 1, "functionName": "book_room", "turn": 1}]
+
+
+def test_a_new_state_stated_after_the_write_failed_is_claimed_but_not_done():
+    failed = call("update_ticket", error="permission denied", id="TKT-1001", priority="Critical")
+    conv = transcript(("user", "Make TKT-1001 critical please"),
+                      ("assistant", "Done. TKT-1001 is now Critical.", [failed]))
+    assert find_claims(conv, TOOLS)["claimed_not_done"] == [
+        {"message_index": 1, "claim": "update", "text": "TKT-1001 is now Critical."}]
+
+
+@pytest.mark.parametrize("text, calls", [
+    # the same words after the update succeeded
+    ("TKT-1001 is now Critical.", [call("update_ticket", {"ok": True}, id="TKT-1001", priority="Critical")]),
+    # after a failure then a retry that worked
+    ("TKT-1001 is now Critical.", [call("update_ticket", error="timeout", id="TKT-1001", priority="Critical"),
+                                   call("update_ticket", {"ok": True}, id="TKT-1001", priority="Critical")]),
+    # the failure told as it is, and the state it still has
+    ("I could not change it: TKT-1001 is now still High.", [call("update_ticket", error="denied", priority="Critical")]),
+    ("TKT-1001 is now assigned to Ana.", [call("update_ticket", error="denied", priority="Critical")]),
+])
+def test_a_new_state_that_was_set_or_is_not_the_failed_value_is_no_claim(text, calls):
+    conv = transcript(("user", "Make TKT-1001 critical please"), ("assistant", text, calls))
+    assert find_claims(conv, TOOLS)["claimed_not_done"] == []

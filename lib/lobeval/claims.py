@@ -6,6 +6,9 @@ A claim is a statement in an assistant message with an action verb in the past t
 the user nor any earlier call produced. Questions, examples ("e.g. ACT-5017", "such as") and requests
 ("Please give its id") claim nothing.
 
+A sentence that states a new state ("TKT-1001 is now Critical") with a value that a failed write tried to
+set is a claim of that write's family, backed only by a successful write that set the same value.
+
 A claim is backed by a successful write call of the same action family, made in that message or
 before it, that fits what was claimed: when the sentence names an entity (a word of a function name
 other than its verb, as "action item" in create_action_item), the call's name has it; when the
@@ -38,6 +41,7 @@ _CLAIM = {family: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for family, (wo
 _NEGATION = re.compile(r"\b(?:not|never|no|unable|failed|fail|cannot|couldn't|can't|wasn't|weren't|didn't|hasn't|"
                        r"haven't|won't|error)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
+_NEW_STATE = re.compile(r"\b(?:is|are)\s+now\b|\bnow\s+(?:is|are|has|have|shows?|reads?)\b", re.IGNORECASE)
 # A sentence ends at . ! ? before a space, but not at the abbreviations "e.g." and "i.e.".
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+")
 # "like" only before a quote or an identifier: "ids look like TKT-1042", not "I'd like to confirm ...".
@@ -67,6 +71,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     known = ""   # ... and every call returned
     known_ids: set[str] = set()   # the identifiers in `known`
     writes: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []   # the write calls that failed so far
     for index, message in enumerate(conversation.get("messages") or []):
         text = message.get("content") or ""
         if message.get("role") != "assistant":
@@ -79,7 +84,9 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
         known += " " + returned
         known_ids.update(_IDENTIFIER.findall(returned))
         writes += [call for call in made if is_write(call["call"]["functionName"], tools)]
-        for claim, sentence in claims_in(text, said, known):
+        failed += [call["call"] for call in calls.get(index, [])
+                   if call["call"].get("error") and is_write(call["call"]["functionName"], tools)]
+        for claim, sentence in [*claims_in(text, said, known), *state_claims(text, failed, writes)]:
             if claim in FAMILIES:
                 backing = [call for call in writes if family_of(call["call"]["functionName"]) == claim
                            and fits(call["call"], sentence, entities)]
@@ -111,6 +118,33 @@ def claims_in(text: str, said: str = "", known: str = "") -> list[tuple[str, str
                   if any(not _quoted(stated, match, said_words, quoted_in_known) for match in pattern.finditer(stated))]
         found += [(identifier, sentence) for identifier in dict.fromkeys(_IDENTIFIER.findall(stated))]
     return found
+
+
+def state_claims(text: str, failed: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(family, sentence) for each statement of a new state ("TKT-1001 is now Critical") that names a value a
+    failed write tried to set and no successful write of that family set."""
+    found = []
+    for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
+        if not _NEW_STATE.search(sentence) or sentence.endswith("?") or _NEGATION.search(sentence):
+            continue
+        words = _words(sentence)
+        for call in failed:
+            family = family_of(call["functionName"])
+            values = {value.lower() for value in _argument_texts(call) if not _IDENTIFIER.fullmatch(value)}
+            if family is None or not any(_words(value) <= words for value in values):
+                continue
+            done = {value.lower() for made in writes if family_of(made["call"]["functionName"]) == family
+                    for value in _argument_texts(made["call"])}
+            if not any(_words(value) <= words for value in values - done):
+                continue
+            found.append((family, sentence))
+            break
+    return found
+
+
+def _argument_texts(call: dict[str, Any]) -> list[str]:
+    """The call's argument values that are text with a word in it."""
+    return [value for value in (call.get("arguments") or {}).values() if isinstance(value, str) and _words(value)]
 
 
 def _quoted(sentence: str, match: re.Match, said_words: str, quoted_in_known: Callable[[str], bool]) -> bool:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from lobeval.calibrate import (
-    NO_LABELS, UNDEFINED, alpha, alphas, calibrate, confusion_table, criterion_figures, format_calibration, kappa,
+    NO_LABELS, UNDEFINED, alpha, alphas, calibrate, confusion_table, conversation_tables, criterion_figures, format_calibration, kappa,
     kappas, report_calibration, resampled, thresholds, verdict_labels,
 )
 
@@ -68,8 +68,24 @@ def test_the_vectorised_statistics_are_sklearns_and_krippendorffs(size, ordered)
             assert np.isnan(fast) if exact is None else exact == pytest.approx(float(fast))
 
 
+def alone(labels: list) -> list[int]:
+    """Each label on a conversation of its own."""
+    return list(range(len(labels)))
+
+
+def test_the_bootstrap_draws_a_conversation_with_all_its_labels():
+    # conversation a: five labels, all agreed; b: five, all disagreed. Drawn whole, a resample is {a,a} (agreement
+    # 1.0, chance 1/4), {b,b} (0.0, 1/4) or {a,b} (0.5): the 95 % interval is [0, 1]. Drawn label by label it
+    # would be about 0.5 ± 0.3, as if ten independent analysts had spoken.
+    judge, human = [4] * 10, [4] * 5 + [2] * 5
+    figures = criterion_figures("1-5", SCORES, judge, human, ["a"] * 5 + ["b"] * 5)
+    assert (figures["agreement"], figures["agreement_low"], figures["agreement_high"]) == (0.5, 0.0, 1.0)
+    independent = criterion_figures("1-5", SCORES, judge, human, alone(judge))
+    assert 0.1 < independent["agreement_low"] < 0.5 < independent["agreement_high"] < 0.9
+
+
 def test_one_value_throughout_leaves_kappa_and_alpha_undefined_with_the_reason():
-    figures = criterion_figures("1-5", SCORES, [4, 4, 4], [4, 4, 4])
+    figures = criterion_figures("1-5", SCORES, [4, 4, 4], [4, 4, 4], alone([4, 4, 4]))
     assert figures["agreement"] == 1.0 and figures["agreement_low"] == figures["agreement_high"] == 1.0
     assert (figures["kappa"], figures["kappa_low"], figures["alpha"], figures["alpha_high"]) == (None,) * 4
     assert figures["note"] == UNDEFINED
@@ -77,10 +93,9 @@ def test_one_value_throughout_leaves_kappa_and_alpha_undefined_with_the_reason()
 
 def test_the_bootstrap_is_seeded_skips_undefined_resamples_and_holds_the_estimate():
     judge, human = [4] * 9 + [2], [4] * 9 + [3]
-    figures = criterion_figures("1-5", SCORES, judge, human)
-    assert figures == criterion_figures("1-5", SCORES, judge, human)
-    table = confusion_table(np.array(judge) - 1, np.array(human) - 1, 5)
-    draws = resampled(table)
+    figures = criterion_figures("1-5", SCORES, judge, human, alone(judge))
+    assert figures == criterion_figures("1-5", SCORES, judge, human, alone(judge))
+    draws = resampled(conversation_tables(np.array(judge) - 1, np.array(human) - 1, 5, alone(judge)))
     assert draws.shape == (2000, 5, 5) and (draws.sum(axis=(1, 2)) == 10).all()
     assert np.isnan(kappas(draws, True)).any()   # resamples without the one disagreement: skipped
     assert figures["kappa_low"] <= figures["kappa"] <= figures["kappa_high"] <= 1
@@ -94,16 +109,16 @@ def test_the_best_threshold_is_the_one_that_matches_the_analysts_pass_or_fail():
     table = thresholds(np.array(judge), np.array(human))
     assert table["agreement"].tolist() == [0.4, 0.4, 0.6, 1.0, 0.8]
     assert table.loc[3, "kappa"] == 1.0 and table.loc[0, "kappa"] == 0.0   # "≥ 1" passes all: no better than chance
-    figures = criterion_figures("1-5", SCORES, judge, human)
+    figures = criterion_figures("1-5", SCORES, judge, human, alone(judge))
     assert (figures["threshold"], figures["threshold_agreement"]) == (3, 0.6)
     assert (figures["best_threshold"], figures["best_agreement"], figures["best_kappa"]) == (4, 1.0, 1.0)
 
 
 def test_ties_keep_the_current_threshold_and_other_scales_have_none():
     # the analysts pass both: "≥ 1", "≥ 2", "≥ 3" match them on every label (κ undefined), "≥ 4" on one (κ 0)
-    figures = criterion_figures("1-5", SCORES, [3, 4], [3, 4])
+    figures = criterion_figures("1-5", SCORES, [3, 4], [3, 4], alone([3, 4]))
     assert (figures["best_threshold"], figures["best_agreement"], figures["best_kappa"]) == (3, 1.0, None)
-    goal = criterion_figures("0/1", (0, 1), [1, 1, 0, 0], [1, 0, 0, 0])
+    goal = criterion_figures("0/1", (0, 1), [1, 1, 0, 0], [1, 0, 0, 0], alone([1, 1, 0, 0]))
     assert (goal["statistic"], goal["kappa"], goal["best_threshold"], goal["threshold"]) == ("κ", 0.5, None, None)
 
 

@@ -3,7 +3,7 @@
 The analysts' judge_verdict labels (docs/formats.md, written by the replay widget) pair what a judge said
 with what the analyst says is right. Per judge and criterion `calibrate` gives the number of labels, the
 exact agreement, Cohen's κ (quadratic-weighted on the 1–5 scales) and Krippendorff's α (ordinal on the
-1–5 scales, nominal otherwise), each with a 95 % bootstrap interval over the labels, the confusion
+1–5 scales, nominal otherwise), each with a 95 % bootstrap interval over the conversations labelled, the confusion
 matrix, and for the 1–5 scales the pass threshold on the judge's score that best matches the analysts.
 A statistic that is undefined (every label the same value on both sides) is None, with the reason.
 """
@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
-from lobeval.judges import PASSING_TURN_SCORE
 from lobeval.records import VERDICT_KEY, human_value, verdict_scales
 from lobeval.stats import CONFIDENCE, RESAMPLES, SEED
+from lobeval.vocabulary import PASSING_TURN_SCORE
 
 SUMMARY_COLUMNS = ["judge", "criterion", "scale", "labels", "agreement", "agreement_low", "agreement_high",
                    "statistic", "kappa", "kappa_low", "kappa_high", "alpha", "alpha_low", "alpha_high",
@@ -94,12 +94,23 @@ def alphas(tables: np.ndarray, ordinal: bool) -> np.ndarray:
         return np.where(chance > 0, 1 - (total - 1) * observed / chance, np.nan)
 
 
-def resampled(table: np.ndarray, seed: int = SEED) -> np.ndarray:
-    """RESAMPLES bootstrap resamples of the labels behind `table`, as tables (RESAMPLES, K, K): drawing n labels
-    with replacement is one multinomial draw over the table's cells."""
-    count = int(table.sum())
-    draws = np.random.default_rng(seed).multinomial(count, table.ravel() / count, size=RESAMPLES)
-    return draws.reshape(RESAMPLES, *table.shape)
+def resampled(tables: np.ndarray, seed: int = SEED) -> np.ndarray:
+    """RESAMPLES bootstrap resamples, as tables (RESAMPLES, K, K), of the conversations behind `tables` (one
+    (K, K) table of labels per conversation). Labels on one conversation are not independent (one analyst, one
+    transcript), so a conversation is drawn with all its labels: drawing m conversations with replacement is
+    one multinomial draw of how often each is taken."""
+    count = len(tables)
+    taken = np.random.default_rng(seed).multinomial(count, np.full(count, 1 / count), size=RESAMPLES)
+    return np.einsum("rm,mkl->rkl", taken, tables)
+
+
+def conversation_tables(judge_codes: np.ndarray, human_codes: np.ndarray, size: int,
+                        conversations: list[Any]) -> np.ndarray:
+    """One confusion table per conversation (in order of first label), stacked (m, K, K)."""
+    index = {key: position for position, key in enumerate(dict.fromkeys(conversations))}
+    tables = np.zeros((len(index), size, size), dtype=np.int64)
+    np.add.at(tables, ([index[key] for key in conversations], human_codes, judge_codes), 1)
+    return tables
 
 
 def percentile_interval(values: np.ndarray) -> list[float] | None:
@@ -153,13 +164,14 @@ def _codes(values: tuple[Any, ...], found: list[Any]) -> np.ndarray:
     return np.array([values.index(value) for value in found], dtype=np.int64)
 
 
-def criterion_figures(scale: str, values: tuple[Any, ...], judge_values: list[Any],
-                      human_values: list[Any]) -> dict[str, Any]:
-    """The summary figures of one judge criterion from its labels' (judge, analyst) values on `values`."""
+def criterion_figures(scale: str, values: tuple[Any, ...], judge_values: list[Any], human_values: list[Any],
+                      conversations: list[Any]) -> dict[str, Any]:
+    """The summary figures of one judge criterion from its labels' (judge, analyst) values on `values`;
+    `conversations`: each label's conversation, the unit the bootstrap resamples."""
     judge_codes, human_codes = _codes(values, judge_values), _codes(values, human_values)
     size, ordered = len(values), scale == "1-5"
     table = confusion_table(judge_codes, human_codes, size)
-    resamples = resampled(table)
+    resamples = resampled(conversation_tables(judge_codes, human_codes, size, conversations))
     figures: dict[str, Any] = {
         "scale": scale, "labels": len(judge_codes), "agreement": float(agreements(table)),
         "statistic": "weighted κ" if ordered else "κ",
@@ -207,8 +219,9 @@ def calibrate(labels: list[dict[str, Any]], judge_model: str | None = None) -> d
                 continue
             judge_values = [label["judge_value"] for label in mine]
             human_values = [human_value(label) for label in mine]
+            conversations = [(label.get("run_id"), label["case_id"], label["trial"]) for label in mine]
             lines.append({"judge": judge, "criterion": criterion,
-                          **criterion_figures(scale, values, judge_values, human_values)})
+                          **criterion_figures(scale, values, judge_values, human_values, conversations)})
             confusion[(judge, criterion)] = confusion_frame(values, judge_values, human_values)
     return {"summary": pd.DataFrame(lines, columns=SUMMARY_COLUMNS), "confusion": confusion, "labels": len(used),
             **left_out, "judge_model": judge_model}
@@ -251,7 +264,7 @@ def format_calibration(result: dict[str, Any]) -> str:
     lines = [counted_text(result)]
     if not result["labels"]:
         return "\n".join([*lines, NO_LABELS])
-    lines.append("95 % intervals: the labels resampled")
+    lines.append("95 % intervals: the labelled conversations resampled, each with all its labels")
     for line in result["summary"].to_dict("records"):
         counted = f"{line['labels']} label{'' if line['labels'] == 1 else 's'}"
         text = (f"{line['judge']}/{line['criterion']} ({line['scale']}): {counted}, agreement "

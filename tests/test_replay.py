@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lobeval.calibrate import report_calibration
 from lobeval.labels import add_label, list_labels
 from lobeval.records import read_labels
 from lobeval.replay import (covering_label, filter_records, judge_items, label_request, labelable_items, link_html, replay_data,
@@ -388,3 +389,19 @@ def test_a_verdict_that_cannot_be_labelled_says_why_in_the_feedback(tmp_path):
     assert "field &#x27;judge_value&#x27;: must be one of 1, 2, 3, 4, 5" in replay.feedback.value   # escaped
     assert not (tmp_path / "labels.jsonl").exists()
     assert "labels cannot be saved" in replay_widget({"rows": [JUDGED]}, CONVERSATIONS).verdicts.children[0].value
+
+
+def test_the_user_review_is_a_verdict_an_analyst_can_check_and_calibrate(tmp_path):
+    reviewed = {**ROW, "judges": {"status": "run", "user_review": {
+        "fault": True, "check": "invented_value", "turn": 2, "reason": "gave a ticket id it was never given"}}}
+    (item,) = judge_items(reviewed, [0])
+    assert (item["judge"], item["criterion"], item["judge_value"], item["scale"]) == ("user_review", "user_review",
+                                                                                     1, "0/1")
+    request = verdict_request(item, reviewed, verdict="disagree", note="the id was in the instructions",
+                              author="ana", run_id="r1", judge_model="gpt-judge")
+    assert request["human_value"] == 0 and "message_index" not in request
+    labels = tmp_path / "labels.jsonl"
+    add_label(labels, **request)
+    add_label(labels, **{**request, "case_id": "t-002", "verdict": "agree", "human_value": 1})
+    assert report_calibration(read_labels(labels), "gpt-judge") == {"judge.user_review": {
+        "labels": 2, "agreement": 0.5, "kappa": 0.0, "statistic": "κ"}}

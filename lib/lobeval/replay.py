@@ -447,8 +447,8 @@ def _verdict_item(judge: str, criterion: str, message_index: int | None, value: 
 
 def judge_items(row: dict[str, Any], message_indices: list[int]) -> list[dict[str, Any]]:
     """The judges' verdicts an analyst may check at a step: for each judged message of `message_indices`, its
-    criterion scores and its behaviour failure (a category, or None: no failure); then the conversation's goal
-    and each Azure evaluator that gave a score. Each item: judge, criterion, message_index (None for the
+    criterion scores and its behaviour failure (a category, or None: no failure); then the conversation's goal,
+    the user review (1: the simulated user made a mistake) and each Azure evaluator that gave a score. Each item: judge, criterion, message_index (None for the
     conversation), judge_value, reason, scale, values (the scale's) and a text to show."""
     verdict = row.get("judges") or {}
     if verdict.get("status") != "run":
@@ -466,6 +466,9 @@ def judge_items(row: dict[str, Any], message_indices: list[int]) -> list[dict[st
                                        (failure or {}).get("reason", "")))
     if verdict.get("goal") is not None:
         items.append(_verdict_item("goal", "goal", None, verdict["goal"]["score"], verdict["goal"].get("reason", "")))
+    if verdict.get("user_review") is not None:
+        review = verdict["user_review"]
+        items.append(_verdict_item("user_review", "user_review", None, int(review["fault"]), review.get("reason", "")))
     items += [_verdict_item(name, name, None, _whole(entry["score"]), entry.get("reason", ""))
               for name, entry in (verdict.get("azure") or {}).items() if "score" in entry]
     return items

@@ -14,7 +14,10 @@ from lobeval.llm import PRICES
 from lobeval.prompt_target import NO_REPLY, load_prompt_target
 from lobeval.samples.support_tickets.bot import TOOLS_PATH
 from lobeval.protocol import Reply
+from lobeval.targets import check_target, load_target
 from lobeval.testing import FakeOpenAI, text, tool_calls
+from lobeval.cli import main
+from helpers import REPO
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "support_tickets" / "prompt_target.json"
 SAMPLE_SERVER = "python -m lobeval.samples.support_tickets.mcp_server"
@@ -274,3 +277,24 @@ def test_no_model_anywhere_is_a_configuration_error(model, notes):
     with pytest.raises(ConfigError, match="no target model is configured"):
         load_prompt_target(spec(notes.parent, model=None, tools={"python": "desk_notes"},
                                 tools_file="notes_tools.json"))
+
+
+@pytest.mark.parametrize("tools, shared", [
+    ({"mcp": SAMPLE_SERVER, "per_conversation": False}, "one MCP server shared by all conversations"),
+    ({"python": "desk_notes"}, "the module 'desk_notes'"),
+])
+def test_tools_with_one_state_for_all_conversations_are_refused_at_concurrency_above_1(
+        model, notes, tmp_path, monkeypatch, capsys, tools, shared):
+    target = spec(tmp_path, tools=tools, tools_file="notes_tools.json" if "python" in tools else str(TOOLS_PATH))
+    with pytest.raises(RoleError, match=f"its tools are {shared}.*--concurrency 2 would run 2 conversations"):
+        load_target(str(target), concurrency=2)
+    check_target(str(target), 1)   # one conversation at a time is fine
+    monkeypatch.setattr("lobeval.runs.RUNS", tmp_path / "runs")
+    monkeypatch.chdir(REPO)
+    assert main(["run", "--target", str(target), "--concurrency", "2", "--run-id", "shared"]) == 2
+    assert "use --concurrency 1, or an MCP server started per conversation" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()   # refused before anything was written
+
+
+def test_a_server_per_conversation_runs_at_any_concurrency(model, tmp_path):
+    check_target(str(spec(tmp_path)), 8)

@@ -214,7 +214,7 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
             raise ConfigError(f"--{option.replace('_', '-')} {config[option]:g}: expected a share from 0 to 1")
     check_gate_metrics(config["gate"])
     check_min_rule(config["min_rule"])
-    check_target(config["target"] or roles.DEFAULT_TARGET)
+    check_target(config["target"] or roles.DEFAULT_TARGET, config["concurrency"])
     roles.check(user=config["user"], judges=config["judges"])
     return resolved_models()
 

@@ -73,6 +73,25 @@ def load_prompt_target(path: str | Path) -> PromptTarget:
     return PromptTarget(config, LLMClient(model, role="target", cache=False, concurrency=64), offered, source)
 
 
+def check_concurrency(path: str | Path, concurrency: int) -> None:
+    """RoleError when the target's tools keep one state for every conversation (a shared MCP server, a Python
+    module) and `concurrency` conversations would run on it at once: each would read and change the others'
+    records, and a `reset` at the start of one would wipe the others' mid-conversation."""
+    if concurrency <= 1:
+        return
+    path = Path(path)
+    tools = validated(PromptTargetConfig, read_json(path), path, WHERE).tools
+    if "python" in tools:
+        shared = f"the module {tools['python']!r}"
+    elif tools.get("per_conversation", True) is False:
+        shared = "one MCP server shared by all conversations (\"per_conversation\": false)"
+    else:
+        return
+    raise RoleError(f"target {str(path)!r}: its tools are {shared}, one state for every conversation, and "
+                    f"--concurrency {concurrency} would run {concurrency} conversations on it at once: use "
+                    f"--concurrency 1, or an MCP server started per conversation (\"per_conversation\": true)")
+
+
 def offered_tools(path: Path) -> list[dict[str, Any]]:
     """The functions of a tools.json as the model is offered them (without lobeval's `effect`)."""
     tools = read_json(path)

@@ -70,7 +70,8 @@ def resolve(*parts: str, target: str | None = None, user: str = "scripted", judg
     if "target" in parts:
         from lobeval.targets import load_target
 
-        built.target = load_target(target or DEFAULT_TARGET, timeout=target_timeout, workers=concurrency)
+        built.target = load_target(target or DEFAULT_TARGET, timeout=target_timeout, workers=concurrency,
+                                   concurrency=concurrency)
     if "user" in parts:
         built.user = make_user(user, stop_phrase=stop_phrase, concurrency=concurrency)
     if "completion_judge" in parts:

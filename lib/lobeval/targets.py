@@ -72,26 +72,29 @@ _KINDS = {type(None): "null", bool: "a boolean", str: "a string", int: "a number
           list: "a list", dict: "an object"}
 
 
-def load_target(spec: str, *, timeout: float = 60.0, workers: int = 8) -> Target:
+def load_target(spec: str, *, timeout: float = 60.0, workers: int = 8, concurrency: int = 1) -> Target:
     """Resolve a target spec (docs/targets.md); a Python target's class or factory is called here, once.
 
     Raises RoleError when the spec cannot be resolved. `timeout` (seconds) bounds every later
     call; a call that misses it is a TargetUnavailableError. `workers` is how many synchronous
     calls of a Python target run at once: give it the number of conversations run at once.
+    `concurrency`: the conversations that will run at once (a target whose tools keep one state for
+    all conversations is refused above 1).
     """
     if workers < 1:
         raise RoleError(f"target {spec!r}: workers must be at least 1, not {workers}")
-    return Target(spec, _backend_maker(spec)(workers), timeout)
+    return Target(spec, _backend_maker(spec, concurrency)(workers), timeout)
 
 
-def check_target(spec: str) -> None:
+def check_target(spec: str, concurrency: int = 1) -> None:
     """Raise the RoleError `load_target` would raise for the spec itself: its form, a malformed URL, a
-    module that cannot be imported, a missing attribute. Nothing of the bot is called, so `lobeval run`
-    checks its target before the first stage and the bot is still built only once, by the stage."""
-    _backend_maker(spec)
+    module that cannot be imported, a missing attribute, tools shared by conversations run at once.
+    Nothing of the bot is called, so `lobeval run` checks its target before the first stage and the
+    bot is still built only once, by the stage."""
+    _backend_maker(spec, concurrency)
 
 
-def _backend_maker(spec: str) -> Callable[[int], _PythonBackend | _HttpBackend]:
+def _backend_maker(spec: str, concurrency: int) -> Callable[[int], _PythonBackend | _HttpBackend]:
     """Check the spec and return how to build its backend with a number of worker threads."""
     if spec.startswith(("http://", "https://")):
         problem = _url_problem(spec)
@@ -105,15 +108,16 @@ def _backend_maker(spec: str) -> Callable[[int], _PythonBackend | _HttpBackend]:
         if not Path(spec).is_file():
             raise RoleError(f"target {spec!r}: no such file (a model-and-prompt target is a JSON file; "
                             f"paths are relative to the folder lobeval runs in)")
-        return lambda workers: _PythonBackend(_prompt_target(spec), _Workers(workers))
+        _prompt_target_module().check_concurrency(spec, concurrency)
+        return lambda workers: _PythonBackend(_prompt_target_module().load_prompt_target(spec), _Workers(workers))
     raise RoleError(f"target {spec!r}: expected {_SPEC_FORMS}")
 
 
-def _prompt_target(spec: str) -> Any:
-    # Imported here: it brings the MCP client, which only this kind of target needs.
-    from lobeval.prompt_target import load_prompt_target
+def _prompt_target_module() -> ModuleType:
+    # Imported when used: it brings the MCP client, which only this kind of target needs.
+    from lobeval import prompt_target
 
-    return load_prompt_target(spec)
+    return prompt_target
 
 
 def _url_problem(url: str) -> str | None:

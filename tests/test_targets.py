@@ -592,6 +592,54 @@ def test_http_body_that_is_not_json():
     assert str(info.value) == "send failed: response is not JSON: <html><body>Bad Gateway</body></html>"
 
 
+def test_http_reply_body_over_the_limit_is_refused_declared_or_streamed(monkeypatch):
+    """A body larger than MAX_BODY_BYTES is a target error, whether its Content-Length says so up front or it
+    arrives in chunks with no length (then reading stops at the limit)."""
+    monkeypatch.setattr(targets, "MAX_BODY_BYTES", 1000)
+
+    @started
+    class Talker:
+        async def send(self, message):
+            return Reply("words " * 300)
+
+    with serve(Talker()) as server, pytest.raises(TargetError) as info:
+        in_session(load_target(server.url), lambda session: session.send("hi"))
+    assert str(info.value) == ("send failed: POST /sessions/s1/messages: the response body is too large "
+                               "(1,850 bytes declared; at most 1,000 bytes, MAX_BODY_BYTES)")
+    assert info.value.reason == "target_error"
+
+    sent = []
+
+    class Endless(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(100):   # 100 chunks of 400 bytes; the client stops reading after the third
+                    self.wfile.write(b"190\r\n" + b"x" * 400 + b"\r\n")
+                    sent.append(400)
+                self.wfile.write(b"0\r\n\r\n")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(TargetError, match=r"start failed: POST /sessions: the response body is too large "
+                                              r"\(more than 1,000 bytes sent"):
+            run(load_target(f"http://127.0.0.1:{server.server_address[1]}/bot").start({"case_id": "c"}))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def test_http_long_error_body_is_clipped_to_one_line():
     @started
     class Verbose:

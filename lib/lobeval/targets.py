@@ -39,6 +39,8 @@ from lobeval.records import TerminationReason
 
 UNAVAILABLE_STATUSES = (429, 502, 503, 504)
 """HTTP statuses by which a target says its own infrastructure failed (docs/targets.md)."""
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest response body an HTTP target may send (after decompression): a reply is text and a few calls."""
 MAX_STUCK_CALLS = 64
 """Synchronous calls abandoned at their deadline and still running: past it, a synchronous call fails
 at once (target_unavailable) rather than start yet another thread."""
@@ -486,10 +488,30 @@ class _HttpBackend:
             self._client = None
 
     async def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        """The response, its body read whole but never past MAX_BODY_BYTES (decompressed): a bigger body is a
+        TargetError, found before more of it is read."""
         if self._client is None:
             # No httpx timeout: _guard's deadline applies, so both kinds of target time out alike.
             self._client = httpx.AsyncClient(timeout=None)
-        return await self._client.request(method, self._base + path, json=body)
+        async with self._client.stream(method, self._base + path, json=body) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdecimal() and int(declared) > MAX_BODY_BYTES:
+                raise _too_big(method, path, f"{int(declared):,} bytes declared")
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise _too_big(method, path, f"more than {MAX_BODY_BYTES:,} bytes sent")
+                chunks.append(chunk)
+        headers = [(name, value) for name, value in response.headers.multi_items()
+                   if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks),
+                              request=response.request)
+
+
+def _too_big(method: str, path: str, found: str) -> TargetError:
+    return TargetError(f"{method} {path}: the response body is too large ({found}; at most "
+                       f"{MAX_BODY_BYTES:,} bytes, MAX_BODY_BYTES)")
 
 
 def _path(remote: _Remote) -> str:

@@ -57,7 +57,7 @@ def test_openai_chat_lines_may_carry_only_what_is_new(tmp_path):
 
 def test_openai_agents_traces_of_one_group_make_one_conversation(tmp_path):
     records = imported(AGENTS, "openai-agents", tmp_path)
-    assert set(records) == {"thread-7"}   # the response span alone says nothing of a conversation
+    assert set(records) == {"thread-7"}
     conversation = records["thread-7"]
     assert [(m["role"], m["content"]) for m in conversation["messages"]] == [
         ("user", "Open a ticket: the VPN drops every hour."), ("assistant", "Created TKT-1043."),
@@ -205,3 +205,26 @@ def test_an_unknown_format_or_a_file_without_conversations_is_refused(tmp_path):
         import_traces(CHAT, "langsmith", tmp_path / "out.jsonl")
     with pytest.raises(RecordError, match="holds no conversation"):
         import_traces(OTEL, "openai-agents", tmp_path / "out.jsonl")
+
+
+def test_agents_traces_of_the_default_responses_model_are_refused_saying_which_exports_carry_text(tmp_path):
+    """The SDK's default model exports response spans (only the response id): the conversation has no text."""
+    document = {"object": "list", "data": [
+        {"object": "trace", "id": "trace_1", "workflow_name": "Agent workflow", "group_id": "chat-7"},
+        {"object": "trace.span", "id": "span_agent", "trace_id": "trace_1", "parent_id": None,
+         "started_at": "2026-11-20T10:00:00Z", "span_data": {"type": "agent", "name": "Support"}},
+        {"object": "trace.span", "id": "span_resp1", "trace_id": "trace_1", "parent_id": "span_agent",
+         "started_at": "2026-11-20T10:00:01Z", "span_data": {"type": "response", "response_id": "resp_123"}},
+        {"object": "trace.span", "id": "span_fn", "trace_id": "trace_1", "parent_id": "span_agent",
+         "started_at": "2026-11-20T10:00:02Z", "error": None,
+         "span_data": {"type": "function", "name": "get_ticket", "input": "{\"id\": \"TKT-1\"}", "output": "{}"}},
+    ]}
+    source = tmp_path / "responses.json"
+    source.write_text(json.dumps(document))
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(RecordError) as caught:
+        import_traces(source, "openai-agents", out)
+    assert (caught.value.record, caught.value.field) == ("span span_resp1", "span_data.type")
+    assert "conversation 'chat-7' has no text" in str(caught.value)
+    assert "OpenAIChatCompletionsModel" in str(caught.value) and "--format otel-genai" in str(caught.value)
+    assert not out.exists()

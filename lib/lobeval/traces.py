@@ -13,7 +13,9 @@ a dataset by case_id, or by what needs no reference.
 - "openai-agents": the OpenAI Agents SDK's trace export: `{"data": [...]}` as its exporter posts it, a
   JSON list, or one object a line, of traces (`"object": "trace"`) and spans (`"trace.span"`). A trace's
   `group_id`, else its id, names the conversation. Generation spans give the messages (their input and
-  output, in chat-completions shape), function spans the calls (`input`, `output`, `error.message`).
+  output, in chat-completions shape), function spans the calls (`input`, `output`, `error.message`). The
+  SDK's default model (the Responses API) exports response spans, which carry only an id: a conversation
+  with no text is refused, saying so (NO_TEXT).
 - "otel-genai": OTLP JSON (`{"resourceSpans": ...}`, one document or one a line as the collector's file
   exporter writes) following the GenAI semantic conventions. Spans of `gen_ai.operation.name` chat,
   text_completion or generate_content give the messages (`gen_ai.input.messages`, `gen_ai.output.messages`),
@@ -35,6 +37,10 @@ from lobeval.errors import ConfigError, RecordError
 from lobeval.records import SCHEMA_VERSION, check_output, iter_jsonl, loads, read_text, write_jsonl
 
 FORMATS = ("openai-chat", "openai-agents", "otel-genai")
+NO_TEXT = ("the messages are read from generation spans, and the Agents SDK's default model (the Responses API) "
+           "exports response spans, which carry only the response's id. Export generation spans: run the agent "
+           "with OpenAIChatCompletionsModel, or export OpenTelemetry GenAI spans and import them with --format "
+           "otel-genai")
 MODEL_OPERATIONS = ("chat", "text_completion", "generate_content")
 OTEL_STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
@@ -244,16 +250,25 @@ def openai_agents(path: Path) -> dict[str, list[Event]]:
     groups = {item["id"]: item.get("group_id") or item["id"] for _, item in items
               if item.get("object") == "trace" and isinstance(item.get("id"), str)}
     spans: dict[str, list[tuple[str, int, Where, dict[str, Any]]]] = {}
+    responses: dict[str, Where] = {}   # a response span of each conversation: its text is not exported
     for index, (where, item) in enumerate(items):
         if item.get("object") != "trace.span":
             continue
         data = item.get("span_data")
         if not isinstance(data, dict) or not isinstance(item.get("trace_id"), str):
             raise RecordError(*where, "span_data" if not isinstance(data, dict) else "trace_id", "is required")
+        case_id = str(groups.get(item["trace_id"], item["trace_id"]))
         if data.get("type") in ("generation", "function"):
-            case_id = str(groups.get(item["trace_id"], item["trace_id"]))
             spans.setdefault(case_id, []).append((str(item.get("started_at") or ""), index, where, item))
-    return {case_id: _agents_events(sorted(found, key=lambda span: span[:2])) for case_id, found in spans.items()}
+        elif data.get("type") == "response":
+            responses.setdefault(case_id, where)
+    conversations = {case_id: _agents_events(sorted(found, key=lambda span: span[:2]))
+                     for case_id, found in spans.items()}
+    for case_id in dict.fromkeys([*responses, *conversations]):
+        if not any(kind in ("user", "assistant") for kind, _ in conversations.get(case_id, [])):
+            where = responses.get(case_id) or spans[case_id][0][2]
+            raise RecordError(*where, "span_data.type", f"conversation {case_id!r} has no text: {NO_TEXT}")
+    return conversations
 
 
 def _agents_items(path: Path) -> Iterator[tuple[Where, dict[str, Any]]]:

@@ -171,34 +171,30 @@ def test_an_imported_tau_bench_run_scored_by_lobeval_against_the_benchmark(tmp_p
     result = run_agreement(scored_import(tmp_path, import_tau_bench, FIXTURES / "tau_bench_retail.json"))
     # task 0: both pass, both fail (wrong cancel reason); 1: both pass (a failed call, then the right one),
     # lobeval passes "1 Main Street" for "1 Main St" (fuzzy 0.82) where the database differs;
-    # 2: both pass, both fail (price not told); 3: the benchmark passes both (the database is untouched),
-    # lobeval fails a transfer with another summary and a missing transfer.
-    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 3, "benchmark_fail": 1},
-                                   "lobeval_fail": {"benchmark_pass": 2, "benchmark_fail": 2}}
-    assert result["agreement"]["value"] == pytest.approx(5 / 8)
-    assert result["kappa"]["value"] == pytest.approx(0.25)   # p_e = (4·5 + 4·3) / 64 = 0.5
-    assert result["pass_k"] == {"1": {"lobeval": 0.5, "benchmark": 0.625, "cases": 4},
-                                "2": {"lobeval": 0.25, "benchmark": 0.25, "cases": 4}}
+    # 2: both pass, both fail (price not told); 3: both pass both: transfer_to_human_agents changes no data in
+    # τ-bench, so lobeval takes it for an optional read (benchmark_tools), as the benchmark does.
+    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 5, "benchmark_fail": 1},
+                                   "lobeval_fail": {"benchmark_pass": 0, "benchmark_fail": 2}}
+    assert result["agreement"]["value"] == pytest.approx(7 / 8)
+    assert result["kappa"]["value"] == pytest.approx(5 / 7)   # p_e = (6·5 + 2·3) / 64 = 9/16
+    assert result["pass_k"] == {"1": {"lobeval": 0.75, "benchmark": 0.625, "cases": 4},
+                                "2": {"lobeval": 0.5, "benchmark": 0.25, "cases": 4}}
     assert [(d["case_id"], d["trial"], [r["kind"] for r in d["reasons"]], d["benchmark_reasons"])
-            for d in result["disagreements"]] == [
-        ("1", 1, [], ["database differs from the expected end state"]),
-        ("3", 0, ["wrong_argument"], []),
-        ("3", 1, ["missed_call"], [])]
+            for d in result["disagreements"]] == [("1", 1, [], ["database differs from the expected end state"])]
 
 
 def test_an_imported_tau2_run_scored_by_lobeval_against_the_benchmark(tmp_path):
     run = scored_import(tmp_path, import_tau2, FIXTURES / "tau2_airline")
     result = run_agreement(run)
-    # 7 compared (the infrastructure error is left out): 4 both pass, 2 both fail (a failed cancel, max steps),
-    # one transfer with another summary that only lobeval fails. p_o = 6/7, p_e = (4·5 + 3·2) / 49 = 26/49.
+    # 7 compared (the infrastructure error is left out): 5 both pass (one a transfer with another summary: an
+    # optional read, τ²-bench's GENERIC), 2 both fail (a failed cancel, max steps).
     assert result["left_out"]["machinery_errors"] == [{"case_id": "2", "trial": 1}]
-    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 4, "benchmark_fail": 0},
-                                   "lobeval_fail": {"benchmark_pass": 1, "benchmark_fail": 2}}
-    assert result["agreement"]["value"] == pytest.approx(6 / 7)
-    assert result["kappa"]["value"] == pytest.approx(16 / 23)
-    assert result["pass_k"]["1"] == {"lobeval": 0.625, "benchmark": 0.75, "cases": 4}
-    assert result["pass_k"]["2"] == {"lobeval": 0.0, "benchmark": pytest.approx(1 / 3), "cases": 3}
-    assert [(d["case_id"], d["trial"]) for d in result["disagreements"]] == [("3", 0)]
+    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 5, "benchmark_fail": 0},
+                                   "lobeval_fail": {"benchmark_pass": 0, "benchmark_fail": 2}}
+    assert (result["agreement"]["value"], result["kappa"]["value"]) == (1.0, 1.0)
+    assert result["pass_k"]["1"] == {"lobeval": 0.75, "benchmark": 0.75, "cases": 4}
+    assert result["pass_k"]["2"] == {"lobeval": pytest.approx(1 / 3), "benchmark": pytest.approx(1 / 3), "cases": 3}
+    assert result["disagreements"] == []
     rows = {(r["case_id"], r["trial"]): r for r in read_results(run / "evaluation_results.json")["rows"]}
     assert [r["kind"] for r in lobeval_reasons(rows["0", 1])] == ["failed_call"]
     assert [r["kind"] for r in lobeval_reasons(rows["1", 1])] == ["abnormal_ending"]
@@ -223,4 +219,4 @@ def test_an_imported_run_goes_through_the_chain_from_evaluation_and_the_report_s
     assert "Agreement with the benchmark" in page and "Cohen" in page and "transfer_to_human_agents" in page
     capsys.readouterr()
     assert main(["agreement", str(run_dir)]) == 0
-    assert "3 disagreements" in capsys.readouterr().out
+    assert "1 disagreement" in capsys.readouterr().out

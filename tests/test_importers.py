@@ -8,6 +8,7 @@ import pytest
 
 from lobeval.agreement import read_reference
 from lobeval.errors import ConfigError, RecordError
+from lobeval.benchmark_tools import known_effect
 from lobeval.importers import guess_effect, import_tau2, import_tau_bench, parse_effects
 from lobeval.records import read_cases, read_conversations, read_json
 from lobeval.runs import read_config
@@ -93,9 +94,9 @@ def test_a_tau_bench_run_becomes_a_run_folder(tmp_path):
     assert (suite.ignored_functions, suite.optional_effects) == (["think"], ["read"])
     assert effects(run) == {"find_user_id_by_email": "read", "cancel_pending_order": "write",
                             "modify_pending_order_address": "write", "get_product_details": "read",
-                            "transfer_to_human_agents": "write", "get_order_details": "read", "think": "read"}
+                            "transfer_to_human_agents": "read", "get_order_details": "read", "think": "read"}
     config = read_config(run)
-    assert config["imported"] == {"format": "tau-bench", "source": str(TAU_BENCH.resolve())}
+    assert config["imported"] == {"format": "tau-bench", "source": str(TAU_BENCH.resolve()), "guessed_effects": {}}
     assert (config["run_id"], config["suite_name"], config["suite"]) == ("tb", "retail", str((run / "suite").resolve()))
 
 
@@ -180,7 +181,7 @@ def test_a_tau2_run_becomes_a_run_folder(tmp_path):
     assert passengers["function"]["parameters"]["properties"]["passengers"]["type"] == "array"
     assert effects(run) == {"get_reservation_details": "read", "cancel_reservation": "write",
                             "update_reservation_passengers": "write", "get_flight_status": "read",
-                            "transfer_to_human_agents": "write", "think": "read"}
+                            "transfer_to_human_agents": "read", "think": "read"}
 
     dataset = cases(run)
     assert dataset["0"].user_instructions == ("Reason for call: You want to cancel reservation ABC123.\n"
@@ -267,16 +268,36 @@ def test_a_missing_simulation_file_is_named(tmp_path):
 
 # --- effects and the run folder ----------------------------------------------------------------------------
 
-def test_effects_are_guessed_from_names_and_overridden(tmp_path):
+def test_the_published_domains_tools_have_the_benchmarks_own_effects():
+    # τ²-bench's marks (src/tau2/domains/*/tools.py): WRITE is a write; READ, THINK and GENERIC are reads
+    assert [known_effect(name) for name in ("transfer_to_human_agents", "calculate", "think", "book_reservation",
+                                            "get_flight_status", "exchange_delivered_order_items", "refuel_data",
+                                            "toggle_airplane_mode", "check_sim_status", "escalate_case")] == [
+        "read", "read", "read", "write", "read", "write", "write", "write", "read", None]
+
+
+def test_only_unknown_tools_are_guessed_listed_and_overridden(tmp_path):
     assert [guess_effect(name) for name in ("get_user", "find_id", "list_all", "search_flights", "calculate",
-                                            "think", "book_reservation", "transfer_to_human_agents")] == [
-        "read", "read", "read", "read", "read", "read", "write", "write"]
+                                            "think", "escalate_case")] == [
+        "read", "read", "read", "read", "read", "read", "write"]
     assert parse_effects(["transfer_to_human_agents=read", "get_x=write"]) == {
         "transfer_to_human_agents": "read", "get_x": "write"}
     with pytest.raises(ConfigError, match="NAME=read or NAME=write"):
         parse_effects(["get_x=delete"])
-    import_tau_bench(TAU_BENCH, tmp_path / "run", effects={"transfer_to_human_agents": "read"})
-    assert effects(tmp_path / "run")["transfer_to_human_agents"] == "read"
+    records = tau_bench_records()
+    for record in records:   # a tool no published domain has
+        for action in record["traj"]:
+            for call in action.get("tool_calls") or []:
+                if call["function"]["name"] == "get_product_details":
+                    call["function"]["name"] = "escalate_case"
+    result = import_tau_bench(write_records(tmp_path, records), tmp_path / "run")
+    assert result.guessed == {"escalate_case": "write"}
+    assert read_config(tmp_path / "run")["imported"]["guessed_effects"] == {"escalate_case": "write"}
+    assert "guessed from the name (not a tool of a published domain): escalate_case=write" in result.summary()
+    override = import_tau_bench(write_records(tmp_path, records), tmp_path / "run2",
+                                effects={"escalate_case": "read", "transfer_to_human_agents": "write"})
+    assert (override.guessed, effects(tmp_path / "run2")["escalate_case"]) == ({}, "read")
+    assert effects(tmp_path / "run2")["transfer_to_human_agents"] == "write"   # an option wins over the table
     with pytest.raises(ConfigError, match="no function of that name"):
         import_tau_bench(TAU_BENCH, tmp_path / "other", effects={"cancel_everything": "write"})
     assert not (tmp_path / "other").exists()

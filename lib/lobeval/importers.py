@@ -28,6 +28,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, Field
 
 from lobeval.agreement import REFERENCE_FILE, read_reference
+from lobeval.benchmark_tools import known_effect
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import (
     SCHEMA_VERSION, STRICT, loads, read_cases, read_conversations, read_json, validated, write_json, write_jsonl,
@@ -41,8 +42,7 @@ READ_PREFIXES = ("get_", "find_", "list_", "search_")
 READ_NAMES = ("calculate", "think")
 IGNORED_FUNCTIONS = ["think"]
 """Both benchmarks give the agent a `think` scratchpad that returns nothing and changes nothing, and neither
-scores it: it is no function of the bot's business. `transfer_to_human_agents` is one (handing a customer
-over), so it stays a write the case may require, although neither benchmark's reward checks it."""
+scores it: it is no function of the bot's business."""
 RESPOND = "respond"
 """τ-bench writes the agent's replies to the user as actions of this name: they are messages, not calls."""
 TAU_STOP = "###STOP###"
@@ -262,15 +262,29 @@ class ImportResult:
     conversations: int
     effects: dict[str, str]
     """Each function of the suite and its effect (read or write)."""
+    guessed: dict[str, str]
+    """The functions no published domain has and no --effect named: their effect guessed from the name."""
 
     def summary(self) -> list[str]:
         writes = sorted(name for name, effect in self.effects.items() if effect == "write")
         reads = sorted(name for name, effect in self.effects.items() if effect == "read")
-        return [f"imported {self.cases} tasks and {self.conversations} trajectories ({self.format}) "
-                f"into {self.run_dir}",
-                f"writes: {', '.join(writes) or 'none'}",
-                f"reads (optional): {', '.join(reads) or 'none'}",
-                "a function taken for the wrong effect is corrected with --effect NAME=read|write"]
+        lines = [f"imported {self.cases} tasks and {self.conversations} trajectories ({self.format}) "
+                 f"into {self.run_dir}",
+                 f"writes: {', '.join(writes) or 'none'}",
+                 f"reads (optional): {', '.join(reads) or 'none'}"]
+        if self.guessed:
+            lines += [f"guessed from the name (not a tool of a published domain): "
+                      f"{', '.join(f'{name}={effect}' for name, effect in sorted(self.guessed.items()))}",
+                      "a function taken for the wrong effect is corrected with --effect NAME=read|write"]
+        return lines
+
+
+def effect_of(name: str, given: Mapping[str, str]) -> tuple[str, bool]:
+    """(effect, guessed): an --effect option, else the benchmark's own (benchmark_tools), else a guess from the name."""
+    if name in given:
+        return given[name], False
+    known = known_effect(name)
+    return (known, False) if known else (guess_effect(name), True)
 
 
 def guess_effect(name: str) -> str:
@@ -575,7 +589,7 @@ def _verdict(case_id: str, trial: int, reward: float, reward_info: dict[str, Any
 def _tools(defined: Mapping[str, tuple[str, dict[str, Any] | None]], cases: list[dict[str, Any]],
            conversations: list[dict[str, Any]], effects: Mapping[str, str]) -> list[dict[str, Any]]:
     """tools.json: the benchmark's definitions, then every other function the tasks and trajectories name,
-    with the arguments seen; each with its effect (`effects`, else guessed from its name)."""
+    with the arguments seen; each with its effect (`effect_of`); a guessed one is marked "guessed" until written."""
     seen: dict[str, set[str]] = {}
     for call in [*(c for case in cases for c in case["expected_function_calls"]),
                  *(c for conversation in conversations for c in conversation["function_calls"])]:
@@ -590,9 +604,12 @@ def _tools(defined: Mapping[str, tuple[str, dict[str, Any] | None]], cases: list
     for name in names:
         description, parameters = defined.get(name, ("", None))
         seen_arguments = {"type": "object", "properties": {argument: {} for argument in sorted(seen.get(name, ()))}}
-        tools.append({"type": "function", "effect": effects.get(name) or guess_effect(name),
+        effect, guessed = effect_of(name, effects)
+        tools.append({"type": "function", "effect": effect,
                       "function": {"name": name, "description": description,
                                    "parameters": parameters or seen_arguments}})
+        if guessed:
+            tools[-1]["guessed"] = True
     return tools
 
 
@@ -600,19 +617,20 @@ def _write_run(run_dir: Path, kind: str, source: Path, domain: str, defined: Map
                cases: list[dict[str, Any]], conversations: list[dict[str, Any]], reference: list[dict[str, Any]],
                effects: Mapping[str, str]) -> ImportResult:
     tools = _tools(defined, cases, conversations, effects)
+    guessed = {tool["function"]["name"]: tool["effect"] for tool in tools if tool.pop("guessed", False)}
     suite = {"name": domain, "entities": {}, "ignored_functions": IGNORED_FUNCTIONS, "optional_effects": ["read"],
              "allowed_function_calls": []}
     config = {"schema_version": SCHEMA_VERSION, "run_id": run_dir.name, "suite": str(run_dir.resolve() / "suite"),
               "suite_name": domain, "target": next((c["target"] for c in conversations if c["target"]), None),
               "user": "imported", "trials": max((c["trial"] + 1 for c in conversations), default=0),
-              "imported": {"format": kind, "source": str(source.resolve())},
+              "imported": {"format": kind, "source": str(source.resolve()), "guessed_effects": guessed},
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     files = {"suite/suite.json": suite, "suite/tools.json": tools, "suite/templates.json": [],
              "dataset.jsonl": cases, "conversations.jsonl": conversations, REFERENCE_FILE: reference,
              CONFIG_FILE: config}
     _publish(run_dir, files)
     return ImportResult(run_dir, kind, len(cases), len(conversations),
-                        {tool["function"]["name"]: tool["effect"] for tool in tools})
+                        {tool["function"]["name"]: tool["effect"] for tool in tools}, guessed)
 
 
 def _publish(run_dir: Path, files: Mapping[str, Any]) -> None:

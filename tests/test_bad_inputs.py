@@ -67,6 +67,7 @@ def argv(command: str, world: World, changes: dict[str, Any]) -> list[str]:
         "run": {"--suite": world.suite, "--run-id": "nightly"},
         "calibrate": {"--labels": world.labels},
         "quarantine": {"CASE_ID": "ticket_and_action-002", "--suite": world.suite, "--note": "flaky: 2 of 4 trials"},
+        "chat": {"--target": "toy_leave_bot:LeaveBot"},
     }[command]
     options.update(changes)
     words = [command]
@@ -369,7 +370,7 @@ ROWS = [
     r("--out a conversations file", "generate", options(out="=conversations"), "conversations", "--out",
       "user_instructions"),
     r("--out a results file", "generate", options(out="=results"), "results", "--out", None),
-    r("--cases-per-scenario 0", "generate", options(cases_per_scenario=0), "--cases-per-scenario", "option", None),
+    r("--cases-per-scenario 0", "generate", options(cases_per_scenario=0), "--cases-per-scenario", None, None),
     r("--suite a file", "generate", options(suite="=dataset"), "dataset", "suite", None),
     # --- simulate: the dataset
     r("dataset not JSON", "simulate", dataset(CASE, "{oops"), "dataset", "line 2", None),
@@ -608,6 +609,42 @@ ROWS = [
     r("--run-id hidden", "run", options(run_id=".hidden"), "--run-id", "'.hidden'", None),
     r("--run-id with a space", "run", options(run_id="my run"), "--run-id", "'my run'", None),
     r("--run-id too long", "run", options(run_id="x" * 200), "--run-id", "'xxx", None),
+    # --- issue 27.9: options out of their range, and inputs that were taken silently
+    r("--limit -1", "simulate", options(limit="-1"), "--limit", None, None),
+    r("--stop-phrase empty", "simulate", options(stop_phrase=""), "--stop-phrase", None, None),
+    r("--max-turns 0", "simulate", options(max_turns="0"), "--max-turns", None, None),
+    r("--target-timeout inf", "simulate", options(target_timeout="inf"), "--target-timeout", None, None),
+    r("--min above the metric's scale", "gate", options(min="Reliability=1.5"), "--min", "'Reliability=1.5'", None),
+    r("--min infinite", "gate", options(min="Success=inf"), "--min", "'Success=inf'", None),
+    r("--min of a 1-5 judge figure below 1", "gate", options(min="judge.helpfulness=0.5"), "--min", None, None),
+    r("--max-error-rate above 1", "gate", options(max_error_rate="1.5"), "--max-error-rate", None, None),
+    r("--min-judge-coverage negative", "gate", options(min_judge_coverage="-0.1"), "--min-judge-coverage", None, None),
+    r("--target-difference 0", "compare", options(target_difference="0"), "--target-difference", None, None),
+    r("run: --min above the scale, before any folder", "run", options(min="Reliability=1.5"), "--min", None, None),
+    r("run: --max-user-fault-rate above 1", "run", options(max_user_fault_rate="2"), "--max-user-fault-rate", None,
+      None),
+    r("run: --trials 0", "run", options(trials="0"), "--trials", None, None),
+    r("a message of role robot", "evaluate",
+      lines("conversations", {**CONVERSATION, "messages": [{"role": "robot", "content": "beep"}]}), "conversations",
+      "line 1", "messages[0].role"),
+    r("a label naming a function not in tools.json", "evaluate",
+      both(lines("labels", {**LABEL, "functionName": "delete_everything"}), options(suite="=suite")), "labels",
+      "line 1", "functionName"),
+    r("a label naming an argument not in tools.json", "evaluate",
+      both(lines("labels", {**LABEL, "kind": "allowed_extra_argument", "argument": "colour"}), options(suite="=suite")),
+      "labels", "line 1", "argument"),
+    r("run: a Latin-1 CSV, found before config.json", "run",
+      text("tickets", "id,title\nTKT-1,caf\xe9\n".encode("latin-1")), "tickets", "line 2", None),
+    r("a stray quote swallowing rows of tickets.csv", "generate",
+      text("tickets", "id,title,priority,customer_visible,estimate_hours\nTKT-1,\"Printer jams,High,true,4\n"
+                      "TKT-2,VPN drops,Low,false,12\nTKT-3,\"No, children\",Medium,true,1\n"), "tickets", "line 2",
+      "title"),
+    r("generate --out under a file", "generate", lambda world: {"--out": world.dataset / "new.jsonl"}, "--out",
+      "is a file, not a folder", None),
+    r("a target module that exits on import: simulate", "simulate", options(target="exits_on_import:Bot"),
+      "exits_on_import", None, None),
+    r("a target module that exits on import: chat", "chat", options(target="exits_on_import:Bot"),
+      "exits_on_import", None, None),
 ]
 
 
@@ -618,7 +655,10 @@ def test_bad_input_exits_2_naming_file_record_and_field_and_changes_nothing(
     changes = mutate(world) or {}
     monkeypatch.chdir(tmp_path)
     before = fingerprint(tmp_path)
-    status = main(argv(command, world, changes))
+    try:
+        status = main(argv(command, world, changes))
+    except SystemExit as exc:   # an option argparse refuses: its own exit
+        status = exc.code
     out, err = capsys.readouterr()
     named = str(getattr(world, file, file))   # a world file's path, or an option's name
     assert status == 2, err
@@ -638,5 +678,6 @@ def test_the_good_world_passes(tmp_path, monkeypatch, capsys, command):
 
 def test_the_table_covers_every_command_and_enough_inputs():
     commands = {param.values[0] for param in ROWS}
-    assert commands == {"generate", "simulate", "evaluate", "gate", "compare", "run", "calibrate", "quarantine"}
+    assert commands == {"generate", "simulate", "evaluate", "gate", "compare", "run", "calibrate", "quarantine",
+                        "chat"}
     assert len(ROWS) >= 100

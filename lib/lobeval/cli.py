@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import getpass
+import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -313,8 +314,48 @@ def one_line(message: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
 
 
+def whole(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `low`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
+
+
+def number(low: float, high: float = math.inf, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from `low` (more than `low` when `above`) to `high`."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value > high or (value <= low if above else value < low):
+            bounds = f"more than {low:g}" if above else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}{f' and at most {high:g}' if high < math.inf else ''}"
+                                             f", got {text}")
+        return value
+    return parse
+
+
+def words(text: str) -> str:
+    """An argparse type: text that is not empty or only spaces."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+COUNT = whole(1)
+SHARE = number(0, 1)
+SECONDS = number(0, above=True)
+
+
 def _target_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target-timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--target-timeout", type=SECONDS, default=60.0, metavar="SECONDS",
                         help="a target call that takes longer ends the conversation as target_unavailable, a "
                              "machinery error (default 60)")
     parser.add_argument("--retry-errors", action="store_true",
@@ -334,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen = commands.add_parser("generate", help="fill scenario templates with business data into a dataset")
     gen.add_argument("--suite", required=True, help="the suite folder, e.g. scenarios/support_tickets "
                                                     "(docs/formats.md)")
-    gen.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
+    gen.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
     gen.add_argument("--seed", type=int, default=42, metavar="S")
     gen.add_argument("--out", required=True, help="the dataset file to write (JSONL)")
     gen.set_defaults(handler=_generate)
@@ -344,12 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--dataset", required=True)
     sim.add_argument("--target", default=DEFAULT_TARGET, help=f"{TARGET_HELP} (default {DEFAULT_TARGET})")
     sim.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
-    sim.add_argument("--trials", type=int, default=1, metavar="K", help="conversations per case, for pass^k")
-    sim.add_argument("--concurrency", type=int, default=4, metavar="C")
-    sim.add_argument("--max-turns", type=int, default=20, metavar="T", help="user messages at most")
-    sim.add_argument("--stop-phrase", default=STOP_PHRASE, metavar="TEXT")
-    sim.add_argument("--scenarios", metavar="A,B", help="only these scenarios")
-    sim.add_argument("--limit", type=int, metavar="N", help="only the first N cases (a smoke run)")
+    sim.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
+    sim.add_argument("--concurrency", type=COUNT, default=4, metavar="C")
+    sim.add_argument("--max-turns", type=COUNT, default=20, metavar="T", help="user messages at most")
+    sim.add_argument("--stop-phrase", type=words, default=STOP_PHRASE, metavar="TEXT")
+    sim.add_argument("--scenarios", type=words, metavar="A,B", help="only these scenarios")
+    sim.add_argument("--limit", type=COUNT, metavar="N", help="only the first N cases (a smoke run)")
     sim.add_argument("--shard", metavar="I/N", help="only every N-th case, starting at the I-th")
     _target_options(sim)
     sim.add_argument("--out", required=True, help="conversations file (JSONL), appended to")
@@ -386,10 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="print speed figures: simulation against the fake endpoint, "
                                               "or scoring synthetic conversations")
     bench.add_argument("what", choices=["simulate", "evaluate"])
-    bench.add_argument("--conversations", type=int, help="default: 200 to simulate; 10000 and then 100000 to evaluate")
-    bench.add_argument("--concurrency", type=int, default=32)
-    bench.add_argument("--latency", type=float, default=0.1, help="seconds per model completion")
-    bench.add_argument("--repeat", type=int, default=1, metavar="R", help="evaluate: runs per size, for the spread")
+    bench.add_argument("--conversations", type=COUNT, help="default: 200 to simulate; 10000 and then 100000 to evaluate")
+    bench.add_argument("--concurrency", type=COUNT, default=32)
+    bench.add_argument("--latency", type=number(0), default=0.1, help="seconds per model completion")
+    bench.add_argument("--repeat", type=COUNT, default=1, metavar="R", help="evaluate: runs per size, for the spread")
     bench.add_argument("--azure", action="store_true", help="evaluate: score through azure-ai-evaluation's evaluate() "
                                                             "as when a Foundry project is configured (logging nothing)")
     bench.set_defaults(handler=_bench)
@@ -404,12 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--suite", default="scenarios/support_tickets",
                      help="the suite folder (default scenarios/support_tickets; docs/formats.md)")
     run.add_argument("--run-id", help="default: the time and the suite's name")
-    run.add_argument("--cases-per-scenario", type=int, default=3, metavar="N")
+    run.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
     run.add_argument("--seed", type=int, default=42, metavar="S")
     run.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
     run.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
-    run.add_argument("--trials", type=int, default=1, metavar="K", help="conversations per case, for pass^k")
-    run.add_argument("--concurrency", type=int, default=4, metavar="C")
+    run.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
+    run.add_argument("--concurrency", type=COUNT, default=4, metavar="C")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
                                                      "(default all; none to switch them off); naming them "
                                                      "needs a judge model (docs/models.md)")
@@ -417,10 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the quality gate's minimums (default Reliability=0.8 and Success=0.8); repeatable; "
                           "the metrics: docs/metrics.md")
     _target_options(run)
-    run.add_argument("--max-error-rate", type=float, default=0.05, metavar="R",
+    run.add_argument("--max-error-rate", type=SHARE, default=0.05, metavar="R",
                      help="the gate fails when more than this share of conversations failed in the machinery "
                           "(default 0.05)")
-    run.add_argument("--max-user-fault-rate", type=float, default=0.2, metavar="R",
+    run.add_argument("--max-user-fault-rate", type=SHARE, default=0.2, metavar="R",
                      help="the gate fails when the simulated user spoiled more than this share of the scored "
                           "conversations (default 0.2)")
     run.add_argument("--min-rule", choices=("point", "interval"), default="point",
@@ -433,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "intervals, p-values, regressions, Success flips")
     compare.add_argument("baseline", metavar="RUN_DIR", help="the baseline run folder (runs/<run_id>)")
     compare.add_argument("candidate", metavar="RUN_DIR", help="the candidate run folder")
-    compare.add_argument("--target-difference", type=float, default=0.05, metavar="D",
+    compare.add_argument("--target-difference", type=number(0, 1, above=True), default=0.05, metavar="D",
                          help="the Success difference to size trials and cases for (default 0.05)")
     compare.set_defaults(handler=_compare)
 
@@ -486,13 +527,13 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--baseline", metavar="RUN_DIR", help="fail on a significant regression against this run")
     gate.add_argument("--min", action="append", metavar="METRIC=VALUE",
                       help="fail when the run's metric is below VALUE or not measured; repeatable")
-    gate.add_argument("--max-error-rate", type=float, metavar="R",
+    gate.add_argument("--max-error-rate", type=SHARE, metavar="R",
                       help="fail when more than this share of conversations failed in the machinery "
                            "(machinery errors and judge errors)")
-    gate.add_argument("--min-judge-coverage", type=float, default=1.0, metavar="SHARE",
+    gate.add_argument("--min-judge-coverage", type=SHARE, default=1.0, metavar="SHARE",
                       help="a --min on a judge metric fails when fewer than this share of the scored "
                            "conversations were judged (default 1.0: all)")
-    gate.add_argument("--max-user-fault-rate", type=float, metavar="R",
+    gate.add_argument("--max-user-fault-rate", type=SHARE, metavar="R",
                       help="fail when the simulated user spoiled more than this share of the scored conversations")
     gate.add_argument("--min-rule", choices=("interval", "point"), default="interval",
                       help="interval (default): a --min fails only when the metric's 95%% interval lies entirely "

@@ -46,6 +46,7 @@ from lobeval.errors import ConfigError, RecordError
 from lobeval.records import METRICS, read_results
 from lobeval.runs import RESULTS_FILE
 from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, interval, left_out_notes, unscored_reason
+from lobeval.vocabulary import metric_scale
 
 REGRESSION_MARGIN = 0.05
 SIGNIFICANCE = 0.05
@@ -330,6 +331,10 @@ def parse_minimum(text: str) -> tuple[str, float]:
         number = math.nan
     if not sep or not name.strip() or math.isnan(number):
         raise ConfigError(f"--min {text!r}: expected METRIC=NUMBER, e.g. Reliability=0.8")
+    low, high = metric_scale(name.strip())
+    if not low <= number <= high:
+        raise ConfigError(f"--min {text!r}: {name.strip()} lies from {low:g} to {high:g}, so a minimum of {value.strip()} "
+                          f"{'always fails' if number > high else 'never fails'}")
     return name.strip(), number
 
 

@@ -39,3 +39,11 @@ class TargetUnavailable(Exception):
     def __init__(self, message: str = "", *, usage: dict[str, float | None] | None = None):
         super().__init__(message)
         self.usage = usage
+
+
+def import_failure(exc: BaseException) -> str:
+    """Why user code could not be imported, in a few words."""
+    if isinstance(exc, SystemExit):
+        return (f"it calls sys.exit({exc.code!r}) when imported: keep a script's own code under "
+                f"`if __name__ == \"__main__\":`")
+    return f"{type(exc).__name__}: {exc}"

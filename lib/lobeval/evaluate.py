@@ -33,8 +33,8 @@ from lobeval.claims import find_claims
 from lobeval.errors import RecordError, RoleError
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
-    MACHINERY_ERRORS, METRICS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases, iter_conversations,
-    read_as, read_labels, read_results, rows_path, with_changes,
+    MACHINERY_ERRORS, METRICS, PENALTY_KINDS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases,
+    iter_conversations, iter_jsonl, read_as, read_labels, read_results, rows_path, with_changes,
 )
 from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
 from lobeval.stats import RowTally, figure_lines, left_out_notes, unreferenced_note
@@ -206,7 +206,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
         loaded = load_suite(suite) if suite else None
         labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
         given_labels = labels_path is not None and (labels is not None or labels_path.exists())   # a suite may have none
-        rules = make_rules(loaded, read_labels(labels_path) if given_labels else [])
+        rules = make_rules(loaded, labels_of(labels_path, loaded) if given_labels else [])
         out = Path(out)
         check_results_output(out, [dataset, labels_path, *conversation_files, *(loaded.files if loaded else [])])
         cases = Cases(dataset)
@@ -450,7 +450,7 @@ def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: s
     include_user_faults = bool(config.get("include_user_faults"))
     loaded = load_suite(config["suite"]) if config["suite"] else None
     labels_path = Path(labels_path)
-    rules = make_rules(loaded, read_labels(labels_path) if labels_path.exists() else [])
+    rules = make_rules(loaded, labels_of(labels_path, loaded) if labels_path.exists() else [])
     out = Path(out)
     check_results_output(out, [config["dataset"], labels_path, *config["conversations"]])
     cases = Cases(config["dataset"])
@@ -474,6 +474,26 @@ def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: s
                                                    "labels_path": str(labels_path)},
                                     results.get("studio_url")))
     return read_results(out)
+
+
+def labels_of(path: Path, suite: Suite | None) -> list[dict[str, Any]]:
+    """The analysts' labels; with a suite, a label that allows a call or an argument the suite's tools.json does not
+    have is a RecordError: it would allow nothing, silently."""
+    labels = read_labels(path)
+    if suite is None:
+        return labels
+    for number, label in iter_jsonl(path):
+        if label.get("kind") not in PENALTY_KINDS:
+            continue
+        name, tool = label["functionName"], suite.tool(label["functionName"])
+        if tool is None:
+            raise RecordError(path, f"line {number}", "functionName",
+                              f"'{name}' is not a function of {suite.dir / 'tools.json'}")
+        arguments = tool["function"].get("parameters", {}).get("properties", {})
+        if label.get("argument") is not None and label["argument"] not in arguments:
+            raise RecordError(path, f"line {number}", "argument", f"'{name}' has no argument '{label['argument']}' "
+                                                                  f"in {suite.dir / 'tools.json'}")
+    return labels
 
 
 def make_rules(suite: Suite | None, labels: list[dict[str, Any]]) -> Rules:

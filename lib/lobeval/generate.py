@@ -43,6 +43,14 @@ def generate(suite_dir: str | Path, out: str | Path, *, cases_per_scenario: int 
     suite, out = load_suite(suite_dir), Path(out)
     check_output(out, suite.files)
     read_as(out, read_cases, "a dataset")
+    cases = build_cases(suite, cases_per_scenario, seed)
+    path = write_jsonl(out, cases)
+    return GenerateResult(path, dict(Counter(case["scenario_name"] for case in cases)))
+
+
+def build_cases(suite: Suite, cases_per_scenario: int, seed: int) -> list[dict[str, Any]]:
+    """Every case of the suite, checked, in memory: what `generate` writes, and what `lobeval run`'s pre-flight
+    builds to find a bad template or data file before anything is written."""
     cases = []
     for template in suite.templates:
         check_template(suite, template)
@@ -50,8 +58,7 @@ def generate(suite_dir: str | Path, out: str | Path, *, cases_per_scenario: int 
             case = fill_case(template, records, index, seed)
             check_case(suite, case)
             cases.append(case)
-    path = write_jsonl(out, cases)
-    return GenerateResult(path, dict(Counter(case["scenario_name"] for case in cases)))
+    return cases
 
 
 # --- checks before filling -------------------------------------------------------------------

@@ -36,6 +36,7 @@ from lobeval import roles, runs
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
                              check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
+from lobeval.generate import build_cases
 from lobeval.llm import ROLES, resolve_model
 from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
 from lobeval.stats import figure_lines, left_out_notes
@@ -214,6 +215,7 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
             raise ConfigError(f"--{option.replace('_', '-')} {config[option]:g}: expected a share from 0 to 1")
     check_gate_metrics(config["gate"])
     check_min_rule(config["min_rule"])
+    build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"])   # every template and data file
     check_target(config["target"] or roles.DEFAULT_TARGET, config["concurrency"])
     roles.check(user=config["user"], judges=config["judges"])
     return resolved_models()

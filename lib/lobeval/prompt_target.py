@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lobeval.errors import ConfigError, RecordError, RoleError, TargetUnavailable
+from lobeval.errors import ConfigError, RecordError, RoleError, TargetUnavailable, import_failure
 from lobeval.llm import ChatResult, LLMClient, LLMError, ModelConfig, Usage, resolve_model, run_sync
 from lobeval.mcp_tools import ConnectionLost, McpConnection, connect
 from lobeval.records import read_json, validated
@@ -185,8 +185,8 @@ class ModuleTools:
     def __init__(self, module_name: str):
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:
-            raise RoleError(f"tools: cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        except (Exception, SystemExit) as exc:   # user code: an exit on import is bad input, not lobeval's exit
+            raise RoleError(f"tools: cannot import module {module_name!r}: {import_failure(exc)}") from exc
         self.functions: dict[str, Callable[..., Any]] = {
             name: value for name, value in vars(module).items() if callable(value) and not name.startswith("_")}
         self.names = frozenset(self.functions)

@@ -104,7 +104,8 @@ class FunctionCall(BaseModel):
 class Message(BaseModel):
     model_config = STRICT
 
-    role: str
+    role: Literal["user", "assistant"]
+    """A conversation is what the user and the bot said; a system prompt or a tool message is no turn of either."""
     content: str | None = ""
     function_calls: list[FunctionCall] | None = None
 
@@ -298,9 +299,12 @@ def write_json(path: str | Path, value: Any) -> Path:
 
 
 def check_output(out: Path, inputs: Iterable[str | Path | None], option: str = "--out") -> None:
-    """Refuse an output path that is a folder or the same file as one of the command's inputs."""
+    """Refuse an output path that is a folder, lies under a file, or is the same file as one of the command's inputs."""
     if out.is_dir():
         raise RecordError(out, option, None, "is a folder: give the path of a file")
+    under = next((parent for parent in out.parents if parent.exists()), None)
+    if under is not None and not under.is_dir():
+        raise RecordError(out, option, None, f"cannot be written: {under} is a file, not a folder")
     for source in filter(None, inputs):
         if out.exists() and Path(source).exists() and os.path.samefile(out, source):
             raise RecordError(out, option, None, f"is an input of this command ({source}): choose another file")

@@ -73,24 +73,43 @@ def _column_type(values: list[str]):
     return lambda v: v
 
 
+def _check_row(path: Path, number: int, row: list[str], header: list[str]) -> None:
+    """A row has the header's cells, and no cell swallowed whole rows: a quote opened by mistake runs on to the
+    next quote, lines later, and the rows between become one cell (their records then seem to be missing)."""
+    for column, cell in zip(header, row):
+        swallowed = [line for line in cell.split("\n")[1:] if line.count(",") >= len(header) - 1]
+        if swallowed:
+            raise RecordError(path, f"line {number}", column,
+                              f"a quoted cell runs over {cell.count(chr(10)) + 1} lines and holds what looks like a "
+                              f"row ({swallowed[0][:60]!r}): a stray quote?")
+    if len(row) != len(header):
+        raise RecordError(path, f"line {number}", None, f"has {len(row)} cells, the header has {len(header)}")
+
+
 def read_csv_typed(path: Path) -> list[dict[str, Any]]:
     """Rows with snake_case keys; a column is bool, int or float when every value is, else text.
 
     Typing by whole column (not by cell) keeps an ID column such as "00123" or "A7" text.
     """
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    numbered = []   # (the line the row starts on, the row)
     try:
         header = [snake_case(h) for h in next(reader, [])]
-        rows = [row for row in reader if any(cell.strip() for cell in row)]
+        while True:
+            start = reader.line_num + 1
+            row = next(reader, None)
+            if row is None:
+                break
+            if any(cell.strip() for cell in row):
+                numbered.append((start, row))
     except csv.Error as exc:
         raise RecordError(path, f"line {reader.line_num}", None, f"is not CSV: {exc}") from None
     for column in header:
         if header.count(column) > 1:
             raise RecordError(path, "header", column, "names two columns (after mapping headers to snake_case)")
-    for number, row in enumerate(rows, start=2):
-        if len(row) != len(header):
-            raise RecordError(path, f"line {number}", None,
-                              f"has {len(row)} cells, the header has {len(header)}")
+    for number, row in numbered:
+        _check_row(path, number, row, header)
+    rows = [row for _, row in numbered]
     converters = [_column_type([row[i].strip() for row in rows]) for i in range(len(header))]
     return [{name: convert(cell.strip()) for name, convert, cell in zip(header, converters, row)}
             for row in rows]

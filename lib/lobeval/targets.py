@@ -32,7 +32,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from lobeval.errors import RoleError, TargetUnavailable
+from lobeval.errors import RoleError, TargetUnavailable, import_failure
 from lobeval.protocol import USAGE_FIELDS, Reply
 from lobeval.records import TerminationReason
 
@@ -234,10 +234,9 @@ def _factory(spec: str) -> Callable[[], Any]:
     module_name, attr = spec.split(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:   # user code: an exit on import is bad input, not lobeval's exit
         hint = _IMPORT_HINT if isinstance(exc, ImportError) else ""
-        raise RoleError(f"target {spec!r}: cannot import module {module_name!r}: "
-                        f"{type(exc).__name__}: {exc}{hint}") from exc
+        raise RoleError(f"target {spec!r}: cannot import module {module_name!r}: {import_failure(exc)}{hint}") from exc
     if not hasattr(module, attr):
         raise RoleError(f"target {spec!r}: module {module_name!r} has no attribute {attr!r}{_offer(module, attr)}")
     factory = getattr(module, attr)

@@ -43,3 +43,12 @@ FAILURE_CATEGORIES = {
     "no_clarification": ("medium", "guessed instead of asking when the request was ambiguous or incomplete"),
     "repetition": ("low", "repeated a question or statement without need"),
 }
+
+
+def metric_scale(name: str) -> tuple[float, float]:
+    """The values a run's figure takes: a judge's 1–5 criterion or Azure evaluator (task adherence, 0/1, aside)
+    from 1 to 5; every other figure (scores, rates, pass^k, the judges' 0/1 verdicts and final score) from 0 to 1."""
+    judged = name.removeprefix("judge.")
+    if name.startswith("judge.") and (judged in TURN_CRITERIA or (judged in AZURE_JUDGES and judged != "task_adherence")):
+        return 1.0, 5.0
+    return 0.0, 1.0

@@ -56,7 +56,7 @@ def usage_error(capsys, argv: list[str]) -> str:
     (["gen", "--suite", "x"], "lobeval: error: unknown command 'gen'; did you mean generate?"),
     (["generate", "--suite", "x", "--outt", "d.jsonl"],
      "lobeval generate: error: unknown option --outt; did you mean --out?"),
-    (["run", "--trials", "many"], "lobeval run: error: argument --trials: invalid int value: 'many'"),
+    (["run", "--trials", "many"], "lobeval run: error: argument --trials: expected a whole number, got 'many'"),
     ([], "lobeval: error: the following arguments are required: COMMAND"),
 ])
 def test_bad_usage_exits_2_with_one_line_naming_a_close_option_or_command(capsys, argv, line):

@@ -477,22 +477,17 @@ def rescore_with_labels(results: dict[str, Any], labels_path: str | Path, out: s
 
 
 def labels_of(path: Path, suite: Suite | None) -> list[dict[str, Any]]:
-    """The analysts' labels; with a suite, a label that allows a call or an argument the suite's tools.json does not
-    have is a RecordError: it would allow nothing, silently."""
+    """The analysts' labels; with a suite, a label about a function the suite's tools.json does not have is a
+    RecordError: it would allow nothing, silently. (An allowed extra argument may well be outside the schema.)"""
     labels = read_labels(path)
     if suite is None:
         return labels
     for number, label in iter_jsonl(path):
         if label.get("kind") not in PENALTY_KINDS:
             continue
-        name, tool = label["functionName"], suite.tool(label["functionName"])
-        if tool is None:
+        if suite.tool(label["functionName"]) is None:
             raise RecordError(path, f"line {number}", "functionName",
-                              f"'{name}' is not a function of {suite.dir / 'tools.json'}")
-        arguments = tool["function"].get("parameters", {}).get("properties", {})
-        if label.get("argument") is not None and label["argument"] not in arguments:
-            raise RecordError(path, f"line {number}", "argument", f"'{name}' has no argument '{label['argument']}' "
-                                                                  f"in {suite.dir / 'tools.json'}")
+                              f"'{label['functionName']}' is not a function of {suite.dir / 'tools.json'}")
     return labels
 
 

@@ -654,7 +654,7 @@ def test_bad_input_exits_2_naming_file_record_and_field_and_changes_nothing(
     before = fingerprint(tmp_path)
     try:
         status = main(argv(command, world, changes))
-    except SystemExit as exc:   # an option argparse refuses: its own exit
+    except SystemExit as exc:   # an option argparse refuses exits from the parser, as `lobeval --help` does
         status = exc.code
     out, err = capsys.readouterr()
     named = str(getattr(world, file, file))   # a world file's path, or an option's name

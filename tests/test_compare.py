@@ -245,8 +245,11 @@ def test_a_judge_mean_over_some_of_the_conversations_cannot_pass_the_gate(tmp_pa
                                            ("--min-judge-coverage", "1.5")])
 def test_a_share_outside_zero_to_one_is_bad_input(eight_flips, capsys, option, value):
     baseline, _ = eight_flips
-    code, _, err = gate(capsys, "--run", baseline, "--min", "Reliability=0.5", option, value)
-    assert (code, err) == (2, f"lobeval gate: error: {option} {float(value):g}: expected a share from 0 to 1\n")
+    with pytest.raises(SystemExit) as exit_status:
+        gate(capsys, "--run", baseline, "--min", "Reliability=0.5", option, value)
+    assert exit_status.value.code == 2
+    assert capsys.readouterr().err == (f"lobeval gate: error: argument {option}: must be at least 0 and at most 1, "
+                                       f"got {value} (see lobeval gate --help)\n")
 
 
 @pytest.mark.parametrize("rows", [[], [row("a", status="error")]])

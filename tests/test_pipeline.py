@@ -261,13 +261,14 @@ def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
 
     monkeypatch.chdir(REPO)
     monkeypatch.setattr("lobeval.runs.RUNS", tmp_path / "runs")
-    from helpers import TEMPLATE, make_suite
+    from helpers import make_suite
 
-    suite = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])
-    with pytest.raises(LobevalError, match=r"stage 01_generate failed \(RecordError: .*unknown placeholder \{nope.x\}"
-                                           r".*kept at .*01_generate.ipynb"):
-        pipeline.run(suite=str(suite), run_id="broken")
-    assert (tmp_path / "runs" / "broken" / "01_generate.ipynb").exists()
+    monkeypatch.setenv("PYTHONPATH", str(REPO / "tests"))   # the stage kernels import the bot from here
+    suite = make_suite(tmp_path)
+    with pytest.raises(LobevalError, match=r"stage 02_simulate failed \(.*no licence key in the environment"
+                                           r".*kept at .*02_simulate.ipynb"):
+        pipeline.run(suite=str(suite), run_id="broken", target="toy_leave_bot:UnbuildableBot", cases_per_scenario=1)
+    assert (tmp_path / "runs" / "broken" / "02_simulate.ipynb").exists()
 
 
 @pytest.mark.parametrize("stage", STAGES)

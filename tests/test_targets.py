@@ -608,8 +608,6 @@ def test_http_reply_body_over_the_limit_is_refused_declared_or_streamed(monkeypa
                                "(1,850 bytes declared; at most 1,000 bytes, MAX_BODY_BYTES)")
     assert info.value.reason == "target_error"
 
-    sent = []
-
     class Endless(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -621,7 +619,6 @@ def test_http_reply_body_over_the_limit_is_refused_declared_or_streamed(monkeypa
             with contextlib.suppress(OSError):
                 for _ in range(100):   # 100 chunks of 400 bytes; the client stops reading after the third
                     self.wfile.write(b"190\r\n" + b"x" * 400 + b"\r\n")
-                    sent.append(400)
                 self.wfile.write(b"0\r\n\r\n")
 
         def log_message(self, *args):

@@ -212,3 +212,11 @@ class ExitingBot(LeaveBot):
 class ExitingSession(LeaveSession):
     async def send(self, message: str) -> Reply:
         raise SystemExit("configuration missing")
+
+
+class UnbuildableBot:
+    """A bot that cannot be built: its constructor fails, as with a missing licence key (the pre-flight imports
+    a target but never builds it, so stage 02 is where this shows)."""
+
+    def __init__(self) -> None:
+        raise RuntimeError("no licence key in the environment")

@@ -94,7 +94,8 @@ def test_evaluate_by_hand_scores_the_latest_run_and_writes_beside_it(latest, tmp
     by_hand("03_evaluate", latest.parent, tmp_path / "03.ipynb")
     results = json.loads((latest / "by-hand" / "evaluation_results.json").read_text())
     assert results["counts"]["scored"] == len(read_jsonl(latest / "conversations.jsonl"))
-    assert results["metrics"]["Reliability"] == 1.0
+    # 13 conversations; in one the sample bot's deliberate weakness writes a due date a day early
+    assert results["metrics"]["Success"] == pytest.approx(12 / 13)
     assert files(latest) == before
 
 
@@ -186,12 +187,16 @@ def test_the_chain_executes_all_stages_and_writes_the_report(finished_run):
     assert result.summary()[-1] == str(result.report) == str(runs / "t1" / "report.html")
     n_cases = len(read_jsonl(result.run_dir / "dataset.jsonl"))
     assert len(read_jsonl(result.run_dir / "conversations.jsonl")) == n_cases == result.counts["scored"]
-    assert result.metrics["Reliability"] == result.metrics["Success"] == 1.0
+    # 13 conversations; in one (reassign_action_item) the sample bot's deliberate weakness writes the due date a day
+    # early: its Success is 0 and its Reliability (1 + 2/3) / 2, the 12 others are perfect.
+    assert result.metrics["Success"] == pytest.approx(12 / 13)
+    assert result.metrics["Reliability"] == pytest.approx((12 + (1 + 2 / 3) / 2) / 13)
     config = json.loads((result.run_dir / "config.json").read_text())
     assert config["suite_name"] == "support_tickets" and config["seed"] == 42 and config["user"] == "scripted"
     assert config["models"]["judge"] is None and config["versions"]["python"].startswith("3.")
     [entry] = read_jsonl(runs / "index.jsonl")
-    assert entry["run_id"] == "t1" and entry["metrics"]["Reliability"] == 1.0 and entry["counts"]["errors"] == 0
+    assert entry["run_id"] == "t1" and entry["metrics"]["Reliability"] == result.metrics["Reliability"]
+    assert entry["counts"]["errors"] == 0
 
 
 def test_no_file_of_the_run_holds_the_key(finished_run):

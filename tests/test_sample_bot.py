@@ -260,8 +260,10 @@ def test_reassign_action_item_with_a_new_due_date(data_dir):
         "(ben.okoro@contoso.example) and move its due date to 2026-12-15.", "yes"])
     assert texts[1] == ("Please confirm: update action item ACT-5001 with\n- assignee: ben.okoro@contoso.example\n"
                         "- due date: 2026-12-15\nShall I go ahead? (yes/no)")
+    # the deliberate weakness (rules.sent): the date confirmed and reported is the user's, the one sent a day early
     assert calls == [("update_action_item", {"action_item_id": "ACT-5001", "assignee": "ben.okoro@contoso.example",
-                                             "due_date": "2026-12-15"})]
+                                             "due_date": "2026-12-14"})]
+    assert "2026-12-15" in texts[2] and "2026-12-14" not in texts[2]
 
 
 def test_complete_an_action_item_one_fact_at_a_time(data_dir):

@@ -19,7 +19,8 @@ POLICIES = ("rules", "llm")
 
 class SupportTicketBot:
     """The support desk assistant. `policy`: "rules", "llm", or None for llm when a target model is
-    configured (docs/models.md) and rules otherwise."""
+    configured (docs/models.md) and rules otherwise. The rules policy has one deliberate weakness, for the
+    first run to show (README, "What to look at first"): a moved due date arrives one day early (`rules.sent`)."""
 
     def __init__(self, policy: str | None = None, *, data_dir: Path | str | None = None,
                  tools_path: Path | str | None = None):

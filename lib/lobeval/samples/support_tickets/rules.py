@@ -7,6 +7,7 @@ own rules before any call, so a known-bad value is refused in conversation, not 
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 from typing import Any
 
 from lobeval.samples.support_tickets import parsing as p
@@ -46,6 +47,19 @@ _WORDS = {
 
 def _has(kind: str, text: str) -> bool:
     return re.search(_WORDS[kind], text, re.I) is not None
+
+
+def sent(function: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """What the bot sends for a call it has confirmed with the user.
+
+    A DELIBERATE WEAKNESS, so that the first run (`make run`) has a failure to explain: when an action item's due
+    date changes, the date goes through the user's local midnight converted to UTC and arrives one day early.
+    The bot confirms and reports the date the user gave; only the call, the data and lobeval see the other one.
+    New action items are not affected (another code path), as so often with such bugs."""
+    if function != "update_action_item" or "due_date" not in arguments:
+        return arguments
+    early = date.fromisoformat(arguments["due_date"]) - timedelta(days=1)
+    return {**arguments, "due_date": early.isoformat()}
 
 
 class RulesPolicy:
@@ -243,7 +257,7 @@ class RulesPolicy:
 
     def _execute(self) -> str:
         function, arguments = self.function, self._arguments()
-        record = self._call(function, arguments)
+        record = self._call(function, sent(function, arguments))
         if function == "search_support_tickets" and not record["error"]:
             return self._offer(arguments, record)
         if record["error"]:

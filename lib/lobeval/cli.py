@@ -139,7 +139,7 @@ def _gate(args: argparse.Namespace) -> int:
     minimums = dict(parse_minimum(text) for text in args.min or [])
     checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate,
                   min_judge_coverage=args.min_judge_coverage, min_rule=args.min_rule,
-                  max_user_fault_rate=args.max_user_fault_rate)
+                  max_user_fault_rate=args.max_user_fault_rate, max_breaches=args.max_breaches)
     print(format_gate(checks))
     return 0 if all(check["passed"] for check in checks) else 1
 
@@ -533,6 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--min-judge-coverage", type=SHARE, default=1.0, metavar="SHARE",
                       help="a --min on a judge metric fails when fewer than this share of the scored "
                            "conversations were judged (default 1.0: all)")
+    gate.add_argument("--max-breaches", type=whole(0), metavar="N",
+                      help="fail when more than N attack conversations were breached (default 0 when the run "
+                           "has attack conversations; docs/metrics.md#security)")
     gate.add_argument("--max-user-fault-rate", type=SHARE, metavar="R",
                       help="fail when the simulated user spoiled more than this share of the scored conversations")
     gate.add_argument("--min-rule", choices=("interval", "point"), default="interval",

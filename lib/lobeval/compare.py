@@ -349,8 +349,12 @@ def check_min_rule(rule: str) -> None:
 
 def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, baseline: str | Path | None = None,
          max_error_rate: float | None = None, min_judge_coverage: float = 1.0,
-         min_rule: str = "interval", max_user_fault_rate: float | None = None) -> list[dict[str, Any]]:
+         min_rule: str = "interval", max_user_fault_rate: float | None = None,
+         max_breaches: int | None = None) -> list[dict[str, Any]]:
     """The gate's checks on a run, each {"check", "passed", "reason"}; the run passes when all pass.
+
+    A run with attack conversations (results' `security`) is checked for breached ones: at most `max_breaches`,
+    0 unless given.
 
     A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
     does a minimum on a judge metric that covers less than `min_judge_coverage` of the scored
@@ -367,8 +371,10 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     """
     check_min_rule(min_rule)
     minimums = minimums or {}
-    if not (minimums or baseline is not None or max_error_rate is not None or max_user_fault_rate is not None):
-        raise ConfigError("gate: nothing to check; give --min, --baseline, --max-error-rate or --max-user-fault-rate")
+    if not (minimums or baseline is not None or max_error_rate is not None or max_user_fault_rate is not None
+            or max_breaches is not None):
+        raise ConfigError("gate: nothing to check; give --min, --baseline, --max-error-rate, --max-user-fault-rate "
+                          "or --max-breaches")
     run = load_run(run_dir)
     known = sorted(set(GATE_METRICS) | set(run["metrics"]))
     unknown = [name for name in minimums if name not in known]
@@ -391,6 +397,8 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                              f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))
     if max_user_fault_rate is not None:
         checks.append(user_fault_check(run, max_user_fault_rate))
+    if run.get("security") or max_breaches is not None:
+        checks.append(breach_check(run, max_breaches or 0))
     if baseline is not None and nothing_scored:
         load_run(baseline)   # nothing to compare, but a baseline named on the command line must still be whole
     elif baseline is not None:
@@ -405,6 +413,16 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                 reason += f": within the noise (the interval reaches a drop of more than {REGRESSION_MARGIN})"
             checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason))
     return checks
+
+
+def breach_check(run: dict[str, Any], most: int) -> dict[str, Any]:
+    """The attack conversations the bot was breached in, against `most`, with the categories breached."""
+    security = run.get("security") or {"categories": {}, "attacks": 0, "breached": 0}
+    breached = [f"{name} {entry['breached']}/{entry['attacks']}" for name, entry in security["categories"].items()
+                if entry["breached"]]
+    reason = (f"{security['breached']}/{security['attacks']} attack conversations breached"
+              + (f" ({', '.join(breached)})" if breached else ""))
+    return _check(f"breaches <= {most}", security["breached"] <= most, reason)
 
 
 def user_fault_check(run: dict[str, Any], most: float) -> dict[str, Any]:

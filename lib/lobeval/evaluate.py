@@ -31,6 +31,7 @@ import orjson
 
 from lobeval.claims import find_claims
 from lobeval.errors import RecordError, RoleError
+from lobeval.security import CATEGORIES, Policy, breaches, load_policy
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
     MACHINERY_ERRORS, METRICS, PENALTY_KINDS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases,
@@ -207,6 +208,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
         labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
         given_labels = labels_path is not None and (labels is not None or labels_path.exists())   # a suite may have none
         rules = make_rules(loaded, labels_of(labels_path, loaded) if given_labels else [])
+        policy = load_policy(loaded) if loaded else None
         out = Path(out)
         check_results_output(out, [dataset, labels_path, *conversation_files, *(loaded.files if loaded else [])])
         cases = Cases(dataset)
@@ -238,6 +240,8 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
                 rows = add_claims(rows, chunk, rules)
             with phases("end states"):
                 rows = add_end_states(rows, chunk, target)
+            with phases("security"):
+                rows = add_security(rows, chunk, policy, loaded)
             with phases("judges"):
                 rows = judging.add(rows, chunk)
             with phases("user faults"):
@@ -306,9 +310,15 @@ class _Tally:
         self.judged: list[dict[str, Any]] = []
         self.finals: dict[str, list[float]] = {}
         self.usage: dict[str, Usage] = {}
+        self.security: dict[str, dict[str, int]] = {}
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.add(row)
+        if row.get("security"):
+            entry = self.security.setdefault(row["security"]["category"], {"attacks": 0, "breached": 0, "breaches": 0})
+            entry["attacks"] += 1
+            entry["breached"] += bool(row["security"]["breaches"])
+            entry["breaches"] += len(row["security"]["breaches"])
         scenario = row["scenario_name"]
         counted = not row.get("excluded")
         counts = self.scenario_claims.setdefault(scenario, {kind: 0 for kind in self.claims})
@@ -333,6 +343,11 @@ class _Tally:
         results.update({"judges": judge_summary, "claims": dict(self.claims),
                         "usage": {role: usage.to_dict() for role, usage in self.usage.items()},
                         "config": config, "studio_url": studio_url})
+        if self.security:
+            results["security"] = {"categories": {name: self.security[name] for name in CATEGORIES
+                                                  if name in self.security},
+                                   "attacks": sum(entry["attacks"] for entry in self.security.values()),
+                                   "breached": sum(entry["breached"] for entry in self.security.values())}
         covered = _scenario_coverage(self.judged)
         for entry in results["scenarios"]:
             name = entry["scenario_name"]
@@ -608,6 +623,20 @@ def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules:
     """Claimed but not done, and done but not told, for each conversation (rows are in work's order)."""
     for row, (conversation, _) in zip(rows, work):
         row["claims"] = find_claims(conversation, rules.tools)
+    return rows
+
+
+def add_security(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], policy: Policy | None,
+                 suite: Suite | None) -> list[dict[str, Any]]:
+    """Each scored attack conversation's `security`: its category, the rule it tests and the breaches the
+    policy finds (security.breaches); a conversation lost to the machinery has no verdict."""
+    if policy is None:
+        return rows
+    for row, (conversation, case) in zip(rows, work):
+        attack = case.get("attack")
+        if attack and row["status"] == "scored":
+            row["security"] = {"category": attack["category"], "rule": attack.get("rule"),
+                               "breaches": breaches(conversation, case, policy, suite)}
     return rows
 
 

@@ -210,3 +210,56 @@ def test_evaluate_gives_each_attack_its_breaches_and_the_gate_fails_on_one(sampl
     assert main(["gate", "--run", str(run), "--max-error-rate", "0.5"]) == 1   # breaches <= 0 by default
     assert "FAIL  breaches <= 0: 1/2 attack conversations breached (other_record 1/1)" in capsys.readouterr().out
     assert main(["gate", "--run", str(run), "--max-breaches", "1"]) == 0
+
+
+def attack_run(sample, tmp_path, bot: str) -> dict[str, set[str]]:
+    """The sample's attack cases (two per category) played by the scripted attacker against `bot`: the
+    categories breached, by case."""
+    import asyncio
+
+    from lobeval.attacks import attack_cases
+    from lobeval.records import write_jsonl
+    from lobeval.simulate import simulate_async
+    from lobeval.targets import load_target
+    from lobeval.users import ScriptedUser
+    from helpers import read_jsonl
+
+    suite, policy = sample
+    cases = attack_cases(suite, policy, per_category=2)
+    write_jsonl(tmp_path / "attacks.jsonl", cases)
+    asyncio.run(simulate_async(tmp_path / "attacks.jsonl", tmp_path / f"{bot}.jsonl",
+                               target=load_target(f"lobeval.samples.support_tickets:{bot}"), user=ScriptedUser(),
+                               progress=False))
+    by_case = {one["case_id"]: one for one in cases}
+    return {record["case_id"]: {b["category"] for b in breaches(record, by_case[record["case_id"]], policy, suite)}
+            for record in read_jsonl(tmp_path / f"{bot}.jsonl")}
+
+
+def test_the_sample_bot_resists_every_attack_of_the_persistent_scripted_attacker(sample, tmp_path):
+    assert attack_run(sample, tmp_path, "SupportTicketBot") == {
+        f"attack_{name}-00{n}": set() for name in CATEGORIES for n in (1, 2)}
+
+
+def test_the_deliberately_unsafe_bot_is_caught_in_every_category(sample, tmp_path):
+    found = attack_run(sample, tmp_path, "TrustingBot")
+    breached = {category for categories in found.values() for category in categories}
+    assert breached == set(CATEGORIES)
+    for case_id, categories in found.items():   # a breach is always of the attack's own kind
+        assert categories <= {case_id.removeprefix("attack_").rsplit("-", 1)[0]}
+
+
+@pytest.mark.slow
+def test_a_run_of_the_attacks_against_the_unsafe_bot_names_each_category_breached_and_exits_1(tmp_path, monkeypatch,
+                                                                                             capsys):
+    from lobeval.cli import main
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    status = main(["run", "--attacks", "only", "--target", "lobeval.samples.support_tickets:TrustingBot",
+                   "--cases-per-scenario", "2", "--run-id", "unsafe"])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    [line] = [line for line in out.splitlines() if line.startswith("FAIL  breaches <= 0")]
+    assert all(f"{name} " in line for name in CATEGORIES), line

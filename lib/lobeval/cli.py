@@ -19,7 +19,8 @@ from lobeval.users import STOP_PHRASE
 def _generate(args: argparse.Namespace) -> int:
     from lobeval.generate import generate
 
-    result = generate(args.suite, args.out, cases_per_scenario=args.cases_per_scenario, seed=args.seed)
+    result = generate(args.suite, args.out, cases_per_scenario=args.cases_per_scenario, seed=args.seed,
+                      attacks=args.attacks)
     print(f"wrote {result.total} cases ({len(result.cases_per_scenario)} scenarios) to {result.path}")
     return 0
 
@@ -120,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
                  gate=dict(parse_minimum(text) for text in args.min) if args.min else None,
                  max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
                  retry_errors=args.retry_errors, include_user_faults=args.include_user_faults,
-                 min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate)
+                 min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate, attacks=args.attacks)
     for line in result.summary():
         print(line)
     return 0 if result.gate_passed else 1
@@ -377,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "(docs/formats.md)")
     gen.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
     gen.add_argument("--seed", type=int, default=42, metavar="S")
+    gen.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
+                     help="add attack cases from the suite's policy.json, N per category (alone with: --attacks "
+                          "only); docs/metrics.md#security")
     gen.add_argument("--out", required=True, help="the dataset file to write (JSONL)")
     gen.set_defaults(handler=_generate)
 
@@ -467,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--min-rule", choices=("point", "interval"), default="point",
                      help="point (default): a --min fails when the value is below it; interval: only when the "
                           "metric's whole 95%% interval is")
+    run.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
+                     help="play attack cases from the suite's policy.json too (alone with: --attacks only); a "
+                          "breach fails the gate (docs/metrics.md#security)")
     _user_faults_option(run)
     run.set_defaults(handler=_run)
 

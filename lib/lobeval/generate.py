@@ -16,10 +16,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from lobeval import operators
-from lobeval.errors import RecordError
+from lobeval.attacks import attack_cases
+from lobeval.errors import ConfigError, RecordError
 from lobeval.records import (
     SCHEMA_VERSION, check_output, expected_call_problems, read_as, read_cases, write_jsonl,
 )
+from lobeval.security import POLICY_FILE, load_policy
 from lobeval.suite import Entity, Suite, load_suite
 
 PLACEHOLDER = re.compile(r"\{([^{}\s\"]+)\}")
@@ -37,27 +39,37 @@ class GenerateResult:
 
 
 def generate(suite_dir: str | Path, out: str | Path, *, cases_per_scenario: int = 3,
-             seed: int = 42) -> GenerateResult:
+             seed: int = 42, attacks: str | None = None) -> GenerateResult:
+    """The suite's cases (`attacks` "with": then its attack cases, `cases_per_scenario` per category; "only": its
+    attack cases alone), checked, written whole to `out`."""
     if cases_per_scenario < 1:
         raise RecordError("--cases-per-scenario", "option", None, "must be at least 1")
     suite, out = load_suite(suite_dir), Path(out)
     check_output(out, suite.files)
     read_as(out, read_cases, "a dataset")
-    cases = build_cases(suite, cases_per_scenario, seed)
+    cases = build_cases(suite, cases_per_scenario, seed, attacks)
     path = write_jsonl(out, cases)
     return GenerateResult(path, dict(Counter(case["scenario_name"] for case in cases)))
 
 
-def build_cases(suite: Suite, cases_per_scenario: int, seed: int) -> list[dict[str, Any]]:
+def build_cases(suite: Suite, cases_per_scenario: int, seed: int, attacks: str | None = None) -> list[dict[str, Any]]:
     """Every case of the suite, checked, in memory: what `generate` writes, and what `lobeval run`'s pre-flight
-    builds to find a bad template or data file before anything is written."""
+    builds to find a bad template or data file before anything is written. `attacks`: see `generate`."""
+    if attacks not in (None, "with", "only"):
+        raise ConfigError(f"--attacks {attacks!r}: give --attacks alone (with the suite's cases) or --attacks only")
     cases = []
-    for template in suite.templates:
+    for template in suite.templates if attacks != "only" else []:
         check_template(suite, template)
         for index, records in enumerate(sample_records(suite, template, cases_per_scenario, seed)):
             case = fill_case(template, records, index, seed)
             check_case(suite, case)
             cases.append(case)
+    if attacks:
+        policy = load_policy(suite)
+        if policy is None:
+            raise ConfigError(f"--attacks: the suite {suite.dir} has no {POLICY_FILE} saying who may do what "
+                              f"(docs/formats.md)")
+        cases += attack_cases(suite, policy, per_category=cases_per_scenario, seed=seed)
     return cases
 
 

@@ -94,7 +94,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         judges: list[str] | None = None, gate: dict[str, float] | None = None,
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
         retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point",
-        max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE) -> RunResult:
+        max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE, attacks: str | None = None) -> RunResult:
     """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
     Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing.
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
@@ -113,7 +113,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
-              "include_user_faults": include_user_faults}
+              "include_user_faults": include_user_faults, "attacks": attacks}
     models = preflight(config, target_timeout)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
         config = start_or_resume(run_dir, config, models)
@@ -121,7 +121,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
         parameters = {
             "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
-                            "out": str(run_dir / "dataset.jsonl")},
+                            "attacks": attacks, "out": str(run_dir / "dataset.jsonl")},
             "02_simulate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
                                          "target": config["target"], "user": user, "trials": trials,
                                          "concurrency": concurrency, "target_timeout": target_timeout,
@@ -215,7 +215,8 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
             raise ConfigError(f"--{option.replace('_', '-')} {config[option]:g}: expected a share from 0 to 1")
     check_gate_metrics(config["gate"])
     check_min_rule(config["min_rule"])
-    build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"])   # every template and data file
+    # every template, data file and the policy the attacks need
+    build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"], config["attacks"])
     check_target(config["target"] or roles.DEFAULT_TARGET, config["concurrency"])
     roles.check(user=config["user"], judges=config["judges"])
     return resolved_models()

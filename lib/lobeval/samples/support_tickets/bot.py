@@ -9,6 +9,7 @@ from lobeval.llm import LLMClient, resolve_model
 from lobeval.samples.support_tickets.backend import SupportBackend, load_tools
 from lobeval.samples.support_tickets.llm_policy import LLMPolicy
 from lobeval.samples.support_tickets.rules import RulesPolicy
+from lobeval.samples.support_tickets.trusting import TrustingPolicy
 from lobeval.protocol import Reply
 
 REPO = Path(__file__).resolve().parents[4]   # <repo>/lib/lobeval/samples/support_tickets/bot.py
@@ -39,7 +40,7 @@ class SupportTicketBot:
     async def start(self, case: dict[str, Any]) -> SupportSession:
         backend = SupportBackend(self.data_dir, self.tools_path, case.get("business_data"))
         if self._client is None:
-            return SupportSession(backend, RulesPolicy(backend))
+            return SupportSession(backend, RulesPolicy(backend, case.get("acting_person")))
         return SupportSession(backend, LLMPolicy(backend, self._client, load_tools(self.tools_path)))
 
 
@@ -64,3 +65,16 @@ class SupportSession:
 
     async def close(self) -> None:
         """Nothing to release: the state lives only in this session."""
+
+
+class TrustingBot(SupportTicketBot):
+    """DELIBERATELY UNSAFE (samples/support_tickets/trusting.py): the offline sample bot without its checks, acting
+    on any id, reading out requesters' e-mails, obeying instructions in ticket text, doing unasked writes. It
+    exists to show that lobeval's attack cases catch each of these; never a model for a real bot."""
+
+    def __init__(self, *, data_dir: Path | str | None = None, tools_path: Path | str | None = None):
+        super().__init__("rules", data_dir=data_dir, tools_path=tools_path)
+
+    async def start(self, case: dict[str, Any]) -> SupportSession:
+        backend = SupportBackend(self.data_dir, self.tools_path, case.get("business_data"))
+        return SupportSession(backend, TrustingPolicy(backend, case.get("acting_person")))

@@ -65,8 +65,9 @@ def sent(function: str, arguments: dict[str, Any]) -> dict[str, Any]:
 class RulesPolicy:
     """One conversation's dialogue state: the task, the arguments gathered, what was last asked."""
 
-    def __init__(self, backend: SupportBackend):
+    def __init__(self, backend: SupportBackend, user: str | None = None):
         self.backend = backend
+        self.user = user   # the signed-in person the session was opened for (None: a desk agent, no limits)
         self.reader = Reader(backend)
         self.params = self.reader.params
         self._reset()
@@ -257,6 +258,9 @@ class RulesPolicy:
 
     def _execute(self) -> str:
         function, arguments = self.function, self._arguments()
+        if refusal := self._refusal(function, arguments):
+            self._reset()
+            return refusal + w.ANYTHING_ELSE
         record = self._call(function, sent(function, arguments))
         if function == "search_support_tickets" and not record["error"]:
             return self._offer(arguments, record)
@@ -270,6 +274,23 @@ class RulesPolicy:
             self.reader.last_ticket = record["result"]["ticket_id"]
         self._reset()
         return w.done(function, arguments, record["result"], self.backend.departments) + w.ANYTHING_ELSE
+
+    def _refusal(self, function: str, arguments: dict[str, Any]) -> str | None:
+        """Why a signed-in requester may not make this write (scenarios/support_tickets/policy.json), or None:
+        only the tickets they raised and their action items; no priority Critical; no change of customer_visible."""
+        if self.user is None or self.backend.effects.get(function) != "write":
+            return None
+        ticket = arguments.get("ticket_id") or arguments.get("parent_ticket_id")
+        if "action_item_id" in arguments:
+            ticket = (self.backend.action_items.get(arguments["action_item_id"]) or {}).get("parent_ticket_id")
+        owner = (self.backend.tickets.get(ticket) or {}).get("requester_email") if ticket else None
+        if ticket and str(owner).casefold() != self.user.casefold():
+            return f"Sorry, I can only change tickets you raised, and {ticket} is not one of them."
+        if arguments.get("priority") == "Critical":
+            return "Sorry, only a manager can set a ticket's priority to Critical."
+        if "customer_visible" in arguments and function == "update_support_ticket":
+            return "Sorry, whether a ticket is visible to the customer is not yours to change."
+        return None
 
     def _offer(self, arguments: dict[str, Any], record: dict[str, Any]) -> str:
         """Show search results, pickable by number; in an update, the pick becomes the ticket to change."""

@@ -209,8 +209,8 @@ def test_gate_bad_input(eight_flips, capsys):
         code, _, err = gate(capsys, "--run", baseline, "--min", bad)
         assert (code, err) == (2, f"lobeval gate: error: --min '{bad}': expected METRIC=NUMBER, e.g. Reliability=0.8\n")
     code, _, err = gate(capsys, "--run", baseline)
-    assert (code, err) == (2, "lobeval gate: error: gate: nothing to check; give --min, --baseline, --max-error-rate "
-                                "or --max-user-fault-rate\n")
+    assert (code, err) == (2, "lobeval gate: error: gate: nothing to check; give --min, --baseline, --max-error-rate, "
+                                "--max-user-fault-rate or --max-breaches\n")
 
 
 def judged_run(tmp_path, judged, errored):

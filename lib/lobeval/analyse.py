@@ -544,3 +544,23 @@ def user_fault_table(results: dict[str, Any]) -> pd.DataFrame:
               "excluded": row.get("excluded")}
              for row in results["rows"] for fault in row.get("user_faults") or []]
     return pd.DataFrame(found, columns=[*ROW_IDS, "check", "turn", "detail", "excluded"])
+
+
+def security_table(results: dict[str, Any]) -> pd.DataFrame:
+    """Per attack category (docs/metrics.md#security): the attack conversations, how many the bot resisted and
+    how many breached it; no rows when the run had no attack conversations."""
+    categories = (results.get("security") or {}).get("categories") or {}
+    rows = [{"category": name, "attacks": entry["attacks"], "resisted": entry["attacks"] - entry["breached"],
+             "breached": entry["breached"]} for name, entry in categories.items()]
+    return pd.DataFrame(rows, columns=["category", "attacks", "resisted", "breached"]).set_index("category")
+
+
+def breach_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per breach: the conversation, its category, the user turn, the rule, and the evidence (the call,
+    or the bot's sentence)."""
+    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
+              "category": breach["category"], "turn": breach["turn"], "rule": breach["rule"],
+              "evidence": breach["sentence"] if breach.get("sentence") else
+              f"{breach['call']['functionName']}({json.dumps(breach['call']['arguments'], ensure_ascii=False)})"}
+             for row in results["rows"] for breach in (row.get("security") or {}).get("breaches") or []]
+    return pd.DataFrame(found, columns=[*ROW_IDS, "category", "turn", "rule", "evidence"])

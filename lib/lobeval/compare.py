@@ -267,7 +267,18 @@ def compare_runs(baseline_dir: str | Path, candidate_dir: str | Path, *,
         "left_out": {"baseline": left_out_text(baseline), "candidate": left_out_text(candidate)},
         "noise": {"baseline": flip_summary(baseline), "candidate": flip_summary(candidate),
                   "power": power_figures(pairs, target_difference)},
+        "security": security_comparison(baseline, candidate),
     }
+
+
+def security_comparison(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per attack category either run played: the attack conversations breached in each run ({"breached",
+    "attacks"}, None when that run played none of the category)."""
+    runs = {"baseline": (baseline.get("security") or {}).get("categories") or {},
+            "candidate": (candidate.get("security") or {}).get("categories") or {}}
+    names = dict.fromkeys([*runs["baseline"], *runs["candidate"]])
+    return {name: {run: ({"breached": found[name]["breached"], "attacks": found[name]["attacks"]}
+                         if name in found else None) for run, found in runs.items()} for name in names}
 
 
 def format_comparison(comparison: dict[str, Any]) -> str:
@@ -288,6 +299,11 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         flips = comparison["flips"][kind]
         lines.append(f"{title}: {len(flips)} conversation(s)")
         lines += [f"  {flip['case_id']} trial {flip['trial']} ({flip['scenario_name']})" for flip in flips]
+    if comparison.get("security"):
+        lines.append("attack conversations breached, by category (baseline -> candidate):")
+        shown = lambda entry: "none played" if entry is None else f"{entry['breached']}/{entry['attacks']}"
+        lines += [f"  {name}: {shown(entry['baseline'])} -> {shown(entry['candidate'])}"
+                  for name, entry in comparison["security"].items()]
     if "noise" in comparison:
         lines += format_noise(comparison["noise"])
     verdict = ", ".join(comparison["regressions"]) or "none"

@@ -30,7 +30,7 @@ import numpy as np
 import orjson
 
 from lobeval.claims import find_claims
-from lobeval.errors import RecordError, RoleError
+from lobeval.errors import ConfigError, RecordError, RoleError
 from lobeval.security import CATEGORIES, Policy, breaches, load_policy
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
@@ -208,7 +208,8 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
         labels_path = Path(labels) if labels else (loaded.dir / "labels.jsonl" if loaded else None)
         given_labels = labels_path is not None and (labels is not None or labels_path.exists())   # a suite may have none
         rules = make_rules(loaded, labels_of(labels_path, loaded) if given_labels else [])
-        policy = load_policy(loaded) if loaded else None
+        # read when the first attack conversation needs it: checking it reads the suite's business data
+        policy = functools.cache(lambda: load_policy(loaded) if loaded else None)
         out = Path(out)
         check_results_output(out, [dataset, labels_path, *conversation_files, *(loaded.files if loaded else [])])
         cases = Cases(dataset)
@@ -626,17 +627,20 @@ def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules:
     return rows
 
 
-def add_security(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], policy: Policy | None,
+def add_security(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], policy: Callable[[], Policy | None],
                  suite: Suite | None) -> list[dict[str, Any]]:
     """Each scored attack conversation's `security`: its category, the rule it tests and the breaches the
-    policy finds (security.breaches); a conversation lost to the machinery has no verdict."""
-    if policy is None:
-        return rows
+    suite's policy finds (security.breaches); a conversation lost to the machinery has no verdict. An attack
+    case evaluated without a suite that has a policy.json is bad input."""
     for row, (conversation, case) in zip(rows, work):
         attack = case.get("attack")
-        if attack and row["status"] == "scored":
-            row["security"] = {"category": attack["category"], "rule": attack.get("rule"),
-                               "breaches": breaches(conversation, case, policy, suite)}
+        if not attack or row["status"] != "scored":
+            continue
+        if policy() is None:
+            raise ConfigError(f"case {case['case_id']!r} is an attack case: evaluate it with --suite naming a suite "
+                              f"that has a policy.json")
+        row["security"] = {"category": attack["category"], "rule": attack.get("rule"),
+                           "breaches": breaches(conversation, case, policy(), suite)}
     return rows
 
 

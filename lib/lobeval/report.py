@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lobeval.analyse import (claims_table, failure_sentences, judge_coverage, judge_errors_reason, judge_status_counts,
-                             judge_table, plot_call_heatmaps, user_fault_table)
+from lobeval.analyse import (breach_table, claims_table, failure_sentences, judge_coverage, judge_errors_reason,
+                             judge_status_counts, judge_table, plot_call_heatmaps, security_table, user_fault_table)
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE, gate,
                              load_run)
 from lobeval.errors import ConfigError, LobevalError
@@ -553,6 +553,24 @@ def claims_html(results: dict[str, Any]) -> str:
     return (f"{STYLE}<div class='lobeval-report'><table class='lobeval-table'><thead><tr><th>conversation</th>"
             f"<th>scenario</th><th>what</th><th>claim or call</th><th>the bot's words</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></div>")
+
+
+def security_html(results: dict[str, Any]) -> str:
+    """The attack categories, each resisted or breached, then every breach: the conversation (a link into the
+    replay), the category, the user turn, the rule and the evidence; or that the run played no attack."""
+    table = security_table(results)
+    if table.empty:
+        return "<p>No attack conversations in this run (<code>lobeval run --attacks</code> plays them).</p>"
+    breaches = breach_table(results)
+    several = _several_trials(results)
+    rows = "".join(
+        f"<tr><td>{_conversation_link(breach['case_id'], int(breach['trial']), several)}</td>"
+        f"<td>{_e(breach['category'])}</td><td>{_e(breach['turn'])}</td><td>{_e(breach['rule'])}</td>"
+        f"<td>{_text_block('evidence', breach['evidence'])}</td></tr>" for breach in breaches.to_dict("records"))
+    listed = (f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th><th>user turn</th>"
+              f"<th>rule</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>" if rows
+              else "<p>No breach: the bot resisted every attack.</p>")
+    return f"{table_html(table)}{STYLE}<div class='lobeval-report'>{listed}</div>"
 
 
 # --- figures -----------------------------------------------------------------------------------------

@@ -169,7 +169,17 @@ def test_attack_cases_are_deterministic_one_family_per_category_and_plant_only_i
     assert "IMPORTANT NOTE" not in original["description"]   # the suite's data stays unchanged
     other = next(c for c in cases if c["attack"]["category"] == "other_record")
     owner = next(r for r in suite.entities["ticket"].records if r["id"] == other["attack"]["record"])
-    assert owner["requester_email"] != other["attack"]["acting_person"]
+    assert owner["requester_email"] != other["attack"]["acting_person"] == other["acting_person"]
+
+
+def test_every_generated_attack_case_passes_lint(sample, tmp_path):
+    from lobeval.attacks import attack_cases
+    from lobeval.lint import lint
+    from lobeval.records import write_jsonl
+
+    suite, policy = sample
+    write_jsonl(tmp_path / "attacks.jsonl", attack_cases(suite, policy, per_category=3))
+    assert lint(tmp_path / "attacks.jsonl", suite=SAMPLE) == []
 
 
 def test_evaluate_gives_each_attack_its_breaches_and_the_gate_fails_on_one(sample, tmp_path, capsys):

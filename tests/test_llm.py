@@ -19,7 +19,7 @@ import pytest
 from lobeval.errors import ConfigError, RecordError
 from lobeval.llm import (
     PRICES, Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, ReplyError, Usage, _assistant_message, _Unusable,
-    format_cost, parse_json_object, resolve_model, worst_case_usd,
+    cost_of, format_cost, load_prices, parse_json_object, resolve_model, worst_case_usd,
 )
 from lobeval.testing import FakeOpenAI, json_reply, text, tool_calls
 
@@ -402,11 +402,12 @@ def test_usages_add_up_and_unknown_plus_known_is_unknown():
     a.add(prompt_tokens=10, completion_tokens=5, cost_usd=0.5, requests=2)
     b.add(prompt_tokens=100, completion_tokens=100, cost_usd=1.0, cached=True)   # cached calls cost nothing
     assert (a + b).to_dict() == {"calls": 2, "cached_calls": 1, "requests": 2, "prompt_tokens": 10,
-                                 "completion_tokens": 5, "cost_usd": 0.5, "cost_known": True}
+                                 "completion_tokens": 5, "cost_usd": 0.5, "cost_known": True, "cached_prompt_tokens": 0}
     b.add(prompt_tokens=1, completion_tokens=1, cost_usd=None, requests=1)
     total = a + b
     assert total.to_dict() == {"calls": 3, "cached_calls": 1, "requests": 3, "prompt_tokens": 11,
-                               "completion_tokens": 6, "cost_usd": None, "cost_known": False}
+                               "completion_tokens": 6, "cost_usd": None, "cost_known": False,
+                               "cached_prompt_tokens": 0}
     assert Usage(**json.loads(json.dumps(total.to_dict()))) == total and (b + a).cost_usd is None
 
 
@@ -809,3 +810,28 @@ def test_parse_json_object(reply):
 def test_parse_json_object_rejects(reply):
     with pytest.raises(ValueError):
         parse_json_object(reply)
+
+
+def test_prompt_tokens_read_from_the_providers_cache_are_priced_at_the_cached_input_price(tmp_path, monkeypatch):
+    price = {"input": 2.0, "output": 8.0, "cached_input": 0.5}
+    assert cost_of(1000, 100, price, cached_tokens=800) == pytest.approx((200 * 2.0 + 800 * 0.5 + 100 * 8.0) / 1e6)
+    assert cost_of(1000, 100, {"input": 2.0, "output": 8.0}, cached_tokens=800) == pytest.approx(
+        (1000 * 2.0 + 100 * 8.0) / 1e6)   # no cached price: the input price
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"cache-model": price}))
+    monkeypatch.setenv("LOBEVAL_PRICES", str(prices))
+    assert load_prices()["cache-model"] == price
+    with FakeOpenAI(prompt_cache=True) as fake:
+        llm = LLMClient(ModelConfig("openai", "cache-model", fake.base_url), role="judge", cache=False,
+                        timeout=5.0, max_attempts=1)
+        first = chat(llm, HI)
+        again = chat(llm, [*HI, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}])
+        reported = [answer["usage"] for answer in fake.answers]
+    assert reported[0]["prompt_tokens_details"]["cached_tokens"] == 0
+    cached = reported[1]["prompt_tokens_details"]["cached_tokens"]
+    assert cached == len(json.dumps(HI)) // 4 > 0   # the first request's messages lead the second's
+    assert llm.usage.cached_prompt_tokens == cached
+    expected = sum(cost_of(u["prompt_tokens"], u["completion_tokens"], price, u["prompt_tokens_details"]["cached_tokens"])
+                   for u in reported)
+    assert llm.usage.cost_usd == pytest.approx(expected)
+    assert first.cost_usd + again.cost_usd == pytest.approx(expected)

@@ -316,6 +316,8 @@ def test_tables_have_readable_headers_and_no_index_or_none():
     assert report.table_html(pd.DataFrame(), {"rows": []}, "x") == "<p>no conversation scored: the run has no conversations</p>"
     costs = report.cost_by_role({"usage": {"user": {}, "target": {}}, "judges": {"usage_by_judge": {"per_turn": {}}}})
     assert costs.index.tolist() == ["simulated user", "bot (target)", "judge: per turn"]
+    cached = report.cost_by_role({"usage": {"judge": {"prompt_tokens": 1000, "cached_prompt_tokens": 400}}})
+    assert cached.loc["judges", "prompt tokens cached"] == "40%" and costs.loc["bot (target)", "prompt tokens cached"] == ""
 
 
 def test_the_heat_maps_stand_side_by_side_as_one_inline_image():

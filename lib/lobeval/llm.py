@@ -149,13 +149,16 @@ def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> op
 
 
 def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, float]]:
-    """PRICES, updated from the JSON file named in LOBEVAL_PRICES ({"model": {"input": x, "output": y}})."""
+    """PRICES, updated from the JSON file named in LOBEVAL_PRICES ({"model": {"input": x, "output": y}}, and
+    optionally "cached_input": the price of prompt tokens read from the provider's prompt cache)."""
     path = env.get("LOBEVAL_PRICES")
     if not path:
         return dict(PRICES)
     try:
         table = json.loads(Path(path).read_text(encoding="utf-8"))
-        extra = {model: {"input": float(p["input"]), "output": float(p["output"])} for model, p in table.items()}
+        extra = {model: {"input": float(p["input"]), "output": float(p["output"]),
+                         **({"cached_input": float(p["cached_input"])} if "cached_input" in p else {})}
+                 for model, p in table.items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ConfigError(f"LOBEVAL_PRICES={path}: expected a JSON file like "
                           f'{{"model": {{"input": 0.15, "output": 0.6}}}} ({type(exc).__name__}: {exc})') from None
@@ -180,6 +183,8 @@ class Usage:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     cost_known: bool = True
+    cached_prompt_tokens: int = 0
+    """Of the prompt tokens, those the provider read from its prompt cache (priced at `cached_input`)."""
 
     def __post_init__(self) -> None:
         # Records written before cost_usd could be None say "unknown" with cost_known false and $0.
@@ -202,6 +207,7 @@ class Usage:
         self.requests += other.requests
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cached_prompt_tokens += other.cached_prompt_tokens
         self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         self.cost_known = self.cost_usd is not None
 
@@ -224,9 +230,15 @@ def format_cost(cost_usd: float | None) -> str:
     return "unknown" if cost_usd is None else f"${cost_usd:.4f}"
 
 
-def cost_of(prompt_tokens: int, completion_tokens: int, price: Mapping[str, float] | None) -> float | None:
-    """USD at `price` (per 1M tokens); None when the price is not known."""
-    return None if price is None else _usd(prompt_tokens, completion_tokens, price)
+def cost_of(prompt_tokens: int, completion_tokens: int, price: Mapping[str, float] | None,
+            cached_tokens: int = 0) -> float | None:
+    """USD at `price` (per 1M tokens); None when the price is not known. Of the prompt tokens, `cached_tokens`
+    (read from the provider's prompt cache) cost `cached_input`, the input price when the price gives none."""
+    if price is None:
+        return None
+    cached = min(cached_tokens, prompt_tokens)
+    return _usd(prompt_tokens - cached, completion_tokens, price) + cached * price.get("cached_input",
+                                                                                      price["input"]) / 1e6
 
 
 def _usd(prompt_tokens: float, completion_tokens: float, price: Mapping[str, float]) -> float:
@@ -599,8 +611,10 @@ class LLMClient:
 
     def _spend(self, spent: Usage, held: float, tokens: Mapping[str, int]) -> None:
         prompt, completion = tokens.get("prompt_tokens", 0), tokens.get("completion_tokens", 0)
-        cost = cost_of(prompt, completion, self._price)
-        spent.merge(Usage(requests=1, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost))
+        cached = tokens.get("cached_tokens", 0)
+        cost = cost_of(prompt, completion, self._price, cached)
+        spent.merge(Usage(requests=1, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost,
+                          cached_prompt_tokens=cached))
         if self.budget is not None:
             self.budget.settle(held, cost, role=self.role)
 
@@ -720,7 +734,10 @@ def _vectors(response: Any, expected: int) -> list[list[float]]:
 def _tokens(response: Any) -> dict[str, int]:
     usage = response.get("usage") if isinstance(response, dict) else None
     usage = usage if isinstance(usage, dict) else {}
-    return {"prompt_tokens": usage.get("prompt_tokens") or 0, "completion_tokens": usage.get("completion_tokens") or 0}
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {"prompt_tokens": usage.get("prompt_tokens") or 0, "completion_tokens": usage.get("completion_tokens") or 0,
+            "cached_tokens": cached if isinstance(cached, int) and cached > 0 else 0}
 
 
 def _retryable(exc: BaseException) -> bool:

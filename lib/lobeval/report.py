@@ -629,8 +629,14 @@ def plot_trend(table: pd.DataFrame) -> Figure | None:
     return figure
 
 
+def _share(part: int, whole: int) -> str:
+    """"40 %" of a whole; empty when there is no whole."""
+    return f"{part / whole:.0%}" if whole else ""
+
+
 def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
-    """Model calls, tokens and cost of the simulation roles and of the judges."""
+    """Model calls, tokens (with the share of prompt tokens the provider read from its prompt cache, priced at
+    the cached-input price) and cost of the simulation roles and of the judges."""
     roles = {ROLE_NAMES.get(role, role): numbers for role, numbers in (results.get("usage") or {}).items()}
     for name, numbers in ((results.get("judges") or {}).get("usage_by_judge") or {}).items():
         roles[f"judge: {name.replace('_', ' ')}"] = numbers
@@ -639,8 +645,10 @@ def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
         usage = Usage.of(numbers)
         rows.append({"role": role, "answers asked": usage.calls, "from cache": usage.cached_calls,
                      "requests sent": usage.requests, "prompt tokens": usage.prompt_tokens,
+                     "prompt tokens cached": _share(usage.cached_prompt_tokens, usage.prompt_tokens),
                      "completion tokens": usage.completion_tokens, "cost": format_cost(usage.cost_usd)})
-    columns = ["role", "answers asked", "from cache", "requests sent", "prompt tokens", "completion tokens", "cost"]
+    columns = ["role", "answers asked", "from cache", "requests sent", "prompt tokens", "prompt tokens cached",
+               "completion tokens", "cost"]
     return pd.DataFrame(rows, columns=columns).set_index("role")
 
 

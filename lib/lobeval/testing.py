@@ -90,8 +90,9 @@ class FakeOpenAI:
     number of chat completion requests; `latency` is slept before every answer.
     """
 
-    def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0):
-        self.policy, self.latency = policy, latency
+    def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0, prompt_cache: bool = False):
+        self.policy, self.latency, self.prompt_cache = policy, latency, prompt_cache
+        self._prefixes: set[str] = set()   # with prompt_cache: every leading run of messages a request has sent
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
         self.count = 0
@@ -196,7 +197,19 @@ class FakeOpenAI:
                 "model": deployment or body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "logprobs": None,
                              "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": _usage(len(json.dumps(body.get("messages"))) // 4, len(json.dumps(message)) // 4)}
+                "usage": {**_usage(len(json.dumps(body.get("messages"))) // 4, len(json.dumps(message)) // 4),
+                          **self._cached(body.get("messages") or [])}}
+
+    def _cached(self, messages: list[Any]) -> dict[str, Any]:
+        """With prompt_cache, as a provider's automatic prompt caching reports it: the tokens of the longest
+        leading run of whole messages an earlier request sent (a simplification: no minimum length, no expiry)."""
+        if not self.prompt_cache:
+            return {}
+        prefixes = [json.dumps(messages[:k]) for k in range(1, len(messages) + 1)]
+        with self._lock:
+            seen = [len(prefix) // 4 for prefix in prefixes if prefix in self._prefixes]
+            self._prefixes.update(prefixes)
+        return {"prompt_tokens_details": {"cached_tokens": max(seen, default=0)}}
 
     def _embeddings(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
         texts = [body["input"]] if isinstance(body["input"], str) else body["input"]

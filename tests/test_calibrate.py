@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from lobeval.calibrate import (
-    NO_LABELS, UNDEFINED, alpha, alphas, calibrate, confusion_table, conversation_tables, criterion_figures, format_calibration, kappa,
-    kappas, report_calibration, resampled, thresholds, verdict_labels,
+    NO_LABELS, UNDEFINED, alpha, alphas, calibrate, confusion_table, conversation_tables, counted_text, criterion_figures,
+    format_calibration, kappa, kappas, report_calibration, resampled, thresholds, verdict_labels,
 )
 
 SCORES = (1, 2, 3, 4, 5)
@@ -131,8 +131,8 @@ def test_a_later_label_replaces_an_earlier_one_and_other_models_are_left_out():
               verdict(3, 3, run_id="r2")]   # another run: another verdict
     kept, left = verdict_labels(labels, "judge-a")
     assert [label.get("note") for label in kept] == ["on second thought", None]
-    assert left == {"replaced": 1, "other_models": 1}
-    assert verdict_labels(labels)[1] == {"replaced": 1, "other_models": 0}
+    assert left == {"replaced": 1, "other_models": 1, "other_prompts": 0}
+    assert verdict_labels(labels)[1] == {"replaced": 1, "other_models": 0, "other_prompts": 0}
 
 
 def test_calibrate_gives_a_line_and_a_confusion_matrix_per_judge_criterion():
@@ -176,7 +176,8 @@ def test_the_text_says_what_was_counted_or_how_to_add_labels():
     assert NO_LABELS in format_calibration(calibrate([]))
     labels = [*many([(4, 4), (2, 3), (5, 5)]), verdict(4, 4, judge_model="judge-b", case_id="c-9")]
     text = format_calibration(calibrate(labels, judge_model="judge-a"))
-    assert "3 labels (judge model judge-a); left out: 1 on another judge model, 0 replaced" in text
+    assert ("3 labels (judge model judge-a); left out: 1 on another judge model, 0 on other judge prompts, "
+            "0 replaced") in text
     assert "per_turn/helpfulness (1-5): 3 labels, agreement 0.67 [" in text and "weighted κ" in text
     assert "best at ≥ " in text and "rows the analyst's value, columns the judge's" in text
     assert "undefined" in format_calibration(calibrate(many([(4, 4), (4, 4)])))
@@ -193,3 +194,24 @@ def test_hundreds_of_labels_on_five_criteria_give_five_lines_with_their_interval
     for statistic in ("agreement", "kappa", "alpha"):
         assert (summary[f"{statistic}_low"] <= summary[statistic]).all()
         assert (summary[statistic] <= summary[f"{statistic}_high"]).all()
+
+
+def test_a_changed_judge_prompt_does_not_reuse_the_old_calibration():
+    old = [verdict(4, 4, case_id=f"c-{n}", judge_prompt="aaaa11112222") for n in range(3)]
+    new = [verdict(4, 2, case_id="c-9", judge_prompt="bbbb33334444")]
+    unknown = [verdict(3, 3, case_id="c-8")]   # a label that does not say which prompts
+    used, left = verdict_labels([*old, *new, *unknown], "judge-a", "bbbb33334444")
+    assert [label["case_id"] for label in used] == ["c-9"]
+    assert left == {"replaced": 0, "other_models": 0, "other_prompts": 4}
+    result = calibrate([*old, *new, *unknown], "judge-a", "bbbb33334444")
+    assert counted_text(result) == ("judge calibration: 1 label (judge model judge-a, prompts bbbb33334444); left out: "
+                                    "0 on another judge model, 4 on other judge prompts, 0 replaced by a later label")
+
+
+def test_the_judges_prompt_version_is_a_digest_of_their_instructions(monkeypatch):
+    from lobeval import judges
+
+    version = judges.prompt_version()
+    assert version == judges.PROMPT_VERSION and len(version) == 12
+    monkeypatch.setattr(judges, "GOAL_PROMPT", judges.GOAL_PROMPT + " Be lenient.")
+    assert judges.prompt_version() != version

@@ -328,7 +328,8 @@ def test_a_verdict_request_says_what_the_analyst_thinks_and_finds_its_label_agai
     agreed = verdict_request(helpfulness, JUDGED, verdict="agree", own_value=5, **context)
     assert agreed == {"kind": "judge_verdict", "case_id": "t-001", "trial": 0, "judge": "per_turn",
                       "criterion": "helpfulness", "judge_value": 2, "verdict": "agree", "human_value": 2,
-                      "judge_model": "gpt-judge", "run_id": "r1", "note": "ok", "author": "ana", "message_index": 2}
+                      "judge_model": "gpt-judge", "judge_prompt": None, "run_id": "r1", "note": "ok", "author": "ana",
+                      "message_index": 2}
     assert verdict_request(failure, JUDGED, verdict="disagree", own_value=None, **context)["human_value"] is None
     goal_request = verdict_request(goal, JUDGED, verdict="disagree", own_value=0, **context)
     assert (goal_request["human_value"], "message_index" in goal_request) == (1, False)

@@ -28,19 +28,23 @@ NO_LABELS = ("no judge labels yet: agree or disagree with the judges' verdicts i
              "(notebooks/04_error_analysis.ipynb), then calibrate again")
 
 
-def verdict_labels(labels: list[dict[str, Any]], judge_model: str | None = None) -> tuple[list[dict[str, Any]],
-                                                                                            dict[str, int]]:
+def verdict_labels(labels: list[dict[str, Any]], judge_model: str | None = None,
+                   judge_prompt: str | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The judge_verdict labels a calibration uses and how many others were left out: ({"replaced": n,
-    "other_models": n}). Of the labels with the same VERDICT_KEY the last in the file counts (the analyst
-    changed their mind); with `judge_model`, only the labels on that model's verdicts."""
+    "other_models": n, "other_prompts": n}). Of the labels with the same VERDICT_KEY the last in the file counts
+    (the analyst changed their mind); with `judge_model`, only the labels on that model's verdicts; with
+    `judge_prompt`, only those on verdicts given with that version of the judges' prompts (a label that does not
+    say which is left out too: a changed prompt must not reuse an old calibration)."""
     latest: dict[tuple[Any, ...], dict[str, Any]] = {}
     verdicts = [label for label in labels if label.get("kind") == "judge_verdict"]
     for label in verdicts:
         key = tuple(label.get(field) for field in VERDICT_KEY)
         latest.pop(key, None)   # re-inserted: the file order of the labels that count is kept
         latest[key] = label
-    kept = [label for label in latest.values() if judge_model is None or label.get("judge_model") == judge_model]
-    return kept, {"replaced": len(verdicts) - len(latest), "other_models": len(latest) - len(kept)}
+    on_model = [label for label in latest.values() if judge_model is None or label.get("judge_model") == judge_model]
+    kept = [label for label in on_model if judge_prompt is None or label.get("judge_prompt") == judge_prompt]
+    return kept, {"replaced": len(verdicts) - len(latest), "other_models": len(latest) - len(on_model),
+                  "other_prompts": len(on_model) - len(kept)}
 
 
 # --- the statistics, on confusion tables (rows: the analyst's value, columns: the judge's) ------------------
@@ -206,11 +210,13 @@ def confusion_frame(values: tuple[Any, ...], judge_values: list[Any], human_valu
     return pd.DataFrame(table, index=pd.Index(shown, name="analyst"), columns=pd.Index(shown, name="judge"))
 
 
-def calibrate(labels: list[dict[str, Any]], judge_model: str | None = None) -> dict[str, Any]:
+def calibrate(labels: list[dict[str, Any]], judge_model: str | None = None,
+              judge_prompt: str | None = None) -> dict[str, Any]:
     """Per judge and criterion with labels: {"summary": a DataFrame (SUMMARY_COLUMNS, one line each),
     "confusion": {(judge, criterion): `confusion_frame`}, "labels": the labels used, "replaced",
-    "other_models": the labels left out (`verdict_labels`), "judge_model"}. `labels` as `read_labels` gives them."""
-    used, left_out = verdict_labels(labels, judge_model)
+    "other_models", "other_prompts": the labels left out (`verdict_labels`), "judge_model", "judge_prompt"}.
+    `labels` as `read_labels` gives them."""
+    used, left_out = verdict_labels(labels, judge_model, judge_prompt)
     lines, confusion = [], {}
     for judge, criteria in verdict_scales().items():
         for criterion, (scale, values) in criteria.items():
@@ -224,7 +230,7 @@ def calibrate(labels: list[dict[str, Any]], judge_model: str | None = None) -> d
                           **criterion_figures(scale, values, judge_values, human_values, conversations)})
             confusion[(judge, criterion)] = confusion_frame(values, judge_values, human_values)
     return {"summary": pd.DataFrame(lines, columns=SUMMARY_COLUMNS), "confusion": confusion, "labels": len(used),
-            **left_out, "judge_model": judge_model}
+            **left_out, "judge_model": judge_model, "judge_prompt": judge_prompt}
 
 
 def metric_name(judge: str, criterion: str) -> str | None:
@@ -233,11 +239,12 @@ def metric_name(judge: str, criterion: str) -> str | None:
     return None if judge == "behaviour_failure" else f"judge.{criterion}"
 
 
-def report_calibration(labels: list[dict[str, Any]], judge_model: str | None = None) -> dict[str, dict[str, Any]]:
+def report_calibration(labels: list[dict[str, Any]], judge_model: str | None = None,
+                       judge_prompt: str | None = None) -> dict[str, dict[str, Any]]:
     """{metric name: {"labels", "agreement", "kappa" (None where undefined), "statistic"}} for each judge metric
-    with labels on `judge_model`'s verdicts; a metric missing is not calibrated. judge.final_score and
-    judge.turn_success_ratio are derived from the others and never in it."""
-    summary = calibrate(labels, judge_model)["summary"]
+    with labels on `judge_model`'s verdicts with `judge_prompt`; a metric missing is not calibrated.
+    judge.final_score and judge.turn_success_ratio are derived from the others and never in it."""
+    summary = calibrate(labels, judge_model, judge_prompt)["summary"]
     return {metric_name(line["judge"], line["criterion"]): {
         "labels": int(line["labels"]), "agreement": float(line["agreement"]),
         "kappa": None if pd.isna(line["kappa"]) else float(line["kappa"]), "statistic": line["statistic"]}
@@ -253,9 +260,11 @@ def _estimate(value: float | None, low: float | None, high: float | None) -> str
 def counted_text(result: dict[str, Any]) -> str:
     """What `calibrate` counted: the labels used, on which judge model, and those left out."""
     model = f"judge model {result['judge_model']}" if result["judge_model"] else "every judge model"
+    if result.get("judge_prompt"):
+        model += f", prompts {result['judge_prompt']}"
     return (f"judge calibration: {result['labels']} label{'' if result['labels'] == 1 else 's'} ({model}); left out: "
-            f"{result['other_models']} on "
-            f"another judge model, {result['replaced']} replaced by a later label")
+            f"{result['other_models']} on another judge model, {result.get('other_prompts', 0)} on other judge "
+            f"prompts, {result['replaced']} replaced by a later label")
 
 
 def format_calibration(result: dict[str, Any]) -> str:

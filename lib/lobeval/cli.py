@@ -225,7 +225,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise ConfigError("calibrate: give --suite, --labels, or --run of a run scored with a suite")
     labels = read_labels(path) if args.labels or path.exists() else []
     print(f"labels: {path}")
-    print(format_calibration(calibrate(labels, scored_with.get("judge_model"))))
+    print(format_calibration(calibrate(labels, scored_with.get("judge_model"), scored_with.get("judge_prompt"))))
     return 0
 
 

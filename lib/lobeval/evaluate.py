@@ -224,7 +224,8 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
               "conversations": [str(path) for path in conversation_files],
               "suite": str(loaded.dir) if loaded else None, "labels": len(rules.labels),
               "labels_path": str(labels_path) if labels_path else None, "text_comparison": rules.text_mode,
-              "include_user_faults": include_user_faults, "judge_model": judge_model(judges)}
+              "include_user_faults": include_user_faults, "judge_model": judge_model(judges),
+              "judge_prompt": None if isinstance(judges, str) else judges.prompt}
     through_azure = azure_project() is not None if azure is None else azure
     scored: Iterator[dict[str, Any]] | None = None
     studio_url = None

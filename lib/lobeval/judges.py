@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import importlib
 import json
 import logging
@@ -217,6 +218,17 @@ def final_score(turns: list[dict[str, Any]], goal: dict[str, Any] | None) -> dic
     return {"turn_success_ratio": ratio, "final_score": score, "final_status": status}
 
 
+def prompt_version() -> str:
+    """A short digest of every instruction the conversation judges are given (prompts, criteria, categories):
+    a calibration holds only for the prompts it was made on, so labels and verdicts carry it."""
+    texts = [TURN_PROMPT, FAILURE_PROMPT, GOAL_PROMPT, USER_REVIEW_PROMPT, json.dumps(TURN_CRITERIA),
+             json.dumps(FAILURE_CATEGORIES)]
+    return hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:12]
+
+
+PROMPT_VERSION = prompt_version()
+
+
 def selected_judges(selection: list[str] | None) -> list[str]:
     """The judges to run: all (None or ["all"]), or the names given; [] or ["none"] switches them off."""
     if selection is None or selection == ["all"]:
@@ -233,6 +245,9 @@ class ConversationJudges:
     """The selected judges (`selected_judges`) on one judge model: per-turn quality with behaviour
     failures, goal completion, the review of the simulated user, and azure-ai-evaluation's conversation
     evaluators, which need the suite's `tools`. Usage is counted per judge."""
+
+    prompt = PROMPT_VERSION
+    """The version of the instructions the judges are given (`prompt_version`), recorded with every verdict."""
 
     def __init__(self, client: LLMClient, selection: list[str], tools: list[dict[str, Any]]):
         self.client, self.selection = client, selection
@@ -261,6 +276,7 @@ class ConversationJudges:
         # The judges finish in any order; the record should not depend on it.
         result["errors"] = sorted(errors, key=lambda e: (e["message_index"] is None, e["message_index"] or 0, e["judge"]))
         result["usage"] = usage.to_dict()
+        result["prompt"] = self.prompt
         return result
 
     async def _ask(self, judge: str, prompt: list[dict[str, Any]], parse: Callable[[str], Any], usage: Usage) -> Any:

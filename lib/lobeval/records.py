@@ -589,7 +589,7 @@ def _verdict_problem(label: dict[str, Any]) -> tuple[str, str] | None:
             return "human_value", "must differ from the judge_value when the verdict is disagree"
     elif label["verdict"] == "disagree" and scale != "0/1":
         return "human_value", f"is required when disagreeing on a {scale} scale (the analyst's own value)"
-    for field in ("judge_model", "run_id", "note", "author"):
+    for field in ("judge_model", "judge_prompt", "run_id", "note", "author"):
         if label.get(field) is not None and not isinstance(label[field], str):
             return field, f"must be text or null, got {label[field]!r}"
     return None

@@ -475,7 +475,8 @@ def judge_items(row: dict[str, Any], message_indices: list[int]) -> list[dict[st
 
 
 def verdict_request(item: dict[str, Any], row: dict[str, Any], *, verdict: str, own_value: Any = None, note: str,
-                    author: str, run_id: str | None, judge_model: str | None) -> dict[str, Any]:
+                    author: str, run_id: str | None, judge_model: str | None,
+                    judge_prompt: str | None = None) -> dict[str, Any]:
     """The keyword arguments of `labels.add_label` for the analyst's `verdict` ("agree"/"disagree") on `item`;
     `own_value` (the analyst's value) counts only on disagree, and on a 0/1 scale it is the other value."""
     if verdict == "agree":
@@ -484,7 +485,8 @@ def verdict_request(item: dict[str, Any], row: dict[str, Any], *, verdict: str, 
         own_value = 1 - item["judge_value"]
     request = {"kind": "judge_verdict", "case_id": row["case_id"], "trial": row["trial"], "judge": item["judge"],
                "criterion": item["criterion"], "judge_value": item["judge_value"], "verdict": verdict,
-               "human_value": own_value, "judge_model": judge_model, "run_id": run_id, "note": note, "author": author}
+               "human_value": own_value, "judge_model": judge_model, "judge_prompt": judge_prompt, "run_id": run_id,
+               "note": note, "author": author}
     if item["message_index"] is not None:
         request["message_index"] = item["message_index"]
     return request
@@ -525,7 +527,7 @@ class ReplayWidget(widgets.VBox):
         self.labels_path = Path(suite_dir) / "labels.jsonl" if suite_dir is not None else None
         config = results.get("config") or {}
         self.run_id = run_id if run_id is not None else config.get("run_id")
-        self.judge_model = config.get("judge_model")
+        self.judge_model, self.judge_prompt = config.get("judge_model"), config.get("judge_prompt")
         self.added: set[str] = set()
         """The ids of the labels added with this widget, which it offers to undo."""
         self.step = 0
@@ -695,7 +697,7 @@ class ReplayWidget(widgets.VBox):
             try:
                 label = add_label(self.labels_path, **verdict_request(
                     item, row, verdict=verdict, own_value=others[own.value], note=note.value, author=self.author.value,
-                    run_id=self.run_id, judge_model=self.judge_model))
+                    run_id=self.run_id, judge_model=self.judge_model, judge_prompt=self.judge_prompt))
             except LobevalError as exc:
                 self._fault(exc)
                 return

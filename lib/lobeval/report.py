@@ -378,7 +378,7 @@ def judge_calibration(results: dict[str, Any]) -> dict[str, dict[str, Any]] | st
     from lobeval.records import read_labels
 
     try:
-        return report_calibration(read_labels(path), config.get("judge_model"))
+        return report_calibration(read_labels(path), config.get("judge_model"), config.get("judge_prompt"))
     except LobevalError as exc:
         return f"calibration unknown: {exc}"
 

@@ -471,11 +471,12 @@ def test_a_an_analyst_checks_the_judges_verdicts_and_calibrate_and_the_report_sa
             disagreed += verdict == "disagree"
             add_label(labels, **verdict_request(
                 item, row, verdict=verdict, own_value=lower, note="", author="ann", run_id="failing",
-                judge_model=results["config"]["judge_model"]))
+                judge_model=results["config"]["judge_model"], judge_prompt=results["config"]["judge_prompt"]))
     assert disagreed == 2 and helpfulness >= 6
     status = main(["calibrate", "--labels", str(labels), "--run", str(run_dir)])
     out = capsys.readouterr().out
-    assert status == 0 and f"judge calibration: {helpfulness} labels (judge model {MODEL})" in out, out
+    prompts = results["config"]["judge_prompt"]
+    assert status == 0 and f"judge calibration: {helpfulness} labels (judge model {MODEL}, prompts {prompts})" in out, out
     summary = report.judge_summary({**results, "config": {**results["config"], "labels_path": str(labels)}})
     agreement = (helpfulness - 2) / helpfulness
     assert summary.loc["helpfulness", "calibration"].startswith(

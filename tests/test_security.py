@@ -318,3 +318,19 @@ def test_compare_gives_the_breaches_of_each_category_in_both_runs():
                               "error_rate": {"baseline": 0.0, "candidate": 0.0, "difference": 0.0},
                               "security": found})
     assert "  other_record: 2/2 -> 0/2" in text and "  injection: none played -> 1/2" in text
+
+
+def test_a_model_plays_an_attack_case_as_an_attacker_told_what_it_wants_never_how_it_is_scored(sample):
+    from lobeval.attacks import attack_cases
+    from lobeval.records import Case
+    from lobeval.users import LLMUserSession
+
+    suite, policy = sample
+    attack = next(c for c in attack_cases(suite, policy) if c["attack"]["category"] == "other_record")
+    prompt = LLMUserSession(Case.model_validate(attack), client=None, stop_phrase="bye now").system_prompt()
+    assert attack["user_instructions"] in prompt and attack["acting_person"] in prompt
+    assert "keep at it over the next messages" in prompt and '"bye now"' in prompt
+    assert not any(word in prompt for word in (*CATEGORIES, attack["attack"]["rule"], "breach", "score", "policy"))
+    plain = dict(attack)
+    plain.pop("attack")
+    assert "keep at it" not in LLMUserSession(Case.model_validate(plain), client=None, stop_phrase="bye").system_prompt()

@@ -318,6 +318,11 @@ def test_tables_have_readable_headers_and_no_index_or_none():
     assert costs.index.tolist() == ["simulated user", "bot (target)", "judge: per turn"]
     cached = report.cost_by_role({"usage": {"judge": {"prompt_tokens": 1000, "cached_prompt_tokens": 400}}})
     assert cached.loc["judges", "prompt tokens cached"] == "40%" and costs.loc["bot (target)", "prompt tokens cached"] == ""
+    priced = report.cost_by_role({"counts": {"conversations": 4},
+                                  "usage": {"target": {"cost_usd": 0.5}, "user": {"cost_usd": None, "cost_known": False}},
+                                  "judges": {"usage_by_judge": {"goal": {"cost_usd": 0.1}}}})
+    assert priced["per conversation"].to_dict() == {"bot (target)": "$0.1250", "simulated user": "",
+                                                     "judge: goal": "$0.0250"}
 
 
 def test_the_heat_maps_stand_side_by_side_as_one_inline_image():

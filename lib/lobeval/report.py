@@ -636,7 +636,9 @@ def _share(part: int, whole: int) -> str:
 
 def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
     """Model calls, tokens (with the share of prompt tokens the provider read from its prompt cache, priced at
-    the cached-input price) and cost of the simulation roles and of the judges."""
+    the cached-input price) and cost of the simulation roles and of the judges, and each one's cost per
+    conversation of the run, so that a judge's price can be set against the bot's."""
+    conversations = (results.get("counts") or {}).get("conversations") or 0
     roles = {ROLE_NAMES.get(role, role): numbers for role, numbers in (results.get("usage") or {}).items()}
     for name, numbers in ((results.get("judges") or {}).get("usage_by_judge") or {}).items():
         roles[f"judge: {name.replace('_', ' ')}"] = numbers
@@ -646,9 +648,11 @@ def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
         rows.append({"role": role, "answers asked": usage.calls, "from cache": usage.cached_calls,
                      "requests sent": usage.requests, "prompt tokens": usage.prompt_tokens,
                      "prompt tokens cached": _share(usage.cached_prompt_tokens, usage.prompt_tokens),
-                     "completion tokens": usage.completion_tokens, "cost": format_cost(usage.cost_usd)})
+                     "completion tokens": usage.completion_tokens, "cost": format_cost(usage.cost_usd),
+                     "per conversation": format_cost(usage.cost_usd / conversations)
+                     if usage.cost_usd is not None and conversations else ""})
     columns = ["role", "answers asked", "from cache", "requests sent", "prompt tokens", "prompt tokens cached",
-               "completion tokens", "cost"]
+               "completion tokens", "cost", "per conversation"]
     return pd.DataFrame(rows, columns=columns).set_index("role")
 
 

@@ -141,6 +141,43 @@ def test_a_url_naming_a_conversation_opens_the_replay_there(page, report):
                                     if not url.startswith(("file:", "data:", "about:"))] == []
 
 
+@pytest.fixture(scope="module")
+def unsafe_report(tmp_path_factory):
+    """A run of the deliberately unsafe sample bot against the attack cases alone."""
+    from lobeval import pipeline
+
+    runs = tmp_path_factory.mktemp("unsafe") / "runs"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)
+        patch.setattr("lobeval.runs.RUNS", runs)
+        patch.delenv("LOBEVAL_RUNS", raising=False)
+        for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+            patch.delenv(name, raising=False)
+        result = pipeline.run(suite="scenarios/support_tickets", run_id="unsafe", cases_per_scenario=1,
+                              target="lobeval.samples.support_tickets:TrustingBot", attacks="only")
+    assert not result.gate_passed
+    return result.report
+
+
+def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(page, unsafe_report):
+    replay = fresh(page, unsafe_report)
+    from lobeval.security import CATEGORIES
+
+    rows = page.locator("table.lobeval-table tr", has=page.locator("a.lobeval-replay-link"))
+    breaches = [row for row in rows.all() if row.locator("td").count() == 5
+                and row.locator("td").nth(1).inner_text() in CATEGORIES]   # the Security section's list
+    assert {row.locator("td").nth(1).inner_text() for row in breaches} == set(CATEGORIES)
+    for row in breaches:
+        link = row.locator("a.lobeval-replay-link")
+        case_id = link.inner_text()
+        category, turn = row.locator("td").nth(1).inner_text(), row.locator("td").nth(2).inner_text()
+        link.click()
+        assert replay.locator(".view .head").first.inner_text().startswith(f"{case_id}#0 — ")
+        assert replay.locator(".pos").inner_text().startswith(f"turn {turn} ")
+        assert f"security breach ({category})" in replay.locator(".view").inner_text()
+    assert page.problems == []
+
+
 def test_the_notebooks_run_by_hand_read_the_latest_run(report, tmp_path, monkeypatch):
     """With their parameters left as they are, 04 and 05 read the newest finished run (runs.latest_run)."""
     import papermill

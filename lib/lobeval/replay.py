@@ -75,16 +75,16 @@ OUTCOME_ORDER = {"failed": 0, "error": 1, "left out": 2, "passed": 3}
 then the rest; each group by scenario."""
 
 
-def anchor(case_id: str, trial: int) -> str:
+def anchor(case_id: str, trial: int, turn: int | None = None) -> str:
     """The name of a conversation in the static replay: a link to `#` + its URL-quoted form (`link_html`)
-    opens the replay at the conversation's first failing turn."""
-    return f"replay-{case_id}-{trial}"
+    opens the replay at the conversation's first failing turn, or at user turn `turn` when given."""
+    return f"replay-{case_id}-{trial}" + (f"@turn{turn}" if turn is not None else "")
 
 
-def link_html(case_id: str, trial: int, text: str | None = None) -> str:
-    """A link that opens the static replay on this page at the conversation's first failing turn."""
+def link_html(case_id: str, trial: int, text: str | None = None, turn: int | None = None) -> str:
+    """A link that opens the static replay on this page at the conversation's first failing turn (or `turn`)."""
     shown = text if text is not None else f"{case_id}#{trial}"
-    return (f"<a class='lobeval-replay-link' href='#{escape(quote(anchor(case_id, trial), safe=''))}'>"
+    return (f"<a class='lobeval-replay-link' href='#{escape(quote(anchor(case_id, trial, turn), safe=''))}'>"
             f"{escape(shown)}</a>")
 
 
@@ -107,6 +107,9 @@ def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
         if isinstance(claim.get("message_index"), int):
             flags.setdefault(claim["message_index"], []).append(
                 f"claimed but not done ({claim.get('claim')}): no call did what this message says")
+    for breach in (row.get("security") or {}).get("breaches") or []:
+        if isinstance(breach.get("message_index"), int):
+            flags.setdefault(breach["message_index"], []).append(_breach_note(breach))
     for turn in ((row.get("judges") or {}).get("turns") or []):
         failure = turn.get("failure") or {}
         if turn.get("failed") and isinstance(turn.get("message_index"), int):
@@ -122,7 +125,15 @@ def _call_notes(row: dict[str, Any]) -> dict[int, list[str]]:
     for call in (row.get("claims") or {}).get("done_not_told", []) or []:
         if isinstance(call.get("actual_index"), int):
             notes.setdefault(call["actual_index"], []).append("done, but the user was never told")
+    for breach in (row.get("security") or {}).get("breaches") or []:
+        if isinstance(breach.get("call_index"), int):
+            notes.setdefault(breach["call_index"], []).append(_breach_note(breach))
     return notes
+
+
+def _breach_note(breach: dict[str, Any]) -> str:
+    evidence = f" — “{breach['sentence']}”" if breach.get("sentence") else ""
+    return f"security breach ({breach['category']}): {breach['rule']}{evidence}"
 
 
 def _failing(step: dict[str, Any]) -> bool:
@@ -277,17 +288,22 @@ SCRIPT = """
     });
     shown.calls.forEach(function (call) { view.appendChild(callBlock(call)); });
   }
-  function show(index) {
+  function show(index, turn) {
     current = index; step = data[index] ? data[index].first_failure : 0;
+    if (turn !== undefined && data[index]) {
+      data[index].steps.forEach(function (shown, i) { if (shown.turn === turn) step = i; });
+    }
     select.value = String(index);
     render();
   }
   function open(reference) {
-    var name;
+    var name, turn;
     try { name = decodeURIComponent(String(reference || "").replace(/^#/, "")); } catch (error) { return; }
+    var at = name.lastIndexOf("@turn");
+    if (at > 0 && /^[0-9]+$/.test(name.slice(at + 5))) { turn = Number(name.slice(at + 5)); name = name.slice(0, at); }
     for (var i = 0; i < data.length; i += 1) {
       if (data[i].anchor === name) {
-        show(i);
+        show(i, turn);
         if (root.scrollIntoView) root.scrollIntoView();
         return;
       }

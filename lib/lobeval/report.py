@@ -434,8 +434,8 @@ def _several_trials(results: dict[str, Any]) -> bool:
     return (results.get("counts") or {}).get("trials", 1) > 1 or any(row.get("trial") for row in results["rows"])
 
 
-def _conversation_link(case_id: str, trial: int, several_trials: bool) -> str:
-    return link_html(case_id, trial, f"{case_id} trial {trial}" if several_trials else case_id)
+def _conversation_link(case_id: str, trial: int, several_trials: bool, turn: int | None = None) -> str:
+    return link_html(case_id, trial, f"{case_id} trial {trial}" if several_trials else case_id, turn)
 
 
 def _links(examples: list[dict[str, Any]], several_trials: bool) -> str:
@@ -564,13 +564,17 @@ def security_html(results: dict[str, Any]) -> str:
     breaches = breach_table(results)
     several = _several_trials(results)
     rows = "".join(
-        f"<tr><td>{_conversation_link(breach['case_id'], int(breach['trial']), several)}</td>"
+        f"<tr><td>{_conversation_link(breach['case_id'], int(breach['trial']), several, _turn(breach['turn']))}</td>"
         f"<td>{_e(breach['category'])}</td><td>{_e(breach['turn'])}</td><td>{_e(breach['rule'])}</td>"
         f"<td>{_text_block('evidence', breach['evidence'])}</td></tr>" for breach in breaches.to_dict("records"))
     listed = (f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th><th>user turn</th>"
               f"<th>rule</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>" if rows
               else "<p>No breach: the bot resisted every attack.</p>")
     return f"{table_html(table)}{STYLE}<div class='lobeval-report'>{listed}</div>"
+
+
+def _turn(value: Any) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
 
 
 # --- figures -----------------------------------------------------------------------------------------

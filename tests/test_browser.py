@@ -164,7 +164,7 @@ def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(pa
     from lobeval.security import CATEGORIES
 
     rows = page.locator("table.lobeval-table tr", has=page.locator("a.lobeval-replay-link"))
-    breaches = [row for row in rows.all() if row.locator("td").count() == 5
+    breaches = [row for row in rows.all() if row.locator("td").count() == 6
                 and row.locator("td").nth(1).inner_text() in CATEGORIES]   # the Security section's list
     assert {row.locator("td").nth(1).inner_text() for row in breaches} == set(CATEGORIES)
     for row in breaches:

@@ -2,6 +2,7 @@
 import json
 import logging
 
+import re
 import pytest
 
 from lobeval.cli import main
@@ -92,7 +93,7 @@ def judge_env(monkeypatch, tmp_path):
     return monkeypatch
 
 
-def run(tmp_path, server, judge_env, judges=None, conversation=CONVERSATION):
+def run(tmp_path, server, judge_env, judges=("all",), conversation=CONVERSATION):
     judge_env.setenv("OPENAI_BASE_URL", server.base_url)
     dataset = write_jsonl(tmp_path / "d.jsonl", [CASE])
     convs = write_jsonl(tmp_path / "c.jsonl", [conversation])
@@ -100,7 +101,7 @@ def run(tmp_path, server, judge_env, judges=None, conversation=CONVERSATION):
     if not suite.exists():
         make_suite(tmp_path)
     client = LLMClient(resolve_model("judge"), role="judge", cache=True)
-    built = ConversationJudges(client, selected_judges(judges), list(load_suite(suite).tools.values()))
+    built = ConversationJudges(client, selected_judges(list(judges)), list(load_suite(suite).tools.values()))
     return evaluate(dataset, convs, tmp_path / "r.json", suite=suite, judges=built, progress=False).results
 
 
@@ -152,9 +153,9 @@ def test_goal_and_failure_are_validated():
 
 
 def test_judge_selection():
-    assert selected_judges(None) == selected_judges(["all"]) == [
-        "per_turn", "goal", "user_review", "tool_call_accuracy", "intent_resolution", "task_adherence",
-        "response_completeness"]
+    assert selected_judges(None) == ["per_turn", "goal", "user_review", "commitments"]
+    assert selected_judges(["all"]) == ["per_turn", "goal", "user_review", "commitments", "tool_call_accuracy",
+                                        "intent_resolution", "task_adherence", "response_completeness"]
     assert selected_judges(["goal", "per_turn"]) == ["per_turn", "goal"]
     assert selected_judges(["none"]) == []
     with pytest.raises(ConfigError, match="unknown judge\\(s\\) vibes; choose from all, none, per_turn"):
@@ -509,3 +510,25 @@ def test_a_user_fault_the_review_finds_leaves_the_conversation_out_of_the_bot_fi
     assert results["judges"]["coverage"]["judge.user_review"] == {"judged": 1, "of": 1, "errors": 0,
                                                                   "not_applicable": 0}
     assert results["config"]["judge_model"] == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ('{"reason": "r", "commitment": "maybe"}', "'commitment' must be true or false"),
+    ('{"commitment": false}', "commitments: a reason is required"),
+    ('{"reason": "r", "commitment": true, "turn": 4, "sentence": "I will"}', "turn must be a user turn from 0 to 3"),
+    ('{"reason": "r", "commitment": true, "turn": 2, "sentence": " "}', "the committing sentence is required"),
+])
+def test_an_unusable_commitment_verdict_is_refused_with_what_is_wrong(reply, problem):
+    from lobeval.judges import parse_commitment
+
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        parse_commitment(reply, turns=3)
+
+
+def test_a_commitment_verdict_keeps_its_turn_and_sentence_and_no_commitment_has_neither():
+    from lobeval.judges import parse_commitment
+
+    assert parse_commitment('{"reason": "r", "commitment": "true", "turn": "2", "sentence": " I will. "}', turns=3) == {
+        "commitment": True, "turn": 2, "sentence": "I will.", "reason": "r"}
+    assert parse_commitment('{"reason": "r", "commitment": false, "turn": 2, "sentence": "x"}', turns=3) == {
+        "commitment": False, "turn": None, "sentence": None, "reason": "r"}

@@ -153,7 +153,7 @@ DROP = object()
     (changed(VERDICT, case_id=DROP), "case_id", "is required (the case the verdict is on)"),
     (changed(VERDICT, trial=-1), "trial", "must be a whole number from 0, got -1"),
     (changed(VERDICT, trial=True), "trial", "must be a whole number from 0, got True"),
-    (changed(VERDICT, judge="politeness"), "judge", "must be one of per_turn, behaviour_failure, goal, user_review, tool_call_acc"),
+    (changed(VERDICT, judge="politeness"), "judge", "must be one of per_turn, behaviour_failure, goal, user_review, commitments, tool_call_acc"),
     (changed(VERDICT, criterion="goal"), "criterion", "must be one of helpfulness, coherence, verbosity, relevance, "
                                                       "faithfulness for judge per_turn, got 'goal'"),
     (changed(VERDICT, judge="goal"), "criterion", "must be one of goal for judge goal, got 'helpfulness'"),

@@ -208,8 +208,8 @@ def test_evaluate_gives_each_attack_its_breaches_and_the_gate_fails_on_one(sampl
     assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(conversations), "--suite", str(SAMPLE),
                  "--out", str(run / "evaluation_results.json")]) == 0
     results = read_results(run / "evaluation_results.json")
-    assert results["security"] == {"categories": {"other_record": {"attacks": 1, "breached": 1, "breaches": 1},
-                                                  "private_data": {"attacks": 1, "breached": 0, "breaches": 0}},
+    assert results["security"] == {"categories": {"other_record": {"attacks": 1, "breached": 1, "breaches": 1, "judged": 0},
+                                                  "private_data": {"attacks": 1, "breached": 0, "breaches": 0, "judged": 0}},
                                    "attacks": 2, "breached": 1}
     rows = {row["case_id"]: row for row in results["rows"]}
     [breach] = rows[other["case_id"]]["security"]["breaches"]

@@ -556,11 +556,12 @@ def security_table(results: dict[str, Any]) -> pd.DataFrame:
 
 
 def breach_table(results: dict[str, Any]) -> pd.DataFrame:
-    """One row per breach: the conversation, its category, the user turn, the rule, and the evidence (the call,
-    or the bot's sentence)."""
+    """One row per breach: the conversation, its category, the user turn, the rule, what decided it (the data, or
+    the commitments judge for a promise in words), and the evidence (the call, or the bot's sentence)."""
     found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
               "category": breach["category"], "turn": breach["turn"], "rule": breach["rule"],
+              "decided by": "judge" if breach.get("judged") else "data",
               "evidence": breach["sentence"] if breach.get("sentence") else
               f"{breach['call']['functionName']}({json.dumps(breach['call']['arguments'], ensure_ascii=False)})"}
              for row in results["rows"] for breach in (row.get("security") or {}).get("breaches") or []]
-    return pd.DataFrame(found, columns=[*ROW_IDS, "category", "turn", "rule", "evidence"])
+    return pd.DataFrame(found, columns=[*ROW_IDS, "category", "turn", "rule", "decided by", "evidence"])

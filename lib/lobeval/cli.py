@@ -409,8 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "schemas, labels.jsonl")
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
-                    help="run the model judges (all, or a comma-separated selection); needs a judge model "
-                         "(docs/models.md)")
+                    help="the model judges to run when a judge model is configured (default: per_turn, goal, "
+                         "user_review, commitments; all adds the Azure evaluators; none; or a comma-separated "
+                         "selection); naming them needs a judge model (docs/models.md)")
     ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
                                      "(default: the target each conversation names)")
     ev.add_argument("--out", required=True, help="evaluation_results.json to write")
@@ -456,8 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
     run.add_argument("--concurrency", type=COUNT, default=4, metavar="C")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
-                                                     "(default all; none to switch them off); naming them "
-                                                     "needs a judge model (docs/models.md)")
+                                                     "(default: per_turn, goal, user_review, commitments; all "
+                                                     "adds the Azure evaluators; none switches them off); naming "
+                                                     "them needs a judge model (docs/models.md)")
     run.add_argument("--min", action="append", metavar="METRIC=VALUE",
                      help="the quality gate's minimums (default Reliability=0.8 and Success=0.8); repeatable; "
                           "the metrics: docs/metrics.md")

@@ -31,7 +31,7 @@ import orjson
 
 from lobeval.claims import find_claims
 from lobeval.errors import ConfigError, RecordError, RoleError
-from lobeval.security import CATEGORIES, Policy, breaches, load_policy
+from lobeval.security import CATEGORIES, Policy, breaches, judged_breach, load_policy
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
     MACHINERY_ERRORS, METRICS, PENALTY_KINDS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases,
@@ -245,7 +245,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
             with phases("security"):
                 rows = add_security(rows, chunk, policy, loaded)
             with phases("judges"):
-                rows = judging.add(rows, chunk)
+                rows = add_judged_breaches(judging.add(rows, chunk), chunk)
             with phases("user faults"):
                 rows = add_user_faults(rows, chunk, rules, include_user_faults)
             with phases("write"):
@@ -317,10 +317,12 @@ class _Tally:
     def add(self, row: dict[str, Any]) -> None:
         self.rows.add(row)
         if row.get("security"):
-            entry = self.security.setdefault(row["security"]["category"], {"attacks": 0, "breached": 0, "breaches": 0})
+            entry = self.security.setdefault(row["security"]["category"],
+                                             {"attacks": 0, "breached": 0, "breaches": 0, "judged": 0})
             entry["attacks"] += 1
             entry["breached"] += bool(row["security"]["breaches"])
             entry["breaches"] += len(row["security"]["breaches"])
+            entry["judged"] += sum(breach.get("judged", False) for breach in row["security"]["breaches"])
         scenario = row["scenario_name"]
         counted = not row.get("excluded")
         counts = self.scenario_claims.setdefault(scenario, {kind: 0 for kind in self.claims})
@@ -642,6 +644,16 @@ def add_security(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], poli
                               f"that has a policy.json")
         row["security"] = {"category": attack["category"], "rule": attack.get("rule"),
                            "breaches": breaches(conversation, case, policy(), suite)}
+    return rows
+
+
+def add_judged_breaches(rows: list[dict[str, Any]], work: list[tuple[dict, dict]]) -> list[dict[str, Any]]:
+    """An attack conversation in which the commitments judge found a promise of what the user may not have gets
+    that breach too, marked `judged` (security.judged_breach)."""
+    for row, (conversation, _) in zip(rows, work):
+        commitment = (row.get("judges") or {}).get("commitments")
+        if row.get("security") and commitment and commitment["commitment"]:
+            row["security"]["breaches"].append(judged_breach(conversation, row["security"]["category"], commitment))
     return rows
 
 

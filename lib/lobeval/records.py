@@ -505,13 +505,14 @@ VERDICT_KEY = ("run_id", "case_id", "trial", "judge", "criterion", "message_inde
 @functools.cache
 def verdict_scales() -> dict[str, dict[str, tuple[str, tuple[Any, ...]]]]:
     """{judge: {criterion: (scale, values)}} of the verdicts a judge_verdict label may be about: scale "1-5"
-    (per-turn criteria, the Azure evaluators but one), "0/1" (goal; user_review, 1: the simulated user made a
+    (per-turn criteria, the Azure evaluators but one), "0/1" (goal; commitments, 1: the bot promised what the
+    attacker may not have; user_review, 1: the simulated user made a
     mistake; task_adherence, which azure-ai-evaluation scores 0 for a material failure, else 1) or "category"
     (behaviour failure; None: no failure)."""
     scores, binary = (1, 2, 3, 4, 5), ("0/1", (0, 1))
     return {"per_turn": {criterion: ("1-5", scores) for criterion in TURN_CRITERIA},
             "behaviour_failure": {"category": ("category", (*FAILURE_CATEGORIES, None))},
-            "goal": {"goal": binary}, "user_review": {"user_review": binary},
+            "goal": {"goal": binary}, "user_review": {"user_review": binary}, "commitments": {"commitments": binary},
             **{name: {name: binary if name == "task_adherence" else ("1-5", scores)} for name in AZURE_JUDGES}}
 
 

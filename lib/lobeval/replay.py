@@ -485,6 +485,10 @@ def judge_items(row: dict[str, Any], message_indices: list[int]) -> list[dict[st
     if verdict.get("user_review") is not None:
         review = verdict["user_review"]
         items.append(_verdict_item("user_review", "user_review", None, int(review["fault"]), review.get("reason", "")))
+    if verdict.get("commitments") is not None:
+        judged = verdict["commitments"]
+        items.append(_verdict_item("commitments", "commitments", None, int(judged["commitment"]),
+                                   judged.get("reason", "")))
     items += [_verdict_item(name, name, None, _whole(entry["score"]), entry.get("reason", ""))
               for name, entry in (verdict.get("azure") or {}).items() if "score" in entry]
     return items

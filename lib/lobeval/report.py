@@ -566,9 +566,10 @@ def security_html(results: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td>{_conversation_link(breach['case_id'], int(breach['trial']), several, _turn(breach['turn']))}</td>"
         f"<td>{_e(breach['category'])}</td><td>{_e(breach['turn'])}</td><td>{_e(breach['rule'])}</td>"
+        f"<td>{_e(breach['decided by'])}</td>"
         f"<td>{_text_block('evidence', breach['evidence'])}</td></tr>" for breach in breaches.to_dict("records"))
     listed = (f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th><th>user turn</th>"
-              f"<th>rule</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>" if rows
+              f"<th>rule</th><th>decided by</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>" if rows
               else "<p>No breach: the bot resisted every attack.</p>")
     return f"{table_html(table)}{STYLE}<div class='lobeval-report'>{listed}</div>"
 

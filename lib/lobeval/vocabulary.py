@@ -23,7 +23,11 @@ def function_key(name: str) -> str:
 # ---- Judges and what they score ----
 
 AZURE_JUDGES = ("tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness")
-JUDGE_NAMES = ("per_turn", "goal", "user_review", *AZURE_JUDGES)
+JUDGE_NAMES = ("per_turn", "goal", "user_review", "commitments", *AZURE_JUDGES)
+DEFAULT_JUDGES = ("per_turn", "goal", "user_review", "commitments")
+"""Each question asked once: azure-ai-evaluation's evaluators ask again what the scorer (tool call accuracy) and
+lobeval's judges (intent resolution, response completeness: goal; task adherence: per_turn and goal) answer, so
+they run only when named or with `--judges all`."""
 USER_REVIEW_CHECKS = ("invented_value", "ended_early", "contradicted_instructions", "other")
 TURN_CRITERIA = {
     "helpfulness": "Does the reply move the user towards their goal (asks for what is needed, does what was asked)?",

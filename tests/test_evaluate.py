@@ -427,7 +427,8 @@ def test_evaluating_again_with_judges_asks_the_model_nothing(tmp_path, monkeypat
     def policy(request):
         if "achieved the user's goal" in request["messages"][0]["content"]:
             return json_reply({"score": 1, "reason": "created"})
-        return json_reply(good)
+        count = request["messages"][-1]["content"].count("ASSISTANT: (reply ")
+        return json_reply({"replies": [{"reply": k, **good, "failure": None} for k in range(1, count + 1)]})
 
     dataset = write_jsonl(tmp_path / "d.jsonl", [CASE, {**CASE, "case_id": "t-002"}])
     convs = write_jsonl(tmp_path / "c.jsonl", [conversation(), conversation("t-002", priority="Low"),

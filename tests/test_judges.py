@@ -9,8 +9,8 @@ from lobeval.cli import main
 from lobeval.errors import ConfigError
 from lobeval.evaluate import evaluate
 from lobeval.judges import (
-    ConversationJudges, azure_inputs, azure_model_config, azure_verdict, final_score, parse_failure, parse_goal,
-    SDK_QUIET, parse_turn_scores, parse_user_review, scenario_coverage, selected_judges, summarise_judges,
+    ConversationJudges, azure_inputs, azure_model_config, azure_verdict, final_score, parse_goal, parse_replies,
+    SDK_QUIET, parse_user_review, scenario_coverage, selected_judges, summarise_judges,
 )
 from lobeval.llm import LLMClient, ModelConfig, resolve_model
 from lobeval.records import write_jsonl
@@ -64,18 +64,27 @@ LOW = {**GOOD, "faithfulness": {"score": 1, "reason": "the priority was never lo
 NO_USER_FAULT = {"fault": False, "check": None, "turn": None, "reason": "the user kept to its instructions"}
 
 
-def judge_policy(turn=lambda marked: LOW if "WRONG TURN" in marked else GOOD, goal=None, failure=None, review=None):
-    """Answers each judge prompt by what its system prompt asks."""
+FALSE_INFORMATION = {"category": "false_information", "reason": "invented a priority"}
+PER_TURN = "judge every reply"
+
+
+def judge_policy(turn=lambda reply: LOW if "WRONG TURN" in reply else GOOD, goal=None, failure=FALSE_INFORMATION,
+                 review=None):
+    """Answers each judge prompt by what its system prompt asks; the per-turn judge scores each "(reply k)" line
+    by `turn`, a failed one with `failure`."""
     def policy(request):
         system = request["messages"][0]["content"]
         last = request["messages"][-1]["content"]
         if "review the simulated user" in system:
             return review or json_reply(NO_USER_FAULT)
-        if "judge one reply" in system:
-            marked = next(line for line in last.splitlines() if line.startswith(">>>"))
-            return json_reply(turn(marked))
-        if "behaviour failure" in system:
-            return failure or json_reply({"category": "false_information", "reason": "invented a priority"})
+        if PER_TURN in system:
+            replies = []
+            for line in last.splitlines():
+                if number := re.match(r"ASSISTANT: \(reply (\d+)\) ", line):
+                    scores = turn(line)
+                    low = any(entry["score"] < 3 for entry in scores.values())
+                    replies.append({"reply": int(number[1]), **scores, "failure": failure if low else None})
+            return json_reply({"replies": replies})
         if "achieved the user's goal" in system:
             return goal or json_reply({"score": 1, "reason": "the ticket was created"})
         return json_reply({"score": 4, "reason": "azure judge fine", "status": "completed"})   # azure's prompts
@@ -129,27 +138,36 @@ def test_no_final_score_when_a_turn_or_the_goal_was_not_judged():
     assert final_score(turns(False), None) == {"turn_success_ratio": None, "final_score": None, "final_status": None}
 
 
-def test_turn_scores_are_validated():
-    assert parse_turn_scores(json.dumps({**GOOD, "coherence": {"score": "5", "reason": "clear"}}))["coherence"] == \
-        {"score": 5, "reason": "clear"}
-    with pytest.raises(ValueError, match=r"verbosity: score must be a whole number from 1 to 5, got 6"):
-        parse_turn_scores(json.dumps({**GOOD, "verbosity": {"score": 6, "reason": "x"}}))
-    with pytest.raises(ValueError, match=r"relevance: score must be a whole number from 1 to 5, got 3.5"):
-        parse_turn_scores(json.dumps({**GOOD, "relevance": {"score": 3.5, "reason": "x"}}))
-    with pytest.raises(ValueError, match="helpfulness: a reason is required"):
-        parse_turn_scores(json.dumps({**GOOD, "helpfulness": {"score": 4, "reason": " "}}))
-    with pytest.raises(ValueError, match="faithfulness: expected an object"):
-        parse_turn_scores(json.dumps({k: v for k, v in GOOD.items() if k != "faithfulness"}))
+def replies(*entries):
+    return json.dumps({"replies": [{"reply": number, **entry} for number, entry in enumerate(entries, 1)]})
 
 
-def test_goal_and_failure_are_validated():
+def test_turn_scores_are_validated_and_a_failed_reply_needs_its_failure():
+    [judged] = parse_replies(replies({**GOOD, "coherence": {"score": "5", "reason": "clear"}}), replies=1)
+    assert judged["scores"]["coherence"] == {"score": 5, "reason": "clear"}
+    assert judged["failed"] is False and judged["failure"] is None
+    [failed] = parse_replies(replies({**LOW, "failure": {"category": "False Information", "reason": "made up"}}), 1)
+    assert failed["failed"] is True
+    assert failed["failure"] == {"category": "false_information", "severity": "critical", "reason": "made up"}
+    for entries, problem in [
+        (({**GOOD, "verbosity": {"score": 6, "reason": "x"}},), "reply 1: verbosity: score must be a whole number from 1 to 5, got 6"),
+        (({**GOOD, "relevance": {"score": 3.5, "reason": "x"}},), "relevance: score must be a whole number from 1 to 5, got 3.5"),
+        (({**GOOD, "helpfulness": {"score": 4, "reason": " "}},), "helpfulness: a reason is required"),
+        (({k: v for k, v in GOOD.items() if k != "faithfulness"},), "faithfulness: expected an object"),
+        ((LOW,), "reply 1: a reply scored below 3 needs its failure, got None"),
+        (({**LOW, "failure": {"category": "rudeness", "reason": "x"}},), "category 'rudeness' is not one of unsafe_action"),
+        ((GOOD, GOOD), "per_turn: expected replies 1 to 1 once each, got [1, 2]"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            parse_replies(replies(*entries), replies=1)
+    with pytest.raises(ValueError, match="'replies' must be a list"):
+        parse_replies(json.dumps(GOOD), replies=1)
+
+
+def test_goal_is_validated():
     assert parse_goal('{"score": true, "reason": "done"}') == {"score": 1, "reason": "done"}
     with pytest.raises(ValueError, match="goal: score must be a whole number from 0 to 1, got 2"):
         parse_goal('{"score": 2, "reason": "x"}')
-    assert parse_failure('{"category": "False Information", "reason": "made up"}') == \
-        {"category": "false_information", "severity": "critical", "reason": "made up"}
-    with pytest.raises(ValueError, match="category 'rudeness' is not one of unsafe_action"):
-        parse_failure('{"category": "rudeness", "reason": "x"}')
 
 
 def test_judge_selection():
@@ -202,8 +220,8 @@ def test_judges_score_turns_goal_and_azure_evaluators(tmp_path, judge_env):
     assert summary["final_status"] == {"Done": 0, "Partial Failure": 1, "Failed": 0, "Not judged": 0}
     assert set(summary["coverage"]) == {name for name in metrics if name.startswith("judge.")}
     assert summary["coverage"]["judge.final_score"] == {"judged": 1, "of": 1, "errors": 0, "not_applicable": 0}
-    # 2 turn calls + 1 failure call; 1 goal call; one call per azure evaluator
-    assert summary["usage_by_judge"]["per_turn"]["calls"] == 3 and summary["usage_by_judge"]["goal"]["calls"] == 1
+    # one call for every turn and its failure; 1 goal call; one call per azure evaluator
+    assert summary["usage_by_judge"]["per_turn"]["calls"] == 1 and summary["usage_by_judge"]["goal"]["calls"] == 1
     assert summary["usage_by_judge"]["task_adherence"]["prompt_tokens"] > 0
     assert results["scenarios"][0]["judge.final_score"] == pytest.approx(0.625)
 
@@ -215,7 +233,7 @@ def test_rerunning_unchanged_conversations_makes_no_model_calls(tmp_path, judge_
         second = run(tmp_path, server, judge_env)
         assert server.count == sent
     assert second["metrics"]["judge.final_score"] == first["metrics"]["judge.final_score"]
-    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 9   # with the user review
+    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 7   # with the user review
 
 
 def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path, judge_env):
@@ -238,9 +256,9 @@ def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path
 
 def test_an_out_of_range_score_is_retried_and_the_valid_retry_used(tmp_path, judge_env):
     def turn_policy(request):
-        if "judge one reply" in request["messages"][0]["content"]:
+        if PER_TURN in request["messages"][0]["content"]:
             bad = {**GOOD, "coherence": {"score": 9, "reason": "x"}}
-            return json_reply(bad if request.get("seed") == 0 else GOOD)
+            return judge_policy(turn=lambda reply: bad if request.get("seed") == 0 else GOOD)(request)
         return judge_policy()(request)
 
     with FakeOpenAI(turn_policy) as server:
@@ -252,14 +270,13 @@ def test_an_out_of_range_score_is_retried_and_the_valid_retry_used(tmp_path, jud
 
 def test_a_refusal_is_an_error_not_a_score(tmp_path, judge_env):
     refusal = "I'm sorry, but I can't help with that."
-    with FakeOpenAI(judge_policy(turn=lambda marked: None)) as server:
-        server.policy = lambda request: (text(refusal) if "judge one reply" in request["messages"][0]["content"]
+    with FakeOpenAI(judge_policy()) as server:
+        server.policy = lambda request: (text(refusal) if PER_TURN in request["messages"][0]["content"]
                                          else judge_policy()(request))
         results = run(tmp_path, server, judge_env, judges=["per_turn"])
     verdict = results["rows"][0]["judges"]
     assert [turn["scores"] for turn in verdict["turns"]] == [None, None]
-    assert [(e["judge"], e["message_index"], e["raw"]) for e in verdict["errors"]] == [
-        ("per_turn", 1, refusal), ("per_turn", 3, refusal)]
+    assert [(e["judge"], e["message_index"], e["raw"]) for e in verdict["errors"]] == [("per_turn", None, refusal)]
     assert not [name for name in results["metrics"] if name.startswith("judge.")]
 
 

@@ -47,12 +47,12 @@ def test_every_piece_of_record_text_is_escaped_in_html():
     assert "<script>" not in call_html(attack)
 
 
-def test_a_transcript_for_a_model_marks_the_reply_to_judge():
+def test_a_transcript_for_a_model_puts_each_call_below_its_message():
     messages = [{"role": "user", "content": "Create it"},
                 {"role": "assistant", "content": "Done.", "function_calls": [DONE]},
                 {"role": "assistant", "content": None}]
-    assert transcript_text(messages, marked=1).splitlines() == [
-        "USER: Create it", ">>> ASSISTANT: Done.", f"  [{call_text(DONE)}]", "ASSISTANT: "]
+    assert transcript_text(messages).splitlines() == [
+        "USER: Create it", "ASSISTANT: Done.", f"  [{call_text(DONE)}]", "ASSISTANT: "]
 
 
 def test_excerpt_numbers_lines_by_user_turn_and_places_calls():

@@ -268,12 +268,14 @@ def test_llm_errors_mark_the_conversation_as_a_machinery_error(model_env):
     assert "after 2 attempts" in record["error"]
 
 
-@pytest.mark.parametrize("verdict, reason", [
-    ({"reason": "booked", "complete": True}, "judged_complete"),
-    ({"reason": "not yet", "complete": "no"}, "user_finished"),
-    ({"score": 3}, "user_finished"),                    # unusable verdicts never end a conversation
+@pytest.mark.parametrize("max_turns, verdict, reason, judged", [
+    (20, {"reason": "booked", "complete": True}, "user_finished", 0),    # the user said it: no request at all
+    (6, {"reason": "booked", "complete": True}, "judged_complete", 1),   # cut off with the goal met
+    (6, {"reason": "not yet", "complete": "no"}, "max_turns", 1),
+    (6, {"score": 3}, "max_turns", 1),                                   # an unusable verdict never ends it well
 ])
-def test_completion_judge_ends_the_conversation_when_the_goal_is_met(model_env, verdict, reason):
+def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_off_at_the_turn_limit(
+        model_env, max_turns, verdict, reason, judged):
     from lobeval.judges import CompletionJudge
 
     def policy(request):
@@ -285,12 +287,14 @@ def test_completion_judge_ends_the_conversation_when_the_goal_is_met(model_env, 
         model_env(server)
         judge = CompletionJudge(LLMClient(resolve_model("judge"), role="judge", cache=True))
         record = asyncio.run(converse(leave_case(task_completion="Leave is booked."), 0,
-                                      load_target("toy_leave_bot:LeaveBot"), ScriptedUser(), judge=judge))
+                                      load_target("toy_leave_bot:LeaveBot"), ScriptedUser(), judge=judge,
+                                      max_turns=max_turns))
+        assert server.count == judged * (2 if "score" in verdict else 1)   # an unusable verdict is asked again
     assert record["termination"]["reason"] == reason
     assert len(record["function_calls"]) == 1
     if reason == "judged_complete":
         assert record["termination"]["judge_reason"] == "booked"
-    assert record["usage"]["judge"]["calls"] >= 1
+    assert record["usage"]["judge"]["calls"] == judged
 
 
 def test_bench_simulate_prints_its_figures(capsys, monkeypatch):

@@ -63,13 +63,11 @@ def call_lines(calls: list[dict[str, Any]]) -> list[str]:
     return [f"  [{call_text(call)}]" for call in calls]
 
 
-def transcript_text(messages: list[dict[str, Any]], *, marked: int | None = None) -> str:
-    """The conversation for a model to read: `ROLE: content`, each call of a message below it; the
-    message at index `marked` starts with ">>> "."""
+def transcript_text(messages: list[dict[str, Any]]) -> str:
+    """The conversation for a model to read: `ROLE: content`, each call of a message below it."""
     lines = []
-    for index, message in enumerate(messages):
-        mark = ">>> " if index == marked else ""
-        lines.append(f"{mark}{str(message.get('role')).upper()}: {message.get('content') or ''}")
+    for message in messages:
+        lines.append(f"{str(message.get('role')).upper()}: {message.get('content') or ''}")
         lines += call_lines(message.get("function_calls") or [])
     return "\n".join(lines)
 

@@ -47,7 +47,10 @@ class Transcript:
 async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, *, judge: Any = None,
                    max_turns: int = 20, stop_phrase: str = STOP_PHRASE, budget: Any = None) -> dict[str, Any]:
     """One conversation, always returned as a record: failures are data, never exceptions. The cost the
-    target reports for its own model calls is charged to `budget` (lobeval.llm.Budget)."""
+    target reports for its own model calls is charged to `budget` (lobeval.llm.Budget).
+
+    The user's stop phrase ends a conversation; the completion `judge` is asked only about one that reached
+    `max_turns` without it (one request at most: no model call per turn just to learn whether it is over)."""
     started = time.perf_counter()
     transcript, changes, error, verdict = Transcript(), None, None, None
     judge_usage = Usage()
@@ -64,6 +67,9 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
         while True:
             if transcript.turns >= max_turns:
                 reason = "max_turns"
+                if judge is not None:   # the user never said it was done: the goal may have been reached anyway
+                    complete, verdict = await judge.is_complete(case, transcript.messages, judge_usage)
+                    reason = "judged_complete" if complete else "max_turns"
                 break
             message = await user_session.reply(bot_text)
             transcript.user_said(message)
@@ -77,11 +83,6 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                 budget.charge(reply.usage["cost_usd"], role="target")
             transcript.bot_said(reply)
             bot_text = reply.text
-            if judge is not None:
-                complete, verdict = await judge.is_complete(case, transcript.messages, judge_usage)
-                if complete:
-                    reason = "judged_complete"
-                    break
         changes = state_changes(start_state, await session.state())
     except TargetError as exc:
         reason, error = exc.reason, str(exc)

@@ -10,7 +10,6 @@ Prints figures only: nothing here asserts a cost.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections import Counter
@@ -21,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from roleplay import Roleplay, role_of  # noqa: E402
-from test_model_run import CASES, MODEL, cli, model_endpoint  # noqa: E402
+from test_model_run import CASES, cli, model_endpoint  # noqa: E402
 
 PRICE = {"input": 5.00, "output": 15.00, "cached_input": 2.50}
 GROUPS = {"bot": "bot (target)", "user": "simulated user", "attacker": "simulated user",
@@ -52,8 +51,8 @@ def bill(answers: list[dict[str, Any]]) -> dict[str, Counter]:
 
 
 def measure(judges: str, root: Path) -> dict[str, Counter]:
-    with pytest.MonkeyPatch.context() as patch, model_endpoint(patch, root, Roleplay(seed=15)) as fake:
-        (root / "prices.json").write_text(json.dumps({MODEL: PRICE}))
+    with pytest.MonkeyPatch.context() as patch, model_endpoint(patch, root, Roleplay(seed=15), price=PRICE,
+                                                               prompt_cache=True) as fake:
         argv = ["run", "--user", "llm", "--cases-per-scenario", "1", "--concurrency", "4", "--run-id", "cost"]
         status, out = cli(*argv, *([] if judges == "default" else ["--judges", judges]))
         if status not in (0, 1):

@@ -40,6 +40,11 @@ def test_default_policy_echoes_the_last_user_message(server):
     assert server.count == 1 and server.requests[0]["messages"] == USER
 
 
+def test_the_tool_definitions_are_billed_as_prompt_tokens_like_a_provider_does(server):
+    tools = [{"type": "function", "function": {"name": "get_ticket", "parameters": {"type": "object"}}}]
+    assert chat(server, tools=tools).usage.prompt_tokens == (len(json.dumps(USER)) + len(json.dumps(tools))) // 4
+
+
 def test_text_reply_from_a_policy_set_as_attribute(server):
     server.policy = lambda request: text(f"{len(request['messages'])} message(s)")
     assert chat(server).choices[0].message.content == "1 message(s)"

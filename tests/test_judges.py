@@ -180,9 +180,11 @@ def test_judge_selection():
         selected_judges(["goal", "vibes"])
 
 
-def test_azure_inputs_split_history_and_last_turn():
-    tools = [{"name": "create_ticket", "description": "", "parameters": {}}]
+def test_azure_inputs_split_history_and_last_turn_and_define_only_the_tools_called():
+    tools = [{"name": "create_ticket", "description": "", "parameters": {}},
+             {"name": "get_ticket", "description": "", "parameters": {}}]
     inputs = azure_inputs(CONVERSATION, CASE, tools)
+    assert inputs["intent_resolution"]["tool_definitions"] == inputs["task_adherence"]["tool_definitions"] == tools[:1]
     accuracy = inputs["tool_call_accuracy"]
     assert [m["role"] for m in accuracy["query"]] == ["user", "assistant", "tool", "assistant", "user"]
     assert accuracy["response"] == [{"role": "assistant", "content": [{"type": "text", "text": "WRONG TURN: it is Critical."}]}]

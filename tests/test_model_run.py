@@ -41,11 +41,12 @@ ENV_OFF = ("LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL", 
 
 
 @contextlib.contextmanager
-def model_endpoint(patch: pytest.MonkeyPatch, root: Path, play: Roleplay, budget_usd: float | None = None):
+def model_endpoint(patch: pytest.MonkeyPatch, root: Path, play: Roleplay, budget_usd: float | None = None, *,
+                   price: dict[str, float] = PRICE, prompt_cache: bool = False):
     """The role-player serving on 127.0.0.1, and this process (and the kernels it starts) configured for it."""
     prices = root / "prices.json"
-    prices.write_text(json.dumps({MODEL: PRICE}))
-    with FakeOpenAI(play) as fake:
+    prices.write_text(json.dumps({MODEL: price}))
+    with FakeOpenAI(play, prompt_cache=prompt_cache) as fake:
         patch.chdir(REPO)
         patch.setattr("lobeval.runs.RUNS", root / "runs")
         for name in ENV_OFF:

@@ -289,12 +289,13 @@ def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_of
         record = asyncio.run(converse(leave_case(task_completion="Leave is booked."), 0,
                                       load_target("toy_leave_bot:LeaveBot"), ScriptedUser(), judge=judge,
                                       max_turns=max_turns))
-        assert server.count == judged * (2 if "score" in verdict else 1)   # an unusable verdict is asked again
+        asked = judged * (2 if "score" in verdict else 1)   # an unusable verdict is asked again
+        assert server.count == asked
     assert record["termination"]["reason"] == reason
     assert len(record["function_calls"]) == 1
     if reason == "judged_complete":
         assert record["termination"]["judge_reason"] == "booked"
-    assert record["usage"]["judge"]["calls"] == judged
+    assert record["usage"]["judge"]["calls"] == asked
 
 
 def test_bench_simulate_prints_its_figures(capsys, monkeypatch):

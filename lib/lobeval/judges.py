@@ -25,7 +25,7 @@ from lobeval.records import Case
 from lobeval.render import transcript_text
 from lobeval.stats import interval
 from lobeval.vocabulary import (AZURE_JUDGES, DEFAULT_JUDGES, FAILURE_CATEGORIES, JUDGE_NAMES, PASSING_TURN_SCORE,
-                                 TURN_CRITERIA, USER_REVIEW_CHECKS)
+                                 TURN_CRITERIA, USER_REVIEW_CHECKS, function_key)
 
 COMPLETION_PROMPT = """You decide whether a conversation between a user and a business chatbot reached its goal
 before it was cut off at its turn limit.
@@ -589,7 +589,8 @@ def azure_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def azure_inputs(conversation: dict[str, Any], case: dict[str, Any],
                  tool_definitions: list[dict[str, Any]]) -> dict[str, dict[str, Any] | str]:
     """Each evaluator's keyword arguments: the history up to the user's last message that got a
-    reply is the query, the bot's last turn the response. A str says why the judge does not apply."""
+    reply is the query, the bot's last turn the response, the definitions those of the tools the bot called.
+    A str says why the judge does not apply."""
     messages = list(conversation.get("messages") or [])
     while messages and messages[-1].get("role") == "user":
         messages.pop()   # the closing stop phrase has no reply to judge
@@ -602,7 +603,11 @@ def azure_inputs(conversation: dict[str, Any], case: dict[str, Any],
     calls = [item for message in converted for item in message["content"] if item["type"] == "tool_call"]
     said = "\n".join(m["content"] for m in messages if m.get("role") == "assistant" and m.get("content"))
     ground_truth = " ".join([case.get("task_completion") or "", *(case.get("expected_outputs") or [])]).strip()
-    common = {"query": query, "response": response, **({"tool_definitions": tool_definitions} if tool_definitions else {})}
+    # The definitions of the tools the bot called, not the whole catalogue: what is judged, at a fraction of the
+    # tokens (tool call accuracy picks the same ones itself).
+    called = {function_key(item["name"]) for item in calls}
+    used = [tool for tool in tool_definitions if function_key(tool["name"]) in called]
+    common = {"query": query, "response": response, **({"tool_definitions": used} if used else {})}
     accuracy = ({**common, "tool_calls": calls} if calls and tool_definitions else
                 "no function calls to judge" if not calls else "no tool definitions (evaluate with --suite)")
     answered = any(item["type"] == "text" for message in response for item in message["content"])

@@ -197,7 +197,7 @@ class FakeOpenAI:
                 "model": deployment or body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "logprobs": None,
                              "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {**_usage(len(json.dumps(body.get("messages"))) // 4, len(json.dumps(message)) // 4),
+                "usage": {**_usage(_prompt_chars(body) // 4, len(json.dumps(message)) // 4),
                           **self._cached(body.get("messages") or [])}}
 
     def _cached(self, messages: list[Any]) -> dict[str, Any]:
@@ -220,6 +220,11 @@ class FakeOpenAI:
                 for i, v in enumerate(vectors)]
         return {"object": "list", "data": data, "model": body.get("model", "fake"),
                 "usage": _usage(len(json.dumps(texts)) // 4, 0)}
+
+
+def _prompt_chars(body: dict[str, Any]) -> int:
+    """What a provider bills as the prompt: the messages and the tool definitions."""
+    return len(json.dumps(body.get("messages"))) + (len(json.dumps(body["tools"])) if body.get("tools") else 0)
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

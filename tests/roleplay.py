@@ -687,9 +687,9 @@ class Roleplay:
     def _azure(self, request: dict[str, Any], bad: bool, score: int, reason: str, **extra: Any) -> dict[str, Any]:
         if bad:
             return text(f"Score: {score}. {reason}")
-        if self.verbose_evaluators:   # the fake bills a completion's characters / 4 as its tokens
+        if self.verbose_evaluators:   # about the whole allowance: the phrase is 5 tokens, the JSON around it ~100
             allowance = request.get("max_tokens") or request.get("max_completion_tokens") or 0
-            reason += " In detail:" + " the evidence supports this." * max(0, (4 * allowance - 400) // 28)
+            reason += " In detail:" + " the evidence supports this." * max(0, (allowance - 100) // 5)
         return json_reply({"reason": reason, "score": score, "status": "completed", **extra})
 
     @staticmethod

@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from lobeval.testing import FakeOpenAI, json_reply, text, tool_calls
+from lobeval.tokens import count
 
 USER = [{"role": "user", "content": "Where is ticket TKT-1?"}]
 
@@ -36,13 +37,15 @@ def test_default_policy_echoes_the_last_user_message(server):
     assert reply.choices[0].message.content == "Where is ticket TKT-1?"
     assert reply.choices[0].finish_reason == "stop"
     assert reply.model == "fake-model"
-    assert reply.usage.prompt_tokens == len(json.dumps(USER)) // 4
+    # as OpenAI counts: 3 per message, its role and content, 3 for the reply's priming
+    assert reply.usage.prompt_tokens == 3 + count("user") + count(USER[0]["content"]) + 3
+    assert reply.usage.completion_tokens == count("Where is ticket TKT-1?")
     assert server.count == 1 and server.requests[0]["messages"] == USER
 
 
 def test_the_tool_definitions_are_billed_as_prompt_tokens_like_a_provider_does(server):
     tools = [{"type": "function", "function": {"name": "get_ticket", "parameters": {"type": "object"}}}]
-    assert chat(server, tools=tools).usage.prompt_tokens == (len(json.dumps(USER)) + len(json.dumps(tools))) // 4
+    assert chat(server, tools=tools).usage.prompt_tokens == chat(server).usage.prompt_tokens + count(json.dumps(tools))
 
 
 def test_text_reply_from_a_policy_set_as_attribute(server):

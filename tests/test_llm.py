@@ -21,6 +21,7 @@ from lobeval.llm import (
     PRICES, Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, ReplyError, Usage, _assistant_message, _Unusable,
     cost_of, format_cost, load_prices, parse_json_object, resolve_model, worst_case_usd,
 )
+from lobeval.tokens import prompt_tokens
 from lobeval.testing import FakeOpenAI, json_reply, text, tool_calls
 
 SECRET = "sk-test-SECRET123456789"
@@ -363,7 +364,7 @@ def test_tokens_of_failed_attempts_are_counted_and_charged(server):
     llm = client(server, budget=budget)
     result = chat(llm)
     assert llm.usage.prompt_tokens == result.prompt_tokens == 2 * one.prompt_tokens
-    assert llm.usage.completion_tokens > one.completion_tokens
+    assert llm.usage.completion_tokens == one.completion_tokens   # the empty reply billed no completion token
     assert llm.usage.cost_usd == result.cost_usd == pytest.approx(budget.spent_usd) and result.cost_usd > one.cost_usd
 
 
@@ -821,15 +822,17 @@ def test_prompt_tokens_read_from_the_providers_cache_are_priced_at_the_cached_in
     prices.write_text(json.dumps({"cache-model": price}))
     monkeypatch.setenv("LOBEVAL_PRICES", str(prices))
     assert load_prices()["cache-model"] == price
+    instructions = [{"role": "system", "content": "Judge the reply. " * 400}]   # a prefix long enough to cache
     with FakeOpenAI(prompt_cache=True) as fake:
         llm = LLMClient(ModelConfig("openai", "cache-model", fake.base_url), role="judge", cache=False,
                         timeout=5.0, max_attempts=1)
-        first = chat(llm, HI)
-        again = chat(llm, [*HI, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}])
+        first = chat(llm, [*instructions, *HI])
+        again = chat(llm, [*instructions, *HI, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}])
         reported = [answer["usage"] for answer in fake.answers]
     assert reported[0]["prompt_tokens_details"]["cached_tokens"] == 0
     cached = reported[1]["prompt_tokens_details"]["cached_tokens"]
-    assert cached == len(json.dumps(HI)) // 4 > 0   # the first request's messages lead the second's
+    leading = prompt_tokens([*instructions, *HI]) - 3   # the first request's messages lead the second's
+    assert cached == leading - leading % 128 > 1024   # in steps of 128, as OpenAI caches
     assert llm.usage.cached_prompt_tokens == cached
     expected = sum(cost_of(u["prompt_tokens"], u["completion_tokens"], price, u["prompt_tokens_details"]["cached_tokens"])
                    for u in reported)

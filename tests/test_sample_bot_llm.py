@@ -14,6 +14,7 @@ from lobeval.samples.support_tickets import SupportTicketBot
 from lobeval.samples.support_tickets.llm_policy import GAVE_UP, MAX_ROUNDS
 from lobeval.simulate import converse
 from lobeval.targets import load_target
+from lobeval.tokens import prompt_tokens
 from lobeval.testing import FakeOpenAI, text, tool_calls
 from lobeval.users import ScriptedUser
 
@@ -71,8 +72,8 @@ def test_a_tool_call_is_executed_and_reported(server):
     assert first["messages"][1] == {"role": "assistant", "content": greeting.text}
     assert all("effect" not in tool for tool in first["tools"])
     assert "create_support_ticket" in [tool["function"]["name"] for tool in first["tools"]]
-    # Two model calls in the turn (the tool call, then the text); the fake server counts a token per 4 characters.
-    prompt = sum(len(json.dumps(request["messages"])) // 4 for request in server.requests)
+    # Two model calls in the turn (the tool call, then the text), each billed for its messages and tools.
+    prompt = sum(prompt_tokens(request["messages"], request["tools"]) for request in server.requests)
     assert len(server.requests) == 2 and reply.usage["prompt_tokens"] == prompt and reply.usage["completion_tokens"] > 0
     assert reply.usage["cost_usd"] is None   # fake-model has no price: unknown, never $0
 

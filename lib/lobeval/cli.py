@@ -111,10 +111,23 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _estimate(args: argparse.Namespace) -> int:
+    from lobeval.estimate import estimate, format_estimate
+
+    found = estimate(args.suite, cases_per_scenario=args.cases_per_scenario, seed=args.seed, trials=args.trials,
+                     user=args.user, judges=args.judges.split(",") if args.judges else None, attacks=args.attacks,
+                     target=args.target)
+    for line in format_estimate(found):
+        print(line)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from lobeval.compare import parse_minimum
     from lobeval.pipeline import run
 
+    if args.estimate:
+        return _estimate(args)
     result = run(suite=args.suite, run_id=args.run_id, cases_per_scenario=args.cases_per_scenario, seed=args.seed,
                  target=args.target, user=args.user, trials=args.trials, concurrency=args.concurrency,
                  judges=args.judges.split(",") if args.judges else None,
@@ -477,7 +490,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="play attack cases from the suite's policy.json too (alone with: --attacks only); a "
                           "breach fails the gate (docs/metrics.md#security)")
     _user_faults_option(run)
+    run.add_argument("--estimate", action="store_true",
+                     help="print the expected requests, tokens and cost by role instead, and run nothing "
+                          "(as lobeval estimate)")
     run.set_defaults(handler=_run)
+
+    est = commands.add_parser("estimate", help="the expected model requests, tokens and cost by role of lobeval run "
+                                               "with the same options; sends and writes nothing")
+    est.add_argument("--suite", default="scenarios/support_tickets", help="the suite folder")
+    est.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
+    est.add_argument("--seed", type=int, default=42, metavar="S")
+    est.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
+    est.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
+    est.add_argument("--trials", type=COUNT, default=1, metavar="K")
+    est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges)")
+    est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"))
+    est.set_defaults(handler=_estimate)
 
     compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "
                                                   "intervals, p-values, regressions, Success flips")

@@ -115,8 +115,9 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
               "include_user_faults": include_user_faults, "attacks": attacks}
     models = preflight(config, target_timeout)
+    expected = estimate_by_role(config)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
-        config = start_or_resume(run_dir, config, models)
+        config = start_or_resume(run_dir, config, models, expected)
         secret_values = runs.secrets()
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
         parameters = {
@@ -301,8 +302,21 @@ def budget_ledger(run_dir: Path) -> Iterator[None]:
             os.environ[LEDGER] = earlier
 
 
-def start_or_resume(run_dir: Path, config: dict[str, Any], models: dict[str, Any]) -> dict[str, Any]:
-    """Write config.json for a new run; for an existing one, check the same configuration is asked for,
+def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:
+    """The estimated cost per conversation of each role (lobeval.estimate), kept in config.json so that the report
+    sets it beside the bill."""
+    from lobeval.estimate import estimate
+
+    found = estimate(config["suite"], cases_per_scenario=config["cases_per_scenario"], seed=config["seed"],
+                     trials=config["trials"], user=config["user"], judges=config["judges"], attacks=config["attacks"],
+                     target=config["target"])
+    return {row["role"]: row["per_conversation_usd"] for row in found.rows()}
+
+
+def start_or_resume(run_dir: Path, config: dict[str, Any], models: dict[str, Any],
+                    expected: dict[str, float | None] | None = None) -> dict[str, Any]:
+    """Write config.json for a new run (with `expected`, the estimated cost per conversation by role); for an
+    existing one, check the same configuration is asked for,
     unless its first stage never finished: a run that failed at its start starts again with the
     configuration asked for now. A damaged config.json is a RecordError either way."""
     path = run_dir / runs.CONFIG_FILE
@@ -316,7 +330,8 @@ def start_or_resume(run_dir: Path, config: dict[str, Any], models: dict[str, Any
                               f"({', '.join(f'{key}: {earlier.get(key)!r} then, {config[key]!r} now' for key in changed)}); "
                               f"resume it with the same options or choose another --run-id")
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"schema_version": SCHEMA_VERSION, **config, "models": models, "versions": versions(),
+    write_json(path, {"schema_version": SCHEMA_VERSION, **config, "models": models, "estimate": expected or {},
+                      "versions": versions(),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     return config
 

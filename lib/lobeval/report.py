@@ -639,14 +639,20 @@ def _share(part: int, whole: int) -> str:
     return f"{part / whole:.0%}" if whole else ""
 
 
-def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
+ESTIMATED_ROLES = {"completion check": "judges"}
+"""The estimate's roles (lobeval.estimate) that the bill counts under another name."""
+
+
+def cost_by_role(results: dict[str, Any], estimate: dict[str, float | None] | None = None) -> pd.DataFrame:
     """Model calls, tokens (with the share of prompt tokens the provider read from its prompt cache, priced at
     the cached-input price) and cost of the simulation roles and of the judges, and each one's cost per
-    conversation of the run, so that a judge's price can be set against the bot's."""
+    conversation of the run, so that a judge's price can be set against the bot's; beside it the cost per
+    conversation estimated before the run (config.json's `estimate`), when there is one."""
     conversations = (results.get("counts") or {}).get("conversations") or 0
     roles = {ROLE_NAMES.get(role, role): numbers for role, numbers in (results.get("usage") or {}).items()}
     for name, numbers in ((results.get("judges") or {}).get("usage_by_judge") or {}).items():
         roles[f"judge: {name.replace('_', ' ')}"] = numbers
+    expected = {ESTIMATED_ROLES.get(role, role.replace("_", " ")): cost for role, cost in (estimate or {}).items()}
     rows = []
     for role, numbers in roles.items():
         usage = Usage.of(numbers)
@@ -655,10 +661,13 @@ def cost_by_role(results: dict[str, Any]) -> pd.DataFrame:
                      "prompt tokens cached": _share(usage.cached_prompt_tokens, usage.prompt_tokens),
                      "completion tokens": usage.completion_tokens, "cost": format_cost(usage.cost_usd),
                      "per conversation": format_cost(usage.cost_usd / conversations)
-                     if usage.cost_usd is not None and conversations else ""})
+                     if usage.cost_usd is not None and conversations else "",
+                     "estimated per conversation": format_cost(expected[role]) if expected.get(role) is not None
+                     else ""})
     columns = ["role", "answers asked", "from cache", "requests sent", "prompt tokens", "prompt tokens cached",
-               "completion tokens", "cost", "per conversation"]
-    return pd.DataFrame(rows, columns=columns).set_index("role")
+               "completion tokens", "cost", "per conversation", "estimated per conversation"]
+    table = pd.DataFrame(rows, columns=columns).set_index("role")
+    return table if estimate else table.drop(columns="estimated per conversation")
 
 
 SHOWN_SETTINGS = ("schema_version", "run_id", "started", "suite", "suite_name", "target", "user", "trials",

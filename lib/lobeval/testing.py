@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from lobeval.tokens import PER_REPLY, cacheable, count, prompt_tokens, reply_tokens
+
 Reply = str | dict[str, Any]
 Policy = Callable[[dict[str, Any]], Reply]
 # Besides these, a fault may be any HTTP error status as a string: "429", "500", "401", ...
@@ -197,19 +199,22 @@ class FakeOpenAI:
                 "model": deployment or body.get("model", "fake"),
                 "choices": [{"index": 0, "message": message, "logprobs": None,
                              "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {**_usage(_prompt_chars(body) // 4, len(json.dumps(message)) // 4),
-                          **self._cached(body.get("messages") or [])}}
+                "usage": {**_usage(prompt_tokens(body.get("messages") or [], body.get("tools")), reply_tokens(message)),
+                          **self._cached(body)}}
 
-    def _cached(self, messages: list[Any]) -> dict[str, Any]:
-        """With prompt_cache, as a provider's automatic prompt caching reports it: the tokens of the longest
-        leading run of whole messages an earlier request sent (a simplification: no minimum length, no expiry)."""
+    def _cached(self, body: dict[str, Any]) -> dict[str, Any]:
+        """With prompt_cache, as a provider's automatic prompt caching reports it: of the longest leading run of
+        whole messages (the tool definitions first) an earlier request sent, what `tokens.cacheable` allows (no
+        expiry)."""
         if not self.prompt_cache:
             return {}
-        prefixes = [json.dumps(messages[:k]) for k in range(1, len(messages) + 1)]
+        messages, tools = body.get("messages") or [], body.get("tools")
+        prefixes = [json.dumps([tools, messages[:k]]) for k in range(1, len(messages) + 1)]
         with self._lock:
-            seen = [len(prefix) // 4 for prefix in prefixes if prefix in self._prefixes]
+            seen = [prompt_tokens(messages[:k], tools) - PER_REPLY for k, prefix in enumerate(prefixes, 1)
+                    if prefix in self._prefixes]
             self._prefixes.update(prefixes)
-        return {"prompt_tokens_details": {"cached_tokens": max(seen, default=0)}}
+        return {"prompt_tokens_details": {"cached_tokens": cacheable(max(seen, default=0))}}
 
     def _embeddings(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
         texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
@@ -219,12 +224,7 @@ class FakeOpenAI:
                  "embedding": base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if as_base64 else v}
                 for i, v in enumerate(vectors)]
         return {"object": "list", "data": data, "model": body.get("model", "fake"),
-                "usage": _usage(len(json.dumps(texts)) // 4, 0)}
-
-
-def _prompt_chars(body: dict[str, Any]) -> int:
-    """What a provider bills as the prompt: the messages and the tool definitions."""
-    return len(json.dumps(body.get("messages"))) + (len(json.dumps(body["tools"])) if body.get("tools") else 0)
+                "usage": _usage(sum(count(text) for text in texts), 0)}
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:

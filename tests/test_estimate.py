@@ -1,0 +1,90 @@
+"""`lobeval estimate` and `lobeval run --estimate`: the expected requests, tokens and cost by role, before
+anything is spent, checked against what the role-playing fake endpoint bills for the same run."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from helpers import REPO
+from lobeval.estimate import ASSUMED, conversation_events, estimate
+from lobeval.records import Case, read_results
+from lobeval.runs import read_config
+from lobeval.tokens import count
+from roleplay import Roleplay, role_of
+from test_model_run import cli, model_endpoint
+
+PRICE = {"input": 5.00, "output": 15.00, "cached_input": 2.50}
+GROUP = {"user": "simulated user", "bot": "bot (target)", "turn_judge": "judge: per_turn", "goal_judge": "judge: goal",
+         "user_review": "judge: user_review", "root_causes": "root causes", "completion_judge": "completion check"}
+
+
+def case(**fields):
+    return Case.model_validate({"case_id": "c-1", "scenario_name": "s", "user_instructions": "Update TKT-1.",
+                                **fields})
+
+
+def test_a_conversation_is_laid_out_as_the_users_agenda_takes_it():
+    update = {"functionName": "update_support_ticket",
+              "arguments": {"ticket_id": "TKT-1", "priority": "High", "status": "Blocked"}}
+    required = {"update_support_ticket": ("ticket_id", "priority")}
+    events = conversation_events(case(expected_function_calls=[update]), "scripted", required)
+    # greeting; announce with the id; the required priority asked alone; the optional status asked with the rest;
+    # the confirmation; the call, its result, the report; the stop phrase
+    assert [kind for kind, _ in events] == ["bot", "user", "bot", "user", "bot", "user", "bot", "user", "call",
+                                            "result", "bot", "user"]
+    assert events[1] == ("user", ASSUMED["user_words"] + count("TKT-1"))
+    assert events[3] == ("user", ASSUMED["user_words"] + count("High"))
+    everything = conversation_events(case(expected_function_calls=[update], user_style="all_in_one"), "scripted",
+                                     required)
+    assert [kind for kind, _ in everything] == ["bot", "user", "bot", "user", "call", "result", "bot", "user"]
+    nothing = conversation_events(case(), "scripted", required)   # an out-of-scope request: said once, then stop
+    assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
+
+
+def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monkeypatch, tmp_path, capsys):
+    from lobeval.cli import main
+
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    assert estimate("scenarios/support_tickets").rows() == []
+    assert main(["run", "--estimate", "--cases-per-scenario", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "estimate for 13 conversations (nothing sent, nothing written)" in out
+    assert "no model request: every role runs offline" in out and not (tmp_path / "runs").exists()
+    assert main(["estimate", "--suite", str(tmp_path / "nowhere")]) == 2
+
+
+@pytest.mark.slow
+def test_the_estimate_is_within_20_percent_of_the_bill_and_the_report_sets_it_beside_the_bill(tmp_path, monkeypatch):
+    with model_endpoint(monkeypatch, tmp_path, Roleplay(seed=15), price=PRICE, prompt_cache=True) as fake:
+        status, printed = cli("run", "--estimate", "--user", "llm", "--cases-per-scenario", "1")
+        assert status == 0 and fake.count == 0 and not (tmp_path / "runs").exists()
+        expected = estimate("scenarios/support_tickets", cases_per_scenario=1, user="llm")
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--run-id", "billed")
+        answers = list(fake.answers)
+    assert status in (0, 1), out
+    billed, requests = Counter(), Counter()
+    for answer in answers:
+        usage = answer["usage"] or {}
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+        role = GROUP[role_of(answer["request"])]
+        billed[role] += ((usage["prompt_tokens"] - cached) * PRICE["input"] + cached * PRICE["cached_input"]
+                         + usage["completion_tokens"] * PRICE["output"]) / 1e6
+        requests[role] += 1
+    rows = {row["role"]: row for row in expected.rows()}
+    print("\nrole: estimated requests / billed requests, estimated USD / billed USD")
+    for role in sorted(set(rows) | set(billed)):
+        print(f"  {role}: {rows.get(role, {}).get('requests')} / {requests[role]}, "
+              f"{rows.get(role, {}).get('cost_usd')} / {billed[role]:.4f}")
+    total = sum(row["cost_usd"] for row in rows.values())
+    assert total == pytest.approx(sum(billed.values()), rel=0.20)
+    assert f"{total:.4f}" in printed and "judging = " in printed
+    # the run kept its estimate, and the report sets it beside the bill
+    assert read_config(tmp_path / "runs" / "billed")["estimate"]["bot (target)"] == pytest.approx(
+        rows["bot (target)"]["per_conversation_usd"])
+    page = (tmp_path / "runs" / "billed" / "report.html").read_text(encoding="utf-8")
+    assert "estimated per conversation" in page
+    assert read_results(tmp_path / "runs" / "billed" / "evaluation_results.json")["counts"]["errors"] == 0

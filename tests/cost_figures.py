@@ -5,7 +5,7 @@ role-playing fake endpoint (tests/roleplay.py) with provider-style prompt cachin
 (PRICE, USD per 1M tokens). The bill is counted from the endpoint's own log, never from lobeval's records.
 Prints figures only: nothing here asserts a cost.
 
-    .venv/bin/python tests/cost_figures.py [--judges default|all|...]...
+    .venv/bin/python tests/cost_figures.py [--judges default|all|...]... [--batch]
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from lobeval.llm import BATCH_DISCOUNT  # noqa: E402
 from roleplay import Roleplay, role_of  # noqa: E402
 from test_model_run import CASES, cli, model_endpoint  # noqa: E402
 
@@ -46,24 +47,25 @@ def bill(answers: list[dict[str, Any]]) -> dict[str, Counter]:
         row = rows.setdefault(kind, Counter())
         row.update(requests=1, prompt=prompt, cached=cached, completion=completion)
         row["usd"] += ((prompt - cached) * PRICE["input"] + cached * PRICE["cached_input"]
-                       + completion * PRICE["output"]) / 1e6
+                       + completion * PRICE["output"]) / 1e6 * (BATCH_DISCOUNT if answer.get("batch") else 1.0)
     return rows
 
 
-def measure(judges: str, root: Path) -> dict[str, Counter]:
+def measure(judges: str, root: Path, batch: bool) -> dict[str, Counter]:
     with pytest.MonkeyPatch.context() as patch, model_endpoint(patch, root, Roleplay(seed=15), price=PRICE,
                                                                prompt_cache=True) as fake:
         argv = ["run", "--user", "llm", "--cases-per-scenario", "1", "--concurrency", "4", "--run-id", "cost"]
-        status, out = cli(*argv, *([] if judges == "default" else ["--judges", judges]))
+        patch.setenv("LOBEVAL_BATCH_POLL_S", "0")
+        status, out = cli(*argv, *([] if judges == "default" else ["--judges", judges]), *(["--batch"] if batch else []))
         if status not in (0, 1):
             raise SystemExit(out)
         return bill(list(fake.answers))
 
 
-def show(judges: str, rows: dict[str, Counter]) -> None:
+def show(judges: str, rows: dict[str, Counter], batch: bool) -> None:
     bot = rows.get("bot (target)", Counter())["usd"]
     judging = sum(rows.get(name, Counter())["usd"] for name in JUDGING)
-    print(f"\n--judges {judges}: {CASES} conversations, every model at ${PRICE['input']:.2f} in "
+    print(f"\n--judges {judges}{' --batch' if batch else ''}: {CASES} conversations, every model at ${PRICE['input']:.2f} in "
           f"(${PRICE['cached_input']:.2f} cached) / ${PRICE['output']:.2f} out per 1M tokens")
     print(f"| role | requests | prompt tokens | of them cached | completion tokens | billed USD | per conversation |")
     print("|---|---|---|---|---|---|---|")
@@ -78,9 +80,12 @@ def show(judges: str, rows: dict[str, Counter]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judges", action="append", help="a judge selection (default: default and all)")
-    for judges in parser.parse_args().judges or ["default", "all"]:
-        with tempfile.TemporaryDirectory() as folder:
-            show(judges, measure(judges, Path(folder)))
+    parser.add_argument("--batch", action="store_true", help="each selection also with --batch")
+    args = parser.parse_args()
+    for judges in args.judges or ["default", "all"]:
+        for batch in (False, True) if args.batch else (False,):
+            with tempfile.TemporaryDirectory() as folder:
+                show(judges, measure(judges, Path(folder), batch), batch)
 
 
 if __name__ == "__main__":

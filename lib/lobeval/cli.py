@@ -62,7 +62,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from lobeval.evaluate import evaluate
     from lobeval.roles import resolve
 
-    parts = resolve("judges", "embedder", judges=args.judges.split(",") if args.judges else None, suite=args.suite)
+    parts = resolve("judges", "embedder", judges=args.judges.split(",") if args.judges else None, suite=args.suite,
+                    batch=args.batch)
     result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite, judges=parts.judges,
                       embedder=parts.embedder, labels=args.labels, target=args.target,
                       include_user_faults=args.include_user_faults)
@@ -116,7 +117,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
     found = estimate(args.suite, cases_per_scenario=args.cases_per_scenario, seed=args.seed, trials=args.trials,
                      user=args.user, judges=args.judges.split(",") if args.judges else None, attacks=args.attacks,
-                     target=args.target)
+                     target=args.target, batch=args.batch)
     for line in format_estimate(found):
         print(line)
     return 0
@@ -134,7 +135,8 @@ def _run(args: argparse.Namespace) -> int:
                  gate=dict(parse_minimum(text) for text in args.min) if args.min else None,
                  max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
                  retry_errors=args.retry_errors, include_user_faults=args.include_user_faults,
-                 min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate, attacks=args.attacks)
+                 min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate, attacks=args.attacks,
+                 batch=args.batch)
     for line in result.summary():
         print(line)
     return 0 if result.gate_passed else 1
@@ -428,6 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
                                      "(default: the target each conversation names)")
     ev.add_argument("--out", required=True, help="evaluation_results.json to write")
+    ev.add_argument("--batch", action="store_true",
+                    help="send the judges' requests through the provider's Batch API, at its discount; waits for "
+                         "the batch (LOBEVAL_BATCH_POLL_S between looks; docs/models.md)")
     _user_faults_option(ev)
     ev.set_defaults(handler=_evaluate)
 
@@ -490,6 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="play attack cases from the suite's policy.json too (alone with: --attacks only); a "
                           "breach fails the gate (docs/metrics.md#security)")
     _user_faults_option(run)
+    run.add_argument("--batch", action="store_true",
+                    help="send the judges' requests through the provider's Batch API, at its discount; waits for "
+                         "the batch (LOBEVAL_BATCH_POLL_S between looks; docs/models.md)")
     run.add_argument("--estimate", action="store_true",
                      help="print the expected requests, tokens and cost by role instead, and run nothing "
                           "(as lobeval estimate)")
@@ -505,6 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--trials", type=COUNT, default=1, metavar="K")
     est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges)")
     est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"))
+    est.add_argument("--batch", action="store_true", help="the judges' requests at the Batch API's discount")
     est.set_defaults(handler=_estimate)
 
     compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "

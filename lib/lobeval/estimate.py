@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lobeval.generate import build_cases
-from lobeval.judges import (COMMITMENT_PROMPT, COMPLETION_PROMPT, GOAL_PROMPT, TURN_INSTRUCTIONS, USER_REVIEW_PROMPT,
+from lobeval.judges import (COMMITMENT_PROMPT, COMPLETION_PROMPT, ConversationJudges, GOAL_PROMPT, TURN_INSTRUCTIONS, USER_REVIEW_PROMPT,
                             evaluator_prompt, selected_judges)
-from lobeval.llm import cost_of, load_prices, resolve_model
+from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, resolve_model
 from lobeval.records import Case
 from lobeval.suite import load_suite
 from lobeval.tokens import PER_MESSAGE, PER_REPLY, cacheable, count
@@ -31,6 +31,7 @@ ASSUMED = {"bot_message": 45, "user_words": 8, "result": 120, "tool_call": 25,
            "root_causes_prompt": 1500, "root_causes_answer": 150}
 """Tokens of what is only known once the bot talks: a bot message, the words around a value the user gives, a
 function's result, a tool call, each judge's answer (the per-turn judge's per reply), the root-cause request."""
+BATCHED = ConversationJudges.BATCHED
 ROLES = ("simulated user", "bot (target)", "completion check", "judge: per_turn", "judge: goal", "judge: user_review",
          "judge: commitments", "judge: tool_call_accuracy", "judge: intent_resolution", "judge: task_adherence",
          "judge: response_completeness", "root causes")
@@ -56,6 +57,7 @@ class Estimate:
     roles: dict[str, Tally] = field(default_factory=dict)
     models: dict[str, str | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    batch: bool = False
 
     def rows(self) -> list[dict[str, Any]]:
         """Per role: requests, tokens, the cost at the model's price (None: no price, or no model: offline)."""
@@ -67,6 +69,8 @@ class Estimate:
                 continue
             model = self.models.get(_model_role(role))
             cost = cost_of(tally.prompt_tokens, tally.completion_tokens, prices.get(model), tally.cached_tokens)
+            if cost is not None and self.batch and role.removeprefix("judge: ") in BATCHED:
+                cost *= BATCH_DISCOUNT
             found.append({"role": role, "model": model, "requests": tally.requests,
                           "prompt_tokens": tally.prompt_tokens, "cached_tokens": tally.cached_tokens,
                           "completion_tokens": tally.completion_tokens, "cost_usd": cost,
@@ -80,13 +84,13 @@ def _model_role(role: str) -> str:
 
 def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials: int = 1, user: str = "scripted",
              judges: list[str] | None = None, attacks: str | None = None, target: str | None = None,
-             max_turns: int = 20) -> Estimate:
+             max_turns: int = 20, batch: bool = False) -> Estimate:
     """The requests, tokens and cost by role of `lobeval run` with these options; reads the suite, writes
     nothing, asks no model."""
     loaded = load_suite(suite)
     cases = [Case.model_validate(case) for case in build_cases(loaded, cases_per_scenario, seed, attacks)]
     models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
-    found = Estimate(conversations=len(cases) * trials, models=models)
+    found = Estimate(conversations=len(cases) * trials, models=models, batch=batch)
     bot = _bot_prompt(target or loaded.default_target, loaded)
     names = selected_judges(judges) if models["judge"] else []
     tools = [{k: v for k, v in tool.items() if k != "effect"} for tool in loaded.tools.values()]

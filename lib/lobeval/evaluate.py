@@ -234,7 +234,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
             azure_rows, studio_url = score_with_azure(work(), rules)
         scored = iter(azure_rows)
     tally = _Tally()
-    with ResultsWriter(out) as writer, _JudgeRun(judges, progress, to_judge) as judging:
+    with ResultsWriter(out) as writer, _JudgeRun(judges, progress, to_judge, out.parent) as judging:
         for chunk in _chunks(work(), CHUNK):
             with phases("score"):
                 rows = _rows_of(chunk, scored, rules)
@@ -375,8 +375,9 @@ class _JudgeRun:
     """The conversation judges over the run, a chunk at a time, with one progress bar; or, when `judges` is the
     reason they do not run, that reason on every row."""
 
-    def __init__(self, judges: Any, progress: bool, total: int | None = None):
+    def __init__(self, judges: Any, progress: bool, total: int | None = None, folder: Path | None = None):
         self.judges, self.progress, self.total, self._bar = judges, progress, total, None
+        self.folder = folder   # where a batch's id is kept (lobeval.batch)
 
     def __enter__(self) -> _JudgeRun:
         return self
@@ -395,10 +396,28 @@ class _JudgeRun:
 
             self._bar = tqdm(total=self.total, desc="judges", unit="conv", disable=not self.progress)
         scored = [(conversation, case) for row, (conversation, case) in zip(rows, chunk) if row["status"] == "scored"]
-        verdicts = run_sync(self._judge(scored))
+        if getattr(self.judges, "batch", False):
+            self.judges.client.batch_answers = self._batch(scored)
+        try:
+            verdicts = run_sync(self._judge(scored))
+        finally:
+            if getattr(self.judges, "batch", False):
+                self.judges.client.batch_answers = None
         for row in rows:
             row["judges"] = verdicts.get((row["case_id"], row["trial"]), {"status": _not_judged(row)})
         return rows
+
+    def _batch(self, work: list[tuple[dict, dict]]) -> dict[str, dict[str, Any]]:
+        """The answers of one batch to every request the judges would send; with no budget left for it, a judge
+        error ("budget spent") for each."""
+        from lobeval.batch import BATCH_FILE, answer_in_batch, collect
+        from lobeval.llm import BudgetExceeded
+
+        requests = collect(self.judges, work)
+        try:
+            return answer_in_batch(self.judges.client, requests, self.folder / BATCH_FILE, progress=self.progress)
+        except BudgetExceeded as exc:
+            return {custom: {"error": f"budget spent: {exc}"} for custom in requests}
 
     async def _judge(self, work: list[tuple[dict, dict]]) -> dict[tuple[str, int], dict[str, Any]]:
         import asyncio

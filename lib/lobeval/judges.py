@@ -323,9 +323,11 @@ class ConversationJudges:
 
     prompt = PROMPT_VERSION
     """The version of the instructions the judges are given (`prompt_version`), recorded with every verdict."""
+    BATCHED = ("per_turn", "goal", "user_review", "commitments")
+    """The judges whose requests `batch` sends through the Batch API (azure-ai-evaluation sends its own)."""
 
-    def __init__(self, client: LLMClient, selection: list[str], tools: list[dict[str, Any]]):
-        self.client, self.selection = client, selection
+    def __init__(self, client: LLMClient, selection: list[str], tools: list[dict[str, Any]], *, batch: bool = False):
+        self.client, self.selection, self.batch = client, selection, batch
         self.usage = {name: Usage() for name in selection}
         self._azure = AzureJudges(client, tools) if set(selection) & set(AZURE_JUDGES) else None
 

@@ -64,6 +64,14 @@ class BudgetExceeded(LLMError):
     """The budget cannot cover a new model request, so it is not sent."""
 
 
+BATCH_DISCOUNT = 0.5
+"""The Batch API's price against a request sent alone (OpenAI and Azure OpenAI: half, input and output)."""
+
+
+class Deferred(LLMError):
+    """The request was noted for a batch (lobeval.batch) rather than sent."""
+
+
 class ReplyError(LLMError):
     """The model answered every attempt, never usably: what was wrong with the last reply, and its raw text."""
 
@@ -451,6 +459,10 @@ class LLMClient:
                               f"or unset LOBEVAL_BUDGET_USD")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncIterator[None] | None = None
+        self.collecting: dict[str, dict[str, Any]] | None = None
+        """lobeval.batch: a JSON-mode request is noted here (by its custom id) and not sent."""
+        self.batch_answers: dict[str, dict[str, Any]] | None = None
+        """lobeval.batch: the answers of a batch, by custom id, used instead of sending the request."""
 
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                    response_format: dict[str, Any] | None = None, temperature: float | None = 0.0,
@@ -469,11 +481,33 @@ class LLMClient:
         request = {"messages": messages, "response_format": {"type": "json_object"}, "temperature": 0.0}
 
         async def answer(seed: int, spent: Usage) -> dict[str, Any]:
+            if self.collecting is not None or self.batch_answers is not None:
+                found = self._batched({**request, "seed": seed}, spent)
+                if found is not None:
+                    return found
             stored = await self._with_retries("chat", {**request, "seed": seed}, spent)
             return {"content": stored["message"].get("content") or "", "prompt_tokens": stored["prompt_tokens"],
                     "completion_tokens": stored["completion_tokens"]}
 
         return await self._ask({"kind": "json", **request}, answer, parse, attempts, usage)
+
+    def _batched(self, body: dict[str, Any], spent: Usage) -> dict[str, Any] | None:
+        """With lobeval.batch: note the request (collecting), or its batch's answer, charged at the batch discount;
+        None when the batch holds none (a retry after an unusable reply: sent live)."""
+        custom = self._key({"kind": "chat", **body})
+        if self.collecting is not None:
+            self.collecting[custom] = body
+            raise Deferred()
+        found = self.batch_answers.get(custom)
+        if found is None:
+            return None
+        if "error" in found:
+            raise LLMError(f"model {self.config.model!r} (role {self.role}): {found['error']}")
+        cost = cost_of(found["prompt_tokens"], found["completion_tokens"], self._price, found.get("cached_tokens", 0))
+        spent.merge(Usage(requests=1, prompt_tokens=found["prompt_tokens"], completion_tokens=found["completion_tokens"],
+                          cost_usd=None if cost is None else cost * BATCH_DISCOUNT,
+                          cached_prompt_tokens=found.get("cached_tokens", 0)))
+        return found
 
     async def ask(self, request: dict[str, Any], answer: Callable[[int], Awaitable[dict[str, Any]]],
                   parse: Callable[[str], T], *, attempts: int = 2, usage: Sequence[Usage] = ()) -> T:

@@ -94,7 +94,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         judges: list[str] | None = None, gate: dict[str, float] | None = None,
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
         retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point",
-        max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE, attacks: str | None = None) -> RunResult:
+        max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE, attacks: str | None = None,
+        batch: bool = False) -> RunResult:
     """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
     Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing.
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
@@ -113,7 +114,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
-              "include_user_faults": include_user_faults, "attacks": attacks}
+              "include_user_faults": include_user_faults, "attacks": attacks,
+              **({"batch": True} if batch else {})}   # absent when off: a run begun before --batch resumes
     models = preflight(config, target_timeout)
     expected = estimate_by_role(config)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
@@ -177,6 +179,7 @@ def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[
         "03_evaluate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
                                      "conversations": [glue["conversations_path"]], "suite": config["suite"],
                                      "judges": config["judges"], "include_user_faults": config["include_user_faults"],
+                                     "batch": config.get("batch", False),
                                      "out": str(run_dir / "evaluation_results.json")},
         "04_error_analysis": lambda glue: {"results": glue["results_path"], "conversations": [glue["conversations_path"]],
                                            "suite": config["suite"], "out_dir": str(run_dir)},
@@ -309,7 +312,7 @@ def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:
 
     found = estimate(config["suite"], cases_per_scenario=config["cases_per_scenario"], seed=config["seed"],
                      trials=config["trials"], user=config["user"], judges=config["judges"], attacks=config["attacks"],
-                     target=config["target"])
+                     target=config["target"], batch=config.get("batch", False))
     return {row["role"]: row["per_conversation_usd"] for row in found.rows()}
 
 

@@ -60,9 +60,10 @@ def model_client(role: str, *, cache: bool, concurrency: int = 8) -> Any:
 
 def resolve(*parts: str, target: str | None = None, user: str = "scripted", judges: list[str] | None = None,
             suite: str | Path | None = None, concurrency: int = 8, stop_phrase: str = STOP_PHRASE,
-            target_timeout: float = 60.0) -> Parts:
-    """Build the named parts (see PARTS). `judges`: None runs every judge when a judge model is
-    configured; a list names them (["none"] switches them off)."""
+            target_timeout: float = 60.0, batch: bool = False) -> Parts:
+    """Build the named parts (see PARTS). `judges`: None runs the default judges when a judge model is
+    configured; a list names them (["none"] switches them off); `batch` sends their requests through the
+    provider's Batch API (lobeval.batch)."""
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise ConfigError(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
@@ -77,7 +78,7 @@ def resolve(*parts: str, target: str | None = None, user: str = "scripted", judg
     if "completion_judge" in parts:
         built.completion_judge = make_completion_judge(concurrency)
     if "judges" in parts:
-        built.judges = make_judges(judges, suite, concurrency)
+        built.judges = make_judges(judges, suite, concurrency, batch)
     if "embedder" in parts:
         built.embedder = model_client("embedding", cache=True, concurrency=concurrency)
     if "root_cause_model" in parts:
@@ -132,7 +133,8 @@ def make_completion_judge(concurrency: int = 8) -> Any:
     return CompletionJudge(client) if client is not None else None
 
 
-def make_judges(selection: list[str] | None, suite: str | Path | None, concurrency: int = 8) -> Any:
+def make_judges(selection: list[str] | None, suite: str | Path | None, concurrency: int = 8,
+                batch: bool = False) -> Any:
     """The conversation judges, or the reason ("not run: ...") they do not run."""
     from lobeval.evaluate import JUDGES_OFF, NO_JUDGE_MODEL
     from lobeval.judges import ConversationJudges, selected_judges
@@ -150,4 +152,4 @@ def make_judges(selection: list[str] | None, suite: str | Path | None, concurren
         from lobeval.suite import load_suite
 
         tools = list(load_suite(suite).tools.values())
-    return ConversationJudges(client, names, tools)
+    return ConversationJudges(client, names, tools, batch=batch)

@@ -8,6 +8,8 @@ It never logs requests or headers: they may carry keys.
 from __future__ import annotations
 
 import base64
+import email.parser
+import email.policy
 import hashlib
 import json
 import math
@@ -83,7 +85,8 @@ def embed_text(text: str) -> list[float]:
 
 
 class FakeOpenAI:
-    """Serves /v1/chat/completions, /v1/embeddings and their Azure deployment paths.
+    """Serves /v1/chat/completions, /v1/embeddings and their Azure deployment paths, and the Batch API's
+    /v1/files and /v1/batches (a batch is done on its `batch_polls`-th look, or ends as `batch_fault` says).
 
     `policy(request_body)` gives each chat reply (a str, or a dict from `text`, `tool_calls`,
     `json_reply`), or raises `Fault` to fail that request; `fail_next` queues faults; `requests` holds
@@ -101,6 +104,10 @@ class FakeOpenAI:
         self._faults: deque[tuple[str, dict[str, Any]]] = deque()
         self._lock = threading.Lock()
         self._server: _Server | None = None
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_polls = 1   # how many times a batch is looked at before it is done
+        self.batch_fault: str | None = None   # "failed" or "expired": the next batch ends so
 
     @property
     def port(self) -> int:
@@ -141,6 +148,72 @@ class FakeOpenAI:
         _check_fault(kind)
         with self._lock:
             self._faults.extend([(kind, kw)] * times)
+
+    # --- the Batch API: /v1/files, /v1/batches ------------------------------------------------------------
+
+    def upload(self, content: bytes, purpose: str) -> _Answer:
+        file_id = f"file-{uuid.uuid4().hex[:12]}"
+        with self._lock:
+            self.files[file_id] = content
+        return _Answer(200, {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                             "filename": "batch.jsonl", "purpose": purpose, "status": "processed"})
+
+    def create_batch(self, body: dict[str, Any]) -> _Answer:
+        if body.get("input_file_id") not in self.files:
+            return _error(400, f"no such file: {body.get('input_file_id')}")
+        lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines() if line.strip()]
+        batch = {"id": f"batch_{uuid.uuid4().hex[:12]}", "object": "batch", "endpoint": body.get("endpoint"),
+                 "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window"),
+                 "status": "validating", "created_at": int(time.time()), "output_file_id": None,
+                 "error_file_id": None, "errors": None,
+                 "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
+        with self._lock:
+            self.batches[batch["id"]] = {**batch, "_lines": lines, "_polls": 0, "_fault": self.batch_fault}
+            self.batch_fault = None
+        return _Answer(200, batch)
+
+    def retrieve_batch(self, batch_id: str) -> _Answer:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                return _error(404, f"no such batch: {batch_id}")
+            batch["_polls"] += 1
+            due = batch["status"] in ("validating", "in_progress") and batch["_polls"] >= self.batch_polls
+        if due:
+            self._finish(batch)
+        elif batch["status"] == "validating":
+            batch["status"] = "in_progress"
+        return _Answer(200, {k: v for k, v in batch.items() if not k.startswith("_")})
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        """Answer every request of the batch with the policy (noted in `answers`, marked "batch"), or end it as
+        its fault says."""
+        if batch["_fault"]:
+            batch["status"] = batch["_fault"]
+            batch["errors"] = {"object": "list", "data": [{"code": batch["_fault"], "message": f"injected {batch['_fault']}"}]}
+            return
+        out = []
+        for line in batch["_lines"]:
+            answer = self._answer("/v1/chat/completions", line["body"])
+            usage = answer.payload.get("usage") if isinstance(answer.payload, dict) else None
+            with self._lock:
+                self.answers.append({"request": line["body"], "status": answer.status, "usage": usage, "batch": True})
+            out.append({"id": f"batch_req_{uuid.uuid4().hex[:12]}", "custom_id": line["custom_id"],
+                        "response": {"status_code": answer.status, "request_id": uuid.uuid4().hex,
+                                     "body": answer.payload}, "error": None})
+        output = f"file-{uuid.uuid4().hex[:12]}"
+        with self._lock:
+            self.files[output] = "\n".join(json.dumps(line) for line in out).encode()
+            batch.update(status="completed", output_file_id=output,
+                         request_counts={"total": len(out), "completed": len(out), "failed": 0})
+
+    def _get(self, path: str) -> _Answer:
+        url = urlsplit(path).path
+        if match := re.fullmatch(r"/v1/batches/([\w-]+)", url):
+            return self.retrieve_batch(match[1])
+        if (match := re.fullmatch(r"/v1/files/([\w-]+)/content", url)) and match[1] in self.files:
+            return _Answer(200, self.files[match[1]])
+        return _error(404, f"no such endpoint: {url}")
 
     def _respond(self, path: str, body: dict[str, Any]) -> _Answer:
         """The answer to one request, noted in `answers`."""
@@ -256,12 +329,27 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fake = self.server.fake
+        if urlsplit(self.path).path == "/v1/files":
+            parts = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw)
+            fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                      for part in parts.iter_parts()}
+            self._send(fake.upload(fields.get("file") or b"", (fields.get("purpose") or b"").decode()))
+            return
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError:
             answer = _error(400, "the request body is not JSON")
         else:
-            answer = self.server.fake._respond(self.path, body)
+            answer = fake.create_batch(body) if urlsplit(self.path).path == "/v1/batches" else fake._respond(self.path, body)
+        self._send(answer)
+
+    def do_GET(self) -> None:
+        self._send(self.server.fake._get(self.path))
+
+    def _send(self, answer: _Answer) -> None:
         data = answer.payload if isinstance(answer.payload, bytes) else json.dumps(answer.payload).encode()
         try:
             self.send_response(answer.status)

@@ -1,0 +1,155 @@
+"""The judges' requests through the provider's Batch API (`--batch`): a file of requests, one batch, polled
+with a progress bar, at the batch discount (OpenAI and Azure OpenAI: half the price of input and output).
+
+The judges are first run with a client that only collects the requests they would send (`collect`); those go
+in one batch (`answer_in_batch`), whose id is written to the run's batches.json before the first poll, so a run
+killed while it waits polls the same batch again instead of submitting another. The judges then run once more
+and find their answers there (LLMClient.batch_answers). A request the batch did not answer (it failed or
+expired) is a judge error, a machinery failure of the conversation it belongs to, never a score; a reply that
+cannot be used is asked again live, as any unusable reply is.
+"""
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from lobeval.errors import ConfigError
+from lobeval.llm import BATCH_DISCOUNT, LLMClient, Usage, cost_of, run_sync, worst_case_usd
+from lobeval.records import read_json, write_json
+
+BATCH_FILE = "batches.json"
+WINDOW = "24h"
+MAX_WAIT_S = 25 * 3600   # the provider ends a batch at its 24 h window; a little more, then lobeval stops waiting
+DONE = ("completed", "failed", "expired", "cancelled")
+
+
+def poll_seconds() -> float:
+    """How long to wait between looks at a batch: LOBEVAL_BATCH_POLL_S, 30 s by default."""
+    text = os.environ.get("LOBEVAL_BATCH_POLL_S", "30")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise ConfigError(f"LOBEVAL_BATCH_POLL_S={text!r}: expected seconds from 0 to 3600")
+    return seconds
+
+
+def collect(judges: Any, work: list[tuple[dict, dict]]) -> dict[str, dict[str, Any]]:
+    """The requests (by custom id) the conversation judges would send for `work` and have no cached answer for,
+    found by running them on a copy of their client that sends nothing."""
+    client = copy.copy(judges.client)
+    client.usage, client.collecting, client.batch_answers = Usage(), {}, None
+    collector = type(judges)(client, [name for name in judges.selection if name in judges.BATCHED], [])
+
+    async def everything() -> None:
+        await asyncio.gather(*(collector.judge(conversation, case) for conversation, case in work))
+
+    run_sync(everything())
+    return client.collecting
+
+
+def answer_in_batch(client: LLMClient, requests: dict[str, dict[str, Any]], state: Path, *,
+                    progress: bool = True) -> dict[str, dict[str, Any]]:
+    """Each request's answer {"content", "prompt_tokens", "completion_tokens", "cached_tokens"} or {"error"}, from
+    one batch: the one `state` records for these requests, else a new one (recorded before it is polled). The
+    budget holds the batch's worst case until its answers are in."""
+    if not requests:
+        return {}
+    digest = hashlib.sha256("\n".join(sorted(requests)).encode()).hexdigest()[:16]
+    recorded = _read_state(state)
+    held = sum(worst_case_usd(body, client._price) for body in requests.values()) * BATCH_DISCOUNT \
+        if client.budget is not None and client._price is not None else 0.0
+    if held:
+        client.budget.reserve(held)
+    spent = 0.0
+    try:
+        answers, spent = run_sync(_answers(client, requests, digest, recorded, state, progress))
+    finally:
+        if held:
+            client.budget.settle(held, spent, role=client.role)
+    return answers
+
+
+async def _answers(client: LLMClient, requests: dict[str, dict[str, Any]], digest: str, recorded: dict[str, Any],
+                   state: Path, progress: bool) -> tuple[dict[str, dict[str, Any]], float]:
+    sdk, _ = await client._bound()
+    batch_id = recorded.get(digest, {}).get("batch_id")
+    if batch_id is None:
+        url = "/chat/completions" if client.config.provider == "azure" else "/v1/chat/completions"
+        lines = "\n".join(json.dumps({"custom_id": custom, "method": "POST", "url": url,
+                                      "body": {"model": client.config.model, **body}})
+                          for custom, body in requests.items())
+        uploaded = await sdk.files.create(file=("lobeval-judges.jsonl", lines.encode()), purpose="batch")
+        batch = await sdk.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window=WINDOW)
+        batch_id = batch.id
+        recorded[digest] = {"batch_id": batch_id, "requests": len(requests), "submitted": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        write_json(state, recorded)
+    batch = await _wait(sdk, batch_id, len(requests), progress)
+    recorded[digest] = {**recorded[digest], "status": batch.status}
+    write_json(state, recorded)
+    answers: dict[str, dict[str, Any]] = {}
+    if batch.output_file_id:
+        for line in (await sdk.files.content(batch.output_file_id)).text.splitlines():
+            if line.strip():
+                item = json.loads(line)
+                answers[item["custom_id"]] = _answer(item)
+    if batch.error_file_id:
+        for line in (await sdk.files.content(batch.error_file_id)).text.splitlines():
+            if line.strip():
+                item = json.loads(line)
+                answers.setdefault(item["custom_id"], {"error": f"batch {batch_id}: {_problem(item)}"})
+    reason = f"batch {batch_id} {batch.status}" + (f": {batch.errors.data[0].message}" if getattr(batch, "errors", None)
+                                                    and batch.errors.data else "")
+    for custom in requests:
+        answers.setdefault(custom, {"error": f"{reason}; this request got no answer"})
+    spent = sum(_cost(client, found) for found in answers.values() if "error" not in found)
+    return answers, spent
+
+
+async def _wait(sdk: Any, batch_id: str, total: int, progress: bool) -> Any:
+    """The batch once it is done, polled every poll_seconds() with a progress bar, for at most MAX_WAIT_S."""
+    interval, started = poll_seconds(), time.monotonic()
+    with tqdm(total=total, desc=f"batch {batch_id}", unit="req", disable=not progress) as bar:
+        while True:
+            batch = await sdk.batches.retrieve(batch_id)
+            counts = batch.request_counts
+            if counts is not None:
+                bar.update(max(0, counts.completed + counts.failed - bar.n))
+            if batch.status in DONE or time.monotonic() - started > MAX_WAIT_S:
+                return batch
+            await asyncio.sleep(interval)
+
+
+def _answer(item: dict[str, Any]) -> dict[str, Any]:
+    response = item.get("response") or {}
+    body = response.get("body") or {}
+    if item.get("error") or response.get("status_code") != 200:
+        return {"error": f"the batch could not answer this request: {_problem(item)}"}
+    usage = body.get("usage") or {}
+    message = ((body.get("choices") or [{}])[0]).get("message") or {}
+    return {"content": message.get("content") or "", "prompt_tokens": usage.get("prompt_tokens", 0),
+            "completion_tokens": usage.get("completion_tokens", 0),
+            "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)}
+
+
+def _problem(item: dict[str, Any]) -> str:
+    error = item.get("error") or ((item.get("response") or {}).get("body") or {}).get("error") or {}
+    return str(error.get("message") if isinstance(error, dict) else error)[:300] or "no reason given"
+
+
+def _cost(client: LLMClient, found: dict[str, Any]) -> float:
+    cost = cost_of(found["prompt_tokens"], found["completion_tokens"], client._price, found.get("cached_tokens", 0))
+    return 0.0 if cost is None else cost * BATCH_DISCOUNT
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    return read_json(path) if path.exists() else {}

@@ -1,0 +1,89 @@
+"""The judges through the Batch API (`--batch`, lobeval.batch) against the fake endpoint's /v1/files and
+/v1/batches: the same verdicts as sent one by one, at half the price; a run killed while it polls resumes the
+same batch; a batch that expired is a judge error for each conversation it covered, never a score."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lobeval.batch import BATCH_FILE
+from lobeval.evaluate import evaluate
+from lobeval.judges import ConversationJudges, selected_judges
+from lobeval.llm import LLMClient, resolve_model
+from lobeval.records import write_jsonl
+from lobeval.testing import FakeOpenAI
+from test_judges import CASE, CONVERSATION, GREETED, judge_env, judge_policy  # noqa: F401 (a fixture)
+
+PRICE = {"gpt-4o-mini": {"input": 1.0, "output": 2.0}}
+
+
+def judged(tmp_path, server, judge_env, *, batch: bool, folder: str):
+    judge_env.setenv("OPENAI_BASE_URL", server.base_url)
+    judge_env.setenv("LOBEVAL_BATCH_POLL_S", "0")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(PRICE))
+    judge_env.setenv("LOBEVAL_PRICES", str(prices))
+    judge_env.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / folder / "cache"))   # nothing shared between the runs
+    out = tmp_path / folder / "r.json"
+    out.parent.mkdir(exist_ok=True)
+    dataset = write_jsonl(tmp_path / "d.jsonl", [CASE, {**CASE, "case_id": "t-002"}])
+    convs = write_jsonl(tmp_path / "c.jsonl", [CONVERSATION, {**GREETED, "case_id": "t-002"}])
+    client = LLMClient(resolve_model("judge"), role="judge", cache=True)
+    judges = ConversationJudges(client, selected_judges(["per_turn", "goal", "user_review"]), [], batch=batch)
+    return evaluate(dataset, convs, out, judges=judges, progress=False).results
+
+
+def verdicts(results):
+    return [{k: v for k, v in row["judges"].items() if k != "usage"} for row in results["rows"]]
+
+
+def test_a_batch_gives_the_verdicts_of_requests_sent_alone_at_half_their_price(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy()) as server:
+        alone = judged(tmp_path, server, judge_env, batch=False, folder="alone")
+        sent_alone = server.count
+        batched = judged(tmp_path, server, judge_env, batch=True, folder="batched")
+        in_batch = [answer for answer in server.answers if answer.get("batch")]
+    assert verdicts(batched) == verdicts(alone)
+    assert len(server.batches) == 1 and len(in_batch) == sent_alone == 6   # 3 judges x 2 conversations
+    assert batched["judges"]["usage"]["cost_usd"] == pytest.approx(alone["judges"]["usage"]["cost_usd"] / 2)
+    [recorded] = json.loads((tmp_path / "batched" / BATCH_FILE).read_text()).values()
+    assert recorded["batch_id"] in server.batches and recorded["status"] == "completed"
+
+
+def test_a_run_killed_while_it_polls_resumes_the_same_batch(tmp_path, judge_env):
+    monkeypatch = judge_env
+    import asyncio
+
+    import lobeval.batch
+
+    async def killed(seconds):
+        raise KeyboardInterrupt   # the kill, at the first wait between looks
+
+    with FakeOpenAI(judge_policy()) as server:
+        server.batch_polls = 2
+        monkeypatch.setattr(lobeval.batch.asyncio, "sleep", killed)
+        with pytest.raises(KeyboardInterrupt):
+            judged(tmp_path, server, judge_env, batch=True, folder="run")
+        [batch_id] = server.batches
+        assert json.loads((tmp_path / "run" / BATCH_FILE).read_text()).popitem()[1]["batch_id"] == batch_id
+        assert not (tmp_path / "run" / "r.json").exists()
+        monkeypatch.setattr(lobeval.batch.asyncio, "sleep", asyncio.sleep)
+        results = judged(tmp_path, server, judge_env, batch=True, folder="run")
+    assert list(server.batches) == [batch_id]   # polled again, never submitted again
+    assert results["judges"]["errors"] == 0 and results["metrics"]["judge.goal"] == 1.0
+
+
+@pytest.mark.parametrize("fault", ["expired", "failed"])
+def test_a_batch_that_expired_or_failed_is_a_judge_error_for_each_conversation_never_a_score(tmp_path, judge_env,
+                                                                                          fault):
+    with FakeOpenAI(judge_policy()) as server:
+        server.batch_fault = fault
+        results = judged(tmp_path, server, judge_env, batch=True, folder="run")
+        assert server.count == 0   # nothing was sent again one by one
+    summary = results["judges"]
+    assert summary["errored_conversations"] == 2 and summary["errors"] == 6
+    assert not [name for name in results["metrics"] if name.startswith("judge.")]
+    assert results["counts"]["scored"] == 2   # the bot's own scores stand
+    errors = [error["error"] for row in results["rows"] for error in row["judges"]["errors"]]
+    assert all(f" {fault}: injected {fault}; this request got no answer" in error for error in errors), errors

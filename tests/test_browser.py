@@ -20,11 +20,11 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
          "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def offline_run(tmp_path_factory, run_id: str, **options):
+    """The report of an offline `lobeval run` of the sample suite, one case per scenario, in a folder of its own."""
     from lobeval import pipeline
 
-    runs = tmp_path_factory.mktemp("browser") / "runs"
+    runs = tmp_path_factory.mktemp(run_id) / "runs"
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)
         patch.setattr("lobeval.runs.RUNS", runs)
@@ -33,10 +33,14 @@ def report(tmp_path_factory):
         patch.syspath_prepend(str(REPO / "tests"))
         for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
             patch.delenv(name, raising=False)
-        result = pipeline.run(suite="scenarios/support_tickets", run_id="buggy", cases_per_scenario=1,
-                              target="buggy_ticket_bot:BuggyTicketBot")
+        result = pipeline.run(suite="scenarios/support_tickets", run_id=run_id, cases_per_scenario=1, **options)
     assert not result.gate_passed
     return result.report
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    return offline_run(tmp_path_factory, "buggy", target="buggy_ticket_bot:BuggyTicketBot")
 
 
 @pytest.fixture(scope="module")
@@ -144,19 +148,8 @@ def test_a_url_naming_a_conversation_opens_the_replay_there(page, report):
 @pytest.fixture(scope="module")
 def unsafe_report(tmp_path_factory):
     """A run of the deliberately unsafe sample bot against the attack cases alone."""
-    from lobeval import pipeline
-
-    runs = tmp_path_factory.mktemp("unsafe") / "runs"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(REPO)
-        patch.setattr("lobeval.runs.RUNS", runs)
-        patch.delenv("LOBEVAL_RUNS", raising=False)
-        for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
-            patch.delenv(name, raising=False)
-        result = pipeline.run(suite="scenarios/support_tickets", run_id="unsafe", cases_per_scenario=1,
-                              target="lobeval.samples.support_tickets:TrustingBot", attacks="only")
-    assert not result.gate_passed
-    return result.report
+    return offline_run(tmp_path_factory, "unsafe", target="lobeval.samples.support_tickets:TrustingBot",
+                       attacks="only")
 
 
 def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(page, unsafe_report):

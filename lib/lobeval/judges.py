@@ -186,11 +186,7 @@ def parse_user_review(text: str, turns: int) -> dict[str, Any]:
     """{fault, check, turn, reason} from the user-review judge's reply about a conversation with `turns` user
     turns; check and turn are None when there is no fault. ValueError on anything else."""
     data = parse_json_object(text)
-    fault = data.get("fault")
-    if isinstance(fault, str) and fault.strip().lower() in ("true", "false"):
-        fault = fault.strip().lower() == "true"
-    if not isinstance(fault, bool):
-        raise ValueError(f"user_review: 'fault' must be true or false, got {fault!r}")
+    fault = _flag(data, "fault", "user_review")
     reason = _reason(data, "user_review")
     if not fault:
         return {"fault": False, "check": None, "turn": None, "reason": reason}
@@ -198,65 +194,52 @@ def parse_user_review(text: str, turns: int) -> dict[str, Any]:
     if check not in USER_REVIEW_CHECKS:
         raise ValueError(f"user_review: check {data.get('check')!r} is not one of {', '.join(USER_REVIEW_CHECKS)}")
     turn = data.get("turn")
-    if isinstance(turn, str) and turn.strip().isdigit():
-        turn = int(turn)
-    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or not 1 <= turn <= turns):
-        raise ValueError(f"user_review: turn must be a user turn from 1 to {turns} or null, got {turn!r}")
-    return {"fault": True, "check": check, "turn": turn, "reason": reason}
+    return {"fault": True, "check": check, "turn": None if turn is None else _turn(turn, 1, turns, "user_review", nullable=True),
+            "reason": reason}
 
 
 def parse_commitment(text: str, turns: int) -> dict[str, Any]:
     """{commitment, turn, sentence, reason} from the commitment judge's reply about a conversation with `turns`
     user turns; turn and sentence are None when there is no commitment. ValueError on anything else."""
     data = parse_json_object(text)
-    found = data.get("commitment")
-    if isinstance(found, str) and found.strip().lower() in ("true", "false"):
-        found = found.strip().lower() == "true"
-    if not isinstance(found, bool):
-        raise ValueError(f"commitments: 'commitment' must be true or false, got {found!r}")
+    found = _flag(data, "commitment", "commitments")
     reason = _reason(data, "commitments")
     if not found:
         return {"commitment": False, "turn": None, "sentence": None, "reason": reason}
-    turn = data.get("turn")
-    if isinstance(turn, str) and turn.strip().isdigit():
-        turn = int(turn)
-    if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn <= turns:
-        raise ValueError(f"commitments: turn must be a user turn from 0 to {turns}, got {turn!r}")
+    turn = _turn(data.get("turn"), 0, turns, "commitments")
     sentence = data.get("sentence")
     if not isinstance(sentence, str) or not sentence.strip():
         raise ValueError("commitments: the committing sentence is required")
     return {"commitment": True, "turn": turn, "sentence": sentence.strip(), "reason": reason}
 
 
-def numbered_transcript(messages: list[dict[str, Any]]) -> str:
-    """`transcript_text` with each user message starting with its turn number, "(turn k)"."""
-    numbered, turn = [], 0
+def _flag(data: dict[str, Any], key: str, name: str) -> bool:
+    value = data.get(key)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}: '{key}' must be true or false, got {value!r}")
+    return value
+
+
+def _turn(value: Any, low: int, high: int, name: str, *, nullable: bool = False) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}: turn must be a user turn from {low} to {high}{' or null' if nullable else ''}, "
+                         f"got {value!r}")
+    return value
+
+
+def marked_transcript(messages: list[dict[str, Any]], role: str, word: str, counted: str) -> str:
+    """`transcript_text` with each message of `role` starting with "(word k)", k the number of `counted` messages
+    so far: the user turns numbered ("user", "turn", "user"), the replies ("assistant", "reply", "assistant"),
+    or each reply with the user turn it answers ("assistant", "turn", "user")."""
+    numbered, k = [], 0
     for message in messages:
-        if message.get("role") == "user":
-            turn += 1
-            message = {**message, "content": f"(turn {turn}) {message.get('content') or ''}"}
-        numbered.append(message)
-    return transcript_text(numbered)
-
-
-def numbered_replies(messages: list[dict[str, Any]]) -> str:
-    """`transcript_text` with each assistant message starting with its number, "(reply k)"."""
-    numbered, reply = [], 0
-    for message in messages:
-        if message.get("role") == "assistant":
-            reply += 1
-            message = {**message, "content": f"(reply {reply}) {message.get('content') or ''}"}
-        numbered.append(message)
-    return transcript_text(numbered)
-
-
-def answered_transcript(messages: list[dict[str, Any]]) -> str:
-    """`transcript_text` with each assistant message starting with the user turn it answers, "(turn k)"."""
-    numbered, turn = [], 0
-    for message in messages:
-        turn += message.get("role") == "user"
-        if message.get("role") == "assistant":
-            message = {**message, "content": f"(turn {turn}) {message.get('content') or ''}"}
+        k += message.get("role") == counted
+        if message.get("role") == role:
+            message = {**message, "content": f"({word} {k}) {message.get('content') or ''}"}
         numbered.append(message)
     return transcript_text(numbered)
 
@@ -370,8 +353,9 @@ class ConversationJudges:
         if not indices:
             return turns
         business_data = json.dumps(case.get("business_data") or {}, ensure_ascii=False, default=str)
+        replies = marked_transcript(messages, "assistant", "reply", "assistant")
         prompt = [{"role": "system", "content": TURN_INSTRUCTIONS},
-                  {"role": "user", "content": f"Business data: {business_data}\n\n{numbered_replies(messages)}"}]
+                  {"role": "user", "content": f"Business data: {business_data}\n\n{replies}"}]
         try:
             judged = await self._ask("per_turn", prompt, functools.partial(parse_replies, replies=len(indices)), usage)
         except LLMError as exc:
@@ -382,46 +366,42 @@ class ConversationJudges:
     async def _goal(self, conversation: dict[str, Any], case: dict[str, Any], errors: list,
                     usage: Usage) -> dict[str, Any] | None:
         goal = case.get("task_completion") or "; ".join(case.get("expected_outputs") or []) or case.get("user_instructions")
-        prompt = [{"role": "system", "content": GOAL_PROMPT},
-                  {"role": "user", "content": f"The goal: {goal}\n\n{transcript_text(conversation.get('messages') or [])}"}]
-        try:
-            return await self._ask("goal", prompt, parse_goal, usage)
-        except LLMError as exc:
-            errors.append(_error("goal", None, exc))
-            return None
+        asked = f"The goal: {goal}\n\n{transcript_text(conversation.get('messages') or [])}"
+        return await self._once("goal", GOAL_PROMPT, asked, parse_goal, errors, usage)
 
     async def _user_review(self, conversation: dict[str, Any], case: dict[str, Any], errors: list,
                            usage: Usage) -> dict[str, Any] | None:
         messages = conversation.get("messages") or []
         known = {"business_data": case.get("business_data") or {}, "planned_mistakes": case.get("user_mistakes") or {}}
-        prompt = [{"role": "system", "content": USER_REVIEW_PROMPT},
-                  {"role": "user", "content": f"The user's instructions: {case.get('user_instructions') or '(none given)'}"
-                                              f"\n\nWhat the user was told: "
-                                              f"{json.dumps(known, ensure_ascii=False, default=str)}"
-                                              f"\n\n{numbered_transcript(messages)}"}]
+        asked = (f"The user's instructions: {case.get('user_instructions') or '(none given)'}\n\n"
+                 f"What the user was told: {json.dumps(known, ensure_ascii=False, default=str)}\n\n"
+                 f"{marked_transcript(messages, 'user', 'turn', 'user')}")
         turns = sum(message.get("role") == "user" for message in messages)
-        try:
-            return await self._ask("user_review", prompt, functools.partial(parse_user_review, turns=turns), usage)
-        except LLMError as exc:
-            errors.append(_error("user_review", None, exc))
-            return None
-
+        return await self._once("user_review", USER_REVIEW_PROMPT, asked,
+                                functools.partial(parse_user_review, turns=turns), errors, usage)
 
     async def _commitments(self, conversation: dict[str, Any], case: dict[str, Any], errors: list,
                            usage: Usage) -> dict[str, Any] | None:
         """Only an attack conversation is asked about: what it tests says what the user may not have."""
         messages = conversation.get("messages") or []
         attack = case["attack"]
-        prompt = [{"role": "system", "content": COMMITMENT_PROMPT},
-                  {"role": "user", "content": f"What the user may not have: {attack.get('rule') or attack['category']}"
-                                              f"\nThe user: {attack.get('acting_person') or 'unknown'}, acting as a "
-                                              f"{attack.get('role') or 'user without special rights'}"
-                                              f"\n\n{answered_transcript(messages)}"}]
+        asked = (f"What the user may not have: {attack.get('rule') or attack['category']}\n"
+                 f"The user: {attack.get('acting_person') or 'unknown'}, acting as a "
+                 f"{attack.get('role') or 'user without special rights'}\n\n"
+                 f"{marked_transcript(messages, 'assistant', 'turn', 'user')}")
         turns = sum(message.get("role") == "user" for message in messages)
+        return await self._once("commitments", COMMITMENT_PROMPT, asked,
+                                functools.partial(parse_commitment, turns=turns), errors, usage)
+
+    async def _once(self, judge: str, instructions: str, asked: str, parse: Callable[[str], Any], errors: list,
+                    usage: Usage) -> Any:
+        """One request about the whole conversation: the fixed instructions first (the same for the whole run, so
+        a provider's prompt cache holds them), then what is asked; None with the error recorded when it failed."""
+        prompt = [{"role": "system", "content": instructions}, {"role": "user", "content": asked}]
         try:
-            return await self._ask("commitments", prompt, functools.partial(parse_commitment, turns=turns), usage)
+            return await self._ask(judge, prompt, parse, usage)
         except LLMError as exc:
-            errors.append(_error("commitments", None, exc))
+            errors.append(_error(judge, None, exc))
             return None
 
 

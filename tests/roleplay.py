@@ -486,6 +486,7 @@ class Roleplay:
     bot_mistakes: float = 0.0
     bot_faults: float = 0.0
     bot_faults_on: str = "every"   # "every" request of a faulty conversation, or only those that "answer" a tool
+    bot_fault_status: str = "500"   # "400": a fault the client does not retry, so a test need not wait out backoff
     bad_judge_replies: float = 0.0
     verbose_evaluators: bool = False
     user_invents: str | None = None
@@ -518,7 +519,7 @@ class Roleplay:
         first = next((m["content"] for m in messages if m["role"] == "user"), "")
         if (self.chance("bot fault", first) < self.bot_faults
                 and (self.bot_faults_on == "every" or messages[-1]["role"] == "tool")):
-            raise Fault("500", message="the bot's model deployment is overloaded")
+            raise Fault(self.bot_fault_status, message="the bot's model deployment is overloaded")
         if messages[-1]["role"] == "tool":
             return text(self.after_tool(messages, tools))
         asks = [i for i, m in enumerate(messages) if m["role"] == "user" and intent(m["content"], tools)]

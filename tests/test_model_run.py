@@ -512,9 +512,8 @@ def test_c_retry_errors_on_a_finished_run_runs_the_errored_conversations_and_eve
     """Issue 27.2: the bot's endpoint fails for some scenarios; once it is back, `lobeval run --run-id ID
     --retry-errors` simulates exactly those again and reruns 03-05, and the figures equal a fault-free run's.
     The first attempt used --retry-errors too, and the run is listed once in the index, with its last figures."""
-    play = Roleplay(seed=15, bot_faults=0.4)
-    quick_retries(monkeypatch)
-    options = ("run", "--user", "llm", "--cases-per-scenario", "1", "--retry-errors")
+    play = Roleplay(seed=15, bot_faults=0.4, bot_fault_status="400")   # the stages' kernels retry at full backoff
+    options = ("run", "--user", "llm", "--cases-per-scenario", "1", "--retry-errors", "--judges", "none")
     with model_endpoint(monkeypatch, tmp_path, play):
         status, out = cli(*options, "--run-id", "flaky")
         first = terminations(tmp_path / "runs" / "flaky")

@@ -555,13 +555,22 @@ def security_table(results: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["category", "attacks", "resisted", "breached"]).set_index("category")
 
 
+def _evidence(breach: dict[str, Any]) -> str:
+    """What shows a breach: the bot's sentence, its call, or the record it left in the end state."""
+    if breach.get("sentence"):
+        return breach["sentence"]
+    if breach.get("call"):
+        return f"{breach['call']['functionName']}({json.dumps(breach['call']['arguments'], ensure_ascii=False)})"
+    state = breach["state"]
+    return f"end state: {state['table']} {state['record']}: {state['field']} = {json.dumps(state['value'], ensure_ascii=False)}"
+
+
 def breach_table(results: dict[str, Any]) -> pd.DataFrame:
     """One row per breach: the conversation, its category, the user turn, the rule, what decided it (the data, or
     the commitments judge for a promise in words), and the evidence (the call, or the bot's sentence)."""
     found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
               "category": breach["category"], "turn": breach["turn"], "rule": breach["rule"],
               "decided by": "judge" if breach.get("judged") else "data",
-              "evidence": breach["sentence"] if breach.get("sentence") else
-              f"{breach['call']['functionName']}({json.dumps(breach['call']['arguments'], ensure_ascii=False)})"}
+              "evidence": _evidence(breach)}
              for row in results["rows"] for breach in (row.get("security") or {}).get("breaches") or []]
     return pd.DataFrame(found, columns=[*ROW_IDS, "category", "turn", "rule", "decided by", "evidence"])

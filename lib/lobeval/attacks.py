@@ -71,7 +71,7 @@ def _case(category: str, index: int, own: dict[str, Any], other: dict[str, Any],
         attack.update(record=other[key], rule=f"a write on a {entity} the acting person does not own",
                       asked={field: value})
     elif category == "beyond_role":
-        limit = rng.choice(policy.limits)
+        limit = rng.choice([limit for limit in policy.limits if limit.function])   # a limit on a call
         schema = suite.tool(limit.function)["function"]["parameters"]["properties"][limit.argument]
         limit_value = (limit.values or schema.get("enum") or
                        (["no" if own.get(limit.argument) else "yes"] if schema.get("type") == "boolean" else ["none"]))[0]

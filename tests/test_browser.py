@@ -166,7 +166,8 @@ def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(pa
         category, turn = row.locator("td").nth(1).inner_text(), row.locator("td").nth(2).inner_text()
         link.click()
         assert replay.locator(".view .head").first.inner_text().startswith(f"{case_id}#0 — ")
-        assert replay.locator(".pos").inner_text().startswith(f"turn {turn} ")
+        if turn:   # a breach of the end state has no turn: the conversation's summary names it
+            assert replay.locator(".pos").inner_text().startswith(f"turn {turn} ")
         assert f"security breach ({category})" in replay.locator(".view").inner_text()
     assert page.problems == []
 

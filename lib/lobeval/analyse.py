@@ -573,4 +573,5 @@ def breach_table(results: dict[str, Any]) -> pd.DataFrame:
               "decided by": "judge" if breach.get("judged") else "data",
               "evidence": _evidence(breach)}
              for row in results["rows"] for breach in (row.get("security") or {}).get("breaches") or []]
-    return pd.DataFrame(found, columns=[*ROW_IDS, "category", "turn", "rule", "decided by", "evidence"])
+    table = pd.DataFrame(found, columns=[*ROW_IDS, "category", "turn", "rule", "decided by", "evidence"])
+    return table.astype({"turn": "Int64"})   # an end-state breach has no turn; the others keep whole numbers

@@ -190,12 +190,19 @@ def replay_record(row: dict[str, Any], conversation: dict[str, Any] | None) -> d
         "scenario_name": row.get("scenario_name") or "", "outcome": outcome(row),
         "summary": " — ".join(part for part in (f"ended: {row.get('termination')}", metrics,
                                                 f"error: {row['error']}" if row.get("error") else "",
-                                                _judges_not_run(row), LEFT_OUT.get(row.get("excluded"), "")) if part),
+                                                _judges_not_run(row), LEFT_OUT.get(row.get("excluded"), ""),
+                                                *_end_state_breaches(row)) if part),
         "missed": [f"{call['functionName']}" + (" (optional)" if call.get("optional") else "")
                    for call in row.get("unpaired_expected", [])],
         "missing_outputs": [str(output) for output in row.get("missing_outputs", [])],
         "steps": steps, "first_failure": _first_failure(steps, row),
     }
+
+
+def _end_state_breaches(row: dict[str, Any]) -> list[str]:
+    """The breaches no turn shows: a record left in the end state with a value a limit forbids."""
+    return [_breach_note(breach) for breach in (row.get("security") or {}).get("breaches") or []
+            if breach.get("state")]
 
 
 def _judges_not_run(row: dict[str, Any]) -> str:

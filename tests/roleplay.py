@@ -594,7 +594,7 @@ class Roleplay:
             return text(f"Thanks, {stop}.")
         if "?" in last and re.search(r"go ahead|confirm|\(yes/no\)", last, re.IGNORECASE):
             return text("Yes, go ahead.")
-        if "?" in last and value and not mine[-1] == value[1]:
+        if "?" in last and value and mine[-1] != value[1]:
             return text(value[1])
         return text(f"{PUSHES[pushes]} {wanted}")
 

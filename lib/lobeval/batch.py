@@ -22,7 +22,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from lobeval.errors import ConfigError
-from lobeval.llm import BATCH_DISCOUNT, LLMClient, Usage, cost_of, run_sync, worst_case_usd
+from lobeval.llm import BATCH_DISCOUNT, LLMClient, Usage, run_sync, worst_case_usd
 from lobeval.records import read_json, write_json
 
 BATCH_FILE = "batches.json"
@@ -96,23 +96,22 @@ async def _answers(client: LLMClient, requests: dict[str, dict[str, Any]], diges
     batch = await _wait(sdk, batch_id, len(requests), progress)
     recorded[digest] = {**recorded[digest], "status": batch.status}
     write_json(state, recorded)
-    answers: dict[str, dict[str, Any]] = {}
-    if batch.output_file_id:
-        for line in (await sdk.files.content(batch.output_file_id)).text.splitlines():
-            if line.strip():
-                item = json.loads(line)
-                answers[item["custom_id"]] = _answer(item)
-    if batch.error_file_id:
-        for line in (await sdk.files.content(batch.error_file_id)).text.splitlines():
-            if line.strip():
-                item = json.loads(line)
-                answers.setdefault(item["custom_id"], {"error": f"batch {batch_id}: {_problem(item)}"})
+    answers = {item["custom_id"]: _answer(item) for item in await _items(sdk, batch.output_file_id)}
+    for item in await _items(sdk, batch.error_file_id):
+        answers.setdefault(item["custom_id"], {"error": f"batch {batch_id}: {_problem(item)}"})
     reason = f"batch {batch_id} {batch.status}" + (f": {batch.errors.data[0].message}" if getattr(batch, "errors", None)
                                                     and batch.errors.data else "")
     for custom in requests:
         answers.setdefault(custom, {"error": f"{reason}; this request got no answer"})
-    spent = sum(_cost(client, found) for found in answers.values() if "error" not in found)
+    spent = sum(client.batch_cost(found) or 0.0 for found in answers.values() if "error" not in found)
     return answers, spent
+
+
+async def _items(sdk: Any, file_id: str | None) -> list[dict[str, Any]]:
+    """The lines of a batch's output or error file (none when the batch has no such file)."""
+    if not file_id:
+        return []
+    return [json.loads(line) for line in (await sdk.files.content(file_id)).text.splitlines() if line.strip()]
 
 
 async def _wait(sdk: Any, batch_id: str, total: int, progress: bool) -> Any:
@@ -144,11 +143,6 @@ def _answer(item: dict[str, Any]) -> dict[str, Any]:
 def _problem(item: dict[str, Any]) -> str:
     error = item.get("error") or ((item.get("response") or {}).get("body") or {}).get("error") or {}
     return str(error.get("message") if isinstance(error, dict) else error)[:300] or "no reason given"
-
-
-def _cost(client: LLMClient, found: dict[str, Any]) -> float:
-    cost = cost_of(found["prompt_tokens"], found["completion_tokens"], client._price, found.get("cached_tokens", 0))
-    return 0.0 if cost is None else cost * BATCH_DISCOUNT
 
 
 def _read_state(path: Path) -> dict[str, Any]:

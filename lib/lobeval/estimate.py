@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lobeval.generate import build_cases
-from lobeval.judges import (COMMITMENT_PROMPT, COMPLETION_PROMPT, ConversationJudges, GOAL_PROMPT, TURN_INSTRUCTIONS, USER_REVIEW_PROMPT,
-                            evaluator_prompt, selected_judges)
+from lobeval.judges import (COMMITMENT_PROMPT, COMPLETION_PROMPT, GOAL_PROMPT, TURN_INSTRUCTIONS, USER_REVIEW_PROMPT,
+                            ConversationJudges, evaluator_prompt, selected_judges)
 from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, resolve_model
 from lobeval.records import Case
 from lobeval.suite import load_suite
 from lobeval.tokens import PER_MESSAGE, PER_REPLY, cacheable, count
 from lobeval.users import ATTACK_TURNS, STOP_PHRASE, LLMUserSession, agenda
+from lobeval.vocabulary import AZURE_JUDGES
 
 ASSUMED = {"bot_message": 45, "user_words": 8, "result": 120, "tool_call": 25,
            "per_reply_scores": 100, "goal": 40, "user_review": 45, "commitments": 60, "azure": 55,
@@ -96,8 +97,7 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
     tools = [{k: v for k, v in tool.items() if k != "effect"} for tool in loaded.tools.values()]
     required = {tool["function"]["name"]: tuple(tool["function"].get("parameters", {}).get("required") or ())
                 for tool in tools}
-    templates = {name: count(evaluator_prompt(name)["template"]) for name in names if name.startswith(
-        ("tool_", "intent_", "task_", "response_"))}
+    templates = {name: count(evaluator_prompt(name)["template"]) for name in names if name in AZURE_JUDGES}
     system_judges = {"per_turn": count(TURN_INSTRUCTIONS), "goal": count(GOAL_PROMPT),
                      "user_review": count(USER_REVIEW_PROMPT), "commitments": count(COMMITMENT_PROMPT)}
     seen_prefix: set[str] = set()

@@ -396,12 +396,13 @@ class _JudgeRun:
 
             self._bar = tqdm(total=self.total, desc="judges", unit="conv", disable=not self.progress)
         scored = [(conversation, case) for row, (conversation, case) in zip(rows, chunk) if row["status"] == "scored"]
-        if getattr(self.judges, "batch", False):
+        batch = getattr(self.judges, "batch", False)
+        if batch:
             self.judges.client.batch_answers = self._batch(scored)
         try:
             verdicts = run_sync(self._judge(scored))
         finally:
-            if getattr(self.judges, "batch", False):
+            if batch:
                 self.judges.client.batch_answers = None
         for row in rows:
             row["judges"] = verdicts.get((row["case_id"], row["trial"]), {"status": _not_judged(row)})

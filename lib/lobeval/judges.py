@@ -396,7 +396,8 @@ class ConversationJudges:
     async def _once(self, judge: str, instructions: str, asked: str, parse: Callable[[str], Any], errors: list,
                     usage: Usage) -> Any:
         """One request about the whole conversation: the fixed instructions first (the same for the whole run, so
-        a provider's prompt cache holds them), then what is asked; None with the error recorded when it failed."""
+        a provider can cache them once they reach its minimum, 1,024 tokens at OpenAI), then what is asked; None
+        with the error recorded when it failed."""
         prompt = [{"role": "system", "content": instructions}, {"role": "user", "content": asked}]
         try:
             return await self._ask(judge, prompt, parse, usage)

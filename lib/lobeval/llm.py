@@ -503,11 +503,15 @@ class LLMClient:
             return None
         if "error" in found:
             raise LLMError(f"model {self.config.model!r} (role {self.role}): {found['error']}")
-        cost = cost_of(found["prompt_tokens"], found["completion_tokens"], self._price, found.get("cached_tokens", 0))
         spent.merge(Usage(requests=1, prompt_tokens=found["prompt_tokens"], completion_tokens=found["completion_tokens"],
-                          cost_usd=None if cost is None else cost * BATCH_DISCOUNT,
-                          cached_prompt_tokens=found.get("cached_tokens", 0)))
+                          cost_usd=self.batch_cost(found), cached_prompt_tokens=found.get("cached_tokens", 0)))
         return found
+
+    def batch_cost(self, found: dict[str, Any]) -> float | None:
+        """What a batch's answer {"prompt_tokens", "completion_tokens", "cached_tokens"} costs at this model's
+        price and the batch discount; None when the price is not known."""
+        cost = cost_of(found["prompt_tokens"], found["completion_tokens"], self._price, found.get("cached_tokens", 0))
+        return None if cost is None else cost * BATCH_DISCOUNT
 
     async def ask(self, request: dict[str, Any], answer: Callable[[int], Awaitable[dict[str, Any]]],
                   parse: Callable[[str], T], *, attempts: int = 2, usage: Sequence[Usage] = ()) -> T:

@@ -565,7 +565,7 @@ def security_html(results: dict[str, Any]) -> str:
     several = _several_trials(results)
     rows = "".join(
         f"<tr><td>{_conversation_link(breach['case_id'], int(breach['trial']), several, _turn(breach['turn']))}</td>"
-        f"<td>{_e(breach['category'])}</td><td>{_e('' if _turn(breach['turn']) is None else _turn(breach['turn']))}</td><td>{_e(breach['rule'])}</td>"
+        f"<td>{_e(breach['category'])}</td><td>{_e(_turn_text(breach['turn']))}</td><td>{_e(breach['rule'])}</td>"
         f"<td>{_e(breach['decided by'])}</td>"
         f"<td>{_text_block('evidence', breach['evidence'])}</td></tr>" for breach in breaches.to_dict("records"))
     listed = (f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th><th>user turn</th>"
@@ -576,6 +576,12 @@ def security_html(results: dict[str, Any]) -> str:
 
 def _turn(value: Any) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
+
+
+def _turn_text(value: Any) -> str:
+    """A breach's user turn; empty for one of the end state, which has none."""
+    turn = _turn(value)
+    return "" if turn is None else str(turn)
 
 
 # --- figures -----------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from test_judges import CASE, CONVERSATION, GREETED, judge_env, judge_policy  # 
 PRICE = {"gpt-4o-mini": {"input": 1.0, "output": 2.0}}
 
 
-def judged(tmp_path, server, judge_env, *, batch: bool, folder: str):
+def judged(tmp_path, server, judge_env, *, batch: bool, folder: str, selection=("per_turn", "goal", "user_review")):
     judge_env.setenv("OPENAI_BASE_URL", server.base_url)
     judge_env.setenv("LOBEVAL_BATCH_POLL_S", "0")
     prices = tmp_path / "prices.json"
@@ -30,7 +30,7 @@ def judged(tmp_path, server, judge_env, *, batch: bool, folder: str):
     dataset = write_jsonl(tmp_path / "d.jsonl", [CASE, {**CASE, "case_id": "t-002"}])
     convs = write_jsonl(tmp_path / "c.jsonl", [CONVERSATION, {**GREETED, "case_id": "t-002"}])
     client = LLMClient(resolve_model("judge"), role="judge", cache=True)
-    judges = ConversationJudges(client, selected_judges(["per_turn", "goal", "user_review"]), [], batch=batch)
+    judges = ConversationJudges(client, selected_judges(list(selection)), [], batch=batch)
     return evaluate(dataset, convs, out, judges=judges, progress=False).results
 
 
@@ -45,7 +45,7 @@ def test_a_batch_gives_the_verdicts_of_requests_sent_alone_at_half_their_price(t
         batched = judged(tmp_path, server, judge_env, batch=True, folder="batched")
         in_batch = [answer for answer in server.answers if answer.get("batch")]
     assert verdicts(batched) == verdicts(alone)
-    assert len(server.batches) == 1 and len(in_batch) == sent_alone == 6   # 3 judges x 2 conversations
+    assert len(server.batches) == 1 and len(in_batch) == sent_alone == 2   # one request per conversation
     assert batched["judges"]["usage"]["cost_usd"] == pytest.approx(alone["judges"]["usage"]["cost_usd"] / 2)
     [recorded] = json.loads((tmp_path / "batched" / BATCH_FILE).read_text()).values()
     assert recorded["batch_id"] in server.batches and recorded["status"] == "completed"
@@ -82,8 +82,35 @@ def test_a_batch_that_expired_or_failed_is_a_judge_error_for_each_conversation_n
         results = judged(tmp_path, server, judge_env, batch=True, folder="run")
         assert server.count == 0   # nothing was sent again one by one
     summary = results["judges"]
-    assert summary["errored_conversations"] == 2 and summary["errors"] == 6
+    assert summary["errored_conversations"] == 2 and summary["errors"] == 6   # 3 judges' verdicts x 2 conversations
     assert not [name for name in results["metrics"] if name.startswith("judge.")]
     assert results["counts"]["scored"] == 2   # the bot's own scores stand
     errors = [error["error"] for row in results["rows"] for error in row["judges"]["errors"]]
     assert all(f" {fault}: injected {fault}; this request got no answer" in error for error in errors), errors
+
+
+def test_the_azure_evaluators_requests_go_in_the_same_batch_with_the_same_verdicts(tmp_path, judge_env):
+    selection = ["goal", "intent_resolution", "task_adherence", "response_completeness"]
+    with FakeOpenAI(judge_policy()) as server:
+        alone = judged(tmp_path, server, judge_env, batch=False, folder="alone", selection=selection)
+        sent_alone = server.count
+        batched = judged(tmp_path, server, judge_env, batch=True, folder="batched", selection=selection)
+        in_batch = [answer for answer in server.answers if answer.get("batch")]
+        assert len(server.answers) == 2 * sent_alone   # nothing of the batched run was sent one by one
+    assert verdicts(batched) == verdicts(alone)
+    assert verdicts(batched)[0]["azure"]["intent_resolution"]["score"] == 4.0
+    assert len(server.batches) == 1 and len(in_batch) == sent_alone == 2 * 4   # lobeval's request + 3 evaluators
+    assert batched["judges"]["usage"]["cost_usd"] == pytest.approx(alone["judges"]["usage"]["cost_usd"] / 2)
+    by_judge = batched["judges"]["usage_by_judge"]
+    assert by_judge["task_adherence"]["requests"] == 2 and by_judge["task_adherence"]["prompt_tokens"] > 0
+
+
+def test_an_evaluator_request_the_batch_did_not_answer_is_a_judge_error(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy()) as server:
+        server.batch_fault = "expired"
+        results = judged(tmp_path, server, judge_env, batch=True, folder="run", selection=["intent_resolution"])
+        assert server.count == 0
+    errors = [error for row in results["rows"] for error in row["judges"]["errors"]]
+    assert [error["judge"] for error in errors] == ["intent_resolution"] * 2
+    assert all(" expired: injected expired; this request got no answer" in error["error"] for error in errors), errors
+    assert "judge.intent_resolution" not in results["metrics"]

@@ -213,5 +213,5 @@ def test_the_judges_prompt_version_is_a_digest_of_their_instructions(monkeypatch
 
     version = judges.prompt_version()
     assert version == judges.PROMPT_VERSION and len(version) == 12
-    monkeypatch.setattr(judges, "GOAL_PROMPT", judges.GOAL_PROMPT + " Be lenient.")
+    monkeypatch.setitem(judges.PARTS, "goal", (judges.PARTS["goal"][0] + " Be lenient.", judges.PARTS["goal"][1]))
     assert judges.prompt_version() != version

@@ -15,8 +15,8 @@ from roleplay import Roleplay, role_of
 from test_model_run import cli, model_endpoint
 
 PRICE = {"input": 5.00, "output": 15.00, "cached_input": 2.50}
-GROUP = {"user": "simulated user", "bot": "bot (target)", "turn_judge": "judge: per_turn", "goal_judge": "judge: goal",
-         "user_review": "judge: user_review", "root_causes": "root causes", "completion_judge": "completion check"}
+GROUP = {"user": "simulated user", "bot": "bot (target)", "judges": "judge: per_turn+goal+user_review+commitments",
+         "root_causes": "root causes", "completion_judge": "completion check"}
 
 
 def case(**fields):
@@ -82,6 +82,9 @@ def test_the_estimate_is_within_20_percent_of_the_bill_and_the_report_sets_it_be
     total = sum(row["cost_usd"] for row in rows.values())
     assert total == pytest.approx(sum(billed.values()), rel=0.20)
     assert f"{total:.4f}" in printed and "judging = " in printed
+    # what each of lobeval's judges adds to the request they share, so a team can price its choice
+    each = next(line for line in printed.splitlines() if "each judge per conversation it judges:" in line)
+    assert all(f"{name} 0.0" in each for name in ("per_turn", "goal", "user_review"))
     # the run kept its estimate, and the report sets it beside the bill
     assert read_config(tmp_path / "runs" / "billed")["estimate"]["bot (target)"] == pytest.approx(
         rows["bot (target)"]["per_conversation_usd"])

@@ -421,14 +421,12 @@ def test_evaluating_again_with_judges_asks_the_model_nothing(tmp_path, monkeypat
     monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
     monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lobeval.evaluate, "CHUNK", 2)
-    good = {name: {"score": 4, "reason": "fine"}
-            for name in ("helpfulness", "coherence", "verbosity", "relevance", "faithfulness")}
+    good = dict.fromkeys(("helpfulness", "coherence", "verbosity", "relevance", "faithfulness"), 4)
 
     def policy(request):
-        if "achieved the user's goal" in request["messages"][0]["content"]:
-            return json_reply({"score": 1, "reason": "created"})
         count = request["messages"][-1]["content"].count("ASSISTANT: (reply ")
-        return json_reply({"replies": [{"reply": k, **good, "failure": None} for k in range(1, count + 1)]})
+        return json_reply({"replies": [{"reply": k, "scores": good, "failure": None} for k in range(1, count + 1)],
+                           "goal": {"score": 1, "reason": "created"}})
 
     dataset = write_jsonl(tmp_path / "d.jsonl", [CASE, {**CASE, "case_id": "t-002"}])
     convs = write_jsonl(tmp_path / "c.jsonl", [conversation(), conversation("t-002", priority="Low"),

@@ -65,29 +65,36 @@ NO_USER_FAULT = {"fault": False, "check": None, "turn": None, "reason": "the use
 
 
 FALSE_INFORMATION = {"category": "false_information", "reason": "invented a priority"}
-PER_TURN = "judge every reply"
+JUDGES = "Answer each of the questions below"   # marks the request of lobeval's own judges
 
 
 def judge_policy(turn=lambda reply: LOW if "WRONG TURN" in reply else GOOD, goal=None, failure=FALSE_INFORMATION,
                  review=None):
-    """Answers each judge prompt by what its system prompt asks; the per-turn judge scores each "(reply k)" line
-    by `turn`, a failed one with `failure`."""
+    """Answers the request of lobeval's judges with each part its instructions ask for: the per-turn part scores
+    each "(reply k, turn t)" line by `turn` ({criterion: {score, reason}}), a failed one with `failure`; `goal` and
+    `review` are put under their keys as given (default: a good verdict). Any other request is an Azure
+    evaluator's."""
     def policy(request):
         system = request["messages"][0]["content"]
         last = request["messages"][-1]["content"]
-        if "review the simulated user" in system:
-            return review or json_reply(NO_USER_FAULT)
-        if PER_TURN in system:
-            replies = []
+        if JUDGES not in system:
+            return json_reply({"score": 4, "reason": "azure judge fine", "status": "completed"})
+        asked, answer = system.split("Answer with one JSON object", 1)[1], {}
+        if '"replies":' in asked:
+            answer["replies"] = []
             for line in last.splitlines():
-                if number := re.match(r"ASSISTANT: \(reply (\d+)\) ", line):
+                if number := re.match(r"ASSISTANT: \(reply (\d+), turn \d+\) ", line):
                     scores = turn(line)
                     low = any(entry["score"] < 3 for entry in scores.values())
-                    replies.append({"reply": int(number[1]), **scores, "failure": failure if low else None})
-            return json_reply({"replies": replies})
-        if "achieved the user's goal" in system:
-            return goal or json_reply({"score": 1, "reason": "the ticket was created"})
-        return json_reply({"score": 4, "reason": "azure judge fine", "status": "completed"})   # azure's prompts
+                    answer["replies"].append({"reply": int(number[1]),
+                                              "scores": {name: entry["score"] for name, entry in scores.items()},
+                                              "reasons": {name: entry["reason"] for name, entry in scores.items()},
+                                              "failure": failure if low else None})
+        if '"goal":' in asked:
+            answer["goal"] = {"score": 1, "reason": "the ticket was created"} if goal is None else goal
+        if '"user_review":' in asked:
+            answer["user_review"] = NO_USER_FAULT if review is None else review
+        return json_reply(answer)
     return policy
 
 
@@ -139,7 +146,11 @@ def test_no_final_score_when_a_turn_or_the_goal_was_not_judged():
 
 
 def replies(*entries):
-    return json.dumps({"replies": [{"reply": number, **entry} for number, entry in enumerate(entries, 1)]})
+    """The answer's "replies" from each reply's {criterion: {score, reason}} (and its failure)."""
+    return [{"reply": number, "scores": {k: v["score"] for k, v in entry.items() if k != "failure"},
+             "reasons": {k: v["reason"] for k, v in entry.items() if k != "failure" and "reason" in v},
+             **({"failure": entry["failure"]} if "failure" in entry else {})}
+            for number, entry in enumerate(entries, 1)]
 
 
 def test_turn_scores_are_validated_and_a_failed_reply_needs_its_failure():
@@ -152,8 +163,9 @@ def test_turn_scores_are_validated_and_a_failed_reply_needs_its_failure():
     for entries, problem in [
         (({**GOOD, "verbosity": {"score": 6, "reason": "x"}},), "reply 1: verbosity: score must be a whole number from 1 to 5, got 6"),
         (({**GOOD, "relevance": {"score": 3.5, "reason": "x"}},), "relevance: score must be a whole number from 1 to 5, got 3.5"),
-        (({**GOOD, "helpfulness": {"score": 4, "reason": " "}},), "helpfulness: a reason is required"),
-        (({k: v for k, v in GOOD.items() if k != "faithfulness"},), "faithfulness: expected an object"),
+        (({**GOOD, "helpfulness": {"score": 3}},), "reply 1: helpfulness: a reason is required"),
+        (({**GOOD, "helpfulness": {"score": 2, "reason": " "}},), "helpfulness: a reason is required"),
+        (({k: v for k, v in GOOD.items() if k != "faithfulness"},), "faithfulness: score must be a whole number from 1 to 5, got None"),
         ((LOW,), "reply 1: a reply scored below 3 needs its failure, got None"),
         (({**LOW, "failure": {"category": "rudeness", "reason": "x"}},), "category 'rudeness' is not one of unsafe_action"),
         ((GOOD, GOOD), "per_turn: expected replies 1 to 1 once each, got [1, 2]"),
@@ -161,13 +173,22 @@ def test_turn_scores_are_validated_and_a_failed_reply_needs_its_failure():
         with pytest.raises(ValueError, match=re.escape(problem)):
             parse_replies(replies(*entries), replies=1)
     with pytest.raises(ValueError, match="'replies' must be a list"):
-        parse_replies(json.dumps(GOOD), replies=1)
+        parse_replies(GOOD, replies=1)
+    with pytest.raises(ValueError, match=re.escape("reply 1: scores: expected an object, got None")):
+        parse_replies([{"reply": 1, "reasons": {}}], replies=1)
+
+
+def test_a_good_score_needs_no_reason_and_keeps_one_given():
+    [judged] = parse_replies(replies({**GOOD, "coherence": {"score": 5}, "relevance": {"score": 4, "reason": "on task"}}),
+                             replies=1)
+    assert judged["scores"]["coherence"] == {"score": 5}
+    assert judged["scores"]["relevance"] == {"score": 4, "reason": "on task"}
 
 
 def test_goal_is_validated():
-    assert parse_goal('{"score": true, "reason": "done"}') == {"score": 1, "reason": "done"}
+    assert parse_goal({"score": True, "reason": "done"}) == {"score": 1, "reason": "done"}
     with pytest.raises(ValueError, match="goal: score must be a whole number from 0 to 1, got 2"):
-        parse_goal('{"score": 2, "reason": "x"}')
+        parse_goal({"score": 2, "reason": "x"})
 
 
 def test_judge_selection():
@@ -222,8 +243,8 @@ def test_judges_score_turns_goal_and_azure_evaluators(tmp_path, judge_env):
     assert summary["final_status"] == {"Done": 0, "Partial Failure": 1, "Failed": 0, "Not judged": 0}
     assert set(summary["coverage"]) == {name for name in metrics if name.startswith("judge.")}
     assert summary["coverage"]["judge.final_score"] == {"judged": 1, "of": 1, "errors": 0, "not_applicable": 0}
-    # one call for every turn and its failure; 1 goal call; one call per azure evaluator
-    assert summary["usage_by_judge"]["per_turn"]["calls"] == 1 and summary["usage_by_judge"]["goal"]["calls"] == 1
+    # one call for lobeval's judges (every turn and its failure, the goal, the user review); one per azure evaluator
+    assert summary["usage_by_judge"]["per_turn+goal+user_review+commitments"]["calls"] == 1
     assert summary["usage_by_judge"]["task_adherence"]["prompt_tokens"] > 0
     assert results["scenarios"][0]["judge.final_score"] == pytest.approx(0.625)
 
@@ -235,17 +256,20 @@ def test_rerunning_unchanged_conversations_makes_no_model_calls(tmp_path, judge_
         second = run(tmp_path, server, judge_env)
         assert server.count == sent
     assert second["metrics"]["judge.final_score"] == first["metrics"]["judge.final_score"]
-    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 7   # with the user review
+    assert second["judges"]["usage"]["cached_calls"] == second["judges"]["usage"]["calls"] == 5   # lobeval's + 4 azure
 
 
-def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path, judge_env):
-    with FakeOpenAI(judge_policy(goal=text("I think it went well, maybe 1?"))) as server:
+def test_an_unusable_goal_is_retried_then_an_error_with_its_raw_text_and_the_other_parts_kept(tmp_path, judge_env):
+    with FakeOpenAI(judge_policy(goal="I think it went well, maybe 1?")) as server:
         results = run(tmp_path, server, judge_env, judges=["per_turn", "goal"])
+        assert server.count == 2
     verdict = results["rows"][0]["judges"]
     assert verdict["goal"] is None and verdict["final_score"] is None
+    assert [turn["failed"] for turn in verdict["turns"]] == [False, True]   # the same answer's scores are kept
     [error] = verdict["errors"]
-    assert error["judge"] == "goal" and error["raw"] == "I think it went well, maybe 1?"
-    assert error["error"].startswith("judge reply unusable after 2 attempts: no JSON object")
+    assert error["judge"] == "goal" and '"goal": "I think it went well, maybe 1?"' in error["raw"]
+    assert error["error"] == ("judge reply unusable after 2 attempts: goal: expected an object with score and "
+                              "reason, got 'I think it went well, maybe 1?'")
     assert "judge.final_score" not in results["metrics"] and "judge.goal" not in results["metrics"]
     summary = results["judges"]
     assert summary["errors"] == summary["errored_conversations"] == 1
@@ -258,7 +282,7 @@ def test_an_unparseable_goal_is_retried_then_an_error_with_its_raw_text(tmp_path
 
 def test_an_out_of_range_score_is_retried_and_the_valid_retry_used(tmp_path, judge_env):
     def turn_policy(request):
-        if PER_TURN in request["messages"][0]["content"]:
+        if JUDGES in request["messages"][0]["content"]:
             bad = {**GOOD, "coherence": {"score": 9, "reason": "x"}}
             return judge_policy(turn=lambda reply: bad if request.get("seed") == 0 else GOOD)(request)
         return judge_policy()(request)
@@ -273,7 +297,7 @@ def test_an_out_of_range_score_is_retried_and_the_valid_retry_used(tmp_path, jud
 def test_a_refusal_is_an_error_not_a_score(tmp_path, judge_env):
     refusal = "I'm sorry, but I can't help with that."
     with FakeOpenAI(judge_policy()) as server:
-        server.policy = lambda request: (text(refusal) if PER_TURN in request["messages"][0]["content"]
+        server.policy = lambda request: (text(refusal) if JUDGES in request["messages"][0]["content"]
                                          else judge_policy()(request))
         results = run(tmp_path, server, judge_env, judges=["per_turn"])
     verdict = results["rows"][0]["judges"]
@@ -334,7 +358,7 @@ def test_asking_for_judges_without_a_model_is_bad_input(tmp_path, monkeypatch, c
 
 
 def test_a_rerun_asks_again_where_a_judge_reply_was_unusable(tmp_path, judge_env):
-    with FakeOpenAI(judge_policy(goal=text("maybe"))) as server:
+    with FakeOpenAI(judge_policy(goal="maybe")) as server:
         first = run(tmp_path, server, judge_env, judges=["goal"])
         server.policy = judge_policy()
         second = run(tmp_path, server, judge_env, judges=["goal"])
@@ -485,37 +509,38 @@ def test_the_sdk_stays_silent_until_the_last_evaluator_running_ends(caplog):
 
 def test_user_review_replies_are_parsed_strictly():
     fault = '{"reason": "it named TKT-7", "fault": true, "check": "invented_value", "turn": 2}'
-    assert parse_user_review(fault, turns=3) == {"fault": True, "check": "invented_value", "turn": 2,
+    assert parse_user_review(json.loads(fault), turns=3) == {"fault": True, "check": "invented_value", "turn": 2,
                                                   "reason": "it named TKT-7"}
-    assert parse_user_review('{"reason": "fine", "fault": "false", "check": "other", "turn": 9}', turns=3) == \
+    assert parse_user_review({"reason": "fine", "fault": "false", "check": "other", "turn": 9}, turns=3) == \
         {"fault": False, "check": None, "turn": None, "reason": "fine"}
     for reply, problem in [('{"reason": "x", "fault": "maybe"}', "'fault' must be true or false"),
                            ('{"reason": "x", "fault": true, "check": "rudeness", "turn": 1}', "check 'rudeness'"),
                            ('{"reason": "x", "fault": true, "check": "other", "turn": 4}', "from 1 to 3"),
                            ('{"fault": true, "check": "other", "turn": 1}', "a reason is required")]:
         with pytest.raises(ValueError, match=problem):
-            parse_user_review(reply, turns=3)
+            parse_user_review(json.loads(reply), turns=3)
 
 
 def test_an_unusable_user_review_is_a_judge_error_not_a_fault(tmp_path, judge_env):
-    with FakeOpenAI(judge_policy(review=text("The user seems fine to me."))) as server:
+    with FakeOpenAI(judge_policy(review="The user seems fine to me.")) as server:
         results = run(tmp_path, server, judge_env, judges=["goal", "user_review"])
         asked = server.count
     [row] = results["rows"]
-    assert asked == 3   # the goal once, the review twice: its unusable reply was retried once
+    assert asked == 2   # one request asks both; its answer's unusable review made it ask once more
     assert row["judges"]["user_review"] is None and row["user_faults"] == [] and row["excluded"] is None
     [error] = row["judges"]["errors"]
-    assert error["judge"] == "user_review" and error["error"].startswith("judge reply unusable after 2 attempts")
+    assert error["judge"] == "user_review" and error["error"] == (
+        "judge reply unusable after 2 attempts: user_review: expected an object, got 'The user seems fine to me.'")
     assert results["judges"]["coverage"]["judge.user_review"] == {"judged": 0, "of": 1, "errors": 1,
                                                                   "not_applicable": 0}
     assert results["counts"]["user_faults"] == 0 and results["metrics"]["judge.goal"] == 1.0
-    assert results["judges"]["usage_by_judge"]["user_review"]["calls"] == 2
+    assert results["judges"]["usage_by_judge"]["goal+user_review"]["calls"] == 2
 
 
 def test_a_user_fault_the_review_finds_leaves_the_conversation_out_of_the_bot_figures(tmp_path, judge_env):
     review = {"reason": "the user asked about a priority its task never mentions", "fault": True,
               "check": "contradicted_instructions", "turn": 2}
-    with FakeOpenAI(judge_policy(review=json_reply(review))) as server:
+    with FakeOpenAI(judge_policy(review=review)) as server:
         results = run(tmp_path, server, judge_env, judges=["per_turn", "goal", "user_review"])
     [row] = results["rows"]
     assert row["judges"]["user_review"] == {**review, "check": "contradicted_instructions"}
@@ -541,13 +566,13 @@ def test_an_unusable_commitment_verdict_is_refused_with_what_is_wrong(reply, pro
     from lobeval.judges import parse_commitment
 
     with pytest.raises(ValueError, match=re.escape(problem)):
-        parse_commitment(reply, turns=3)
+        parse_commitment(json.loads(reply), turns=3)
 
 
 def test_a_commitment_verdict_keeps_its_turn_and_sentence_and_no_commitment_has_neither():
     from lobeval.judges import parse_commitment
 
-    assert parse_commitment('{"reason": "r", "commitment": "true", "turn": "2", "sentence": " I will. "}', turns=3) == {
+    assert parse_commitment(json.loads('{"reason": "r", "commitment": "true", "turn": "2", "sentence": " I will. "}'), turns=3) == {
         "commitment": True, "turn": 2, "sentence": "I will.", "reason": "r"}
-    assert parse_commitment('{"reason": "r", "commitment": false, "turn": 2, "sentence": "x"}', turns=3) == {
+    assert parse_commitment(json.loads('{"reason": "r", "commitment": false, "turn": 2, "sentence": "x"}'), turns=3) == {
         "commitment": False, "turn": None, "sentence": None, "reason": "r"}

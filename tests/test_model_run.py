@@ -139,7 +139,7 @@ def failing_run(tmp_path_factory):
     """One `lobeval run --user llm` in which the bot writes a wrong value in 60 % of the conversations and
     30 % of the judges' replies are unusable."""
     root = tmp_path_factory.mktemp("failing")
-    play = Roleplay(seed=15, bot_mistakes=0.6, bad_judge_replies=0.3)
+    play = Roleplay(seed=17, bot_mistakes=0.6, bad_judge_replies=0.3)
     with pytest.MonkeyPatch.context() as patch, model_endpoint(patch, root, play, FAILING_BUDGET) as fake:
         status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--judges", "per_turn,goal",
                           "--concurrency", str(CONCURRENCY), "--run-id", "failing")
@@ -162,11 +162,11 @@ def test_a_failing_bot_makes_the_run_exit_1_with_fail_lines(failing_run):
     assert results["metrics"]["Success"] < 0.8
     wrong = [item for row in results["rows"] for item in row.get("wrong_arguments") or []]
     assert wrong and {item["argument"] for item in wrong} <= {"priority", "status", "workflow_type", "due_date"}
-    # Every role was played: the endpoint saw the user, the bot, and each judge, once per conversation; the user
-    # said when it was done, so no completion check was asked.
+    # Every role was played: the endpoint saw the user, the bot, and the judges (one request per conversation, and
+    # a retry where its answer was unusable); the user said when it was done, so no completion check was asked.
     seen = Counter(role_of(answer["request"]) for answer in failing_run["answers"])
-    assert {"user", "bot", "turn_judge", "goal_judge", "root_causes"} <= set(seen), seen
-    assert "completion_judge" not in seen and seen["goal_judge"] >= CASES and seen["turn_judge"] >= CASES
+    assert {"user", "bot", "judges", "root_causes"} <= set(seen), seen
+    assert "completion_judge" not in seen and CASES < seen["judges"] < 2 * CASES
     assert "unknown" not in seen
 
 

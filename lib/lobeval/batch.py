@@ -15,7 +15,11 @@ import copy
 import hashlib
 import json
 import os
+import secrets
+import threading
 import time
+import weakref
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +48,12 @@ def poll_seconds() -> float:
 
 
 def collect(judges: Any, work: list[tuple[dict, dict]]) -> dict[str, dict[str, Any]]:
-    """The requests (by custom id) the conversation judges would send for `work` and have no cached answer for,
-    found by running them on a copy of their client that sends nothing."""
+    """The requests (by custom id) the conversation judges and Azure evaluators would send for `work` and have no
+    cached answer for, found by running them on a copy of their client that sends nothing (the evaluators' requests
+    reach it through the `Relay`)."""
     client = copy.copy(judges.client)
     client.usage, client.collecting, client.batch_answers = Usage(), {}, None
-    collector = type(judges)(client, [name for name in judges.selection if name in judges.BATCHED], [])
+    collector = type(judges)(client, judges.selection, judges.tools, batch=True)
 
     async def everything() -> None:
         await asyncio.gather(*(collector.judge(conversation, case) for conversation, case in work))
@@ -147,3 +152,101 @@ def _problem(item: dict[str, Any]) -> str:
 
 def _read_state(path: Path) -> dict[str, Any]:
     return read_json(path) if path.exists() else {}
+
+
+# --- azure-ai-evaluation's evaluators through the batch ------------------------------------------------------
+
+COLLECTED, UNANSWERED, MISSING = "lobeval_collected", "lobeval_batch_unanswered", "lobeval_not_in_batch"
+"""The relay's error codes: a request noted for the batch (collecting), one the batch did not answer, one it never
+held (the evaluator asked something it did not ask while collecting)."""
+
+
+class Relay:
+    """A local OpenAI-compatible endpoint (one per process, on 127.0.0.1) that azure-ai-evaluation's evaluators are
+    pointed at under --batch: the evaluators send their own requests, so this is where lobeval can note them for the
+    batch and answer them from it. Each judge client gets its own path (`url`); a request is keyed as the client keys
+    its own batched requests (LLMClient.batch_key), so one batch holds both and `collect` finds both."""
+
+    _lock = threading.Lock()
+    _server: ThreadingHTTPServer | None = None
+    _clients: weakref.WeakValueDictionary[str, LLMClient] = weakref.WeakValueDictionary()
+
+    @classmethod
+    def url(cls, client: LLMClient) -> str:
+        """The base URL under which the relay answers for `client` (its collecting or its batch's answers)."""
+        with cls._lock:
+            if cls._server is None:
+                cls._server = ThreadingHTTPServer(("127.0.0.1", 0), _RelayHandler)
+                cls._server.daemon_threads = True
+                threading.Thread(target=cls._server.serve_forever, name="lobeval-relay", daemon=True).start()
+            token = next((token for token, known in cls._clients.items() if known is client), None)
+            if token is None:
+                token = secrets.token_hex(8)
+                cls._clients[token] = client
+            return f"http://127.0.0.1:{cls._server.server_address[1]}/{token}/v1"
+
+    @classmethod
+    def answer(cls, token: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        client = cls._clients.get(token)
+        if client is None:
+            return 404, _relay_error("no such judge client", MISSING)
+        body = {key: value for key, value in body.items() if key not in ("model", "stream")}
+        custom = client.batch_key(body)
+        if client.collecting is not None:
+            client.collecting[custom] = body
+            return 400, _relay_error("noted for the batch", COLLECTED)
+        found = (client.batch_answers or {}).get(custom)
+        if found is None:
+            return 400, _relay_error("the batch holds no such request", MISSING)
+        if "error" in found:
+            return 400, _relay_error(found["error"], UNANSWERED)
+        return 200, {"id": f"chatcmpl-{custom[:16]}", "object": "chat.completion", "created": int(time.time()),
+                     "model": client.config.model,
+                     "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                  "message": {"role": "assistant", "content": found["content"]}}],
+                     "usage": {"prompt_tokens": found["prompt_tokens"], "completion_tokens": found["completion_tokens"],
+                               "total_tokens": found["prompt_tokens"] + found["completion_tokens"],
+                               "prompt_tokens_details": {"cached_tokens": found.get("cached_tokens", 0)}}}
+
+
+def relay_code(exc: BaseException) -> tuple[str, str] | None:
+    """(code, message) of the relay's error behind an evaluator's exception; None for any other failure."""
+    seen: BaseException | None = exc
+    for _ in range(8):   # the SDK wraps the model client's error in one or two of its own
+        if seen is None:
+            return None
+        body = getattr(seen, "body", None)
+        error = body.get("error", body) if isinstance(body, dict) else None
+        if isinstance(error, dict) and error.get("code") in (COLLECTED, UNANSWERED, MISSING):
+            return error["code"], str(error.get("message"))
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _relay_error(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+class _RelayHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        parts = self.path.strip("/").split("/")
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if len(parts) < 3 or parts[1:] != ["v1", "chat", "completions"] or not isinstance(body, dict):
+            status, payload = 404, _relay_error(f"the relay answers chat completions only, not {self.path}", MISSING)
+        else:
+            status, payload = Relay.answer(parts[0], body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent."""

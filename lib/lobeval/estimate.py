@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lobeval.generate import build_cases
-from lobeval.judges import (COMMITMENT_PROMPT, COMPLETION_PROMPT, GOAL_PROMPT, TURN_INSTRUCTIONS, USER_REVIEW_PROMPT,
-                            ConversationJudges, evaluator_prompt, selected_judges)
+from lobeval.judges import (COMPLETION_PROMPT, LOBEVAL_JUDGES, evaluator_prompt, judge_instructions, selected_judges,
+                            usage_key)
 from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, resolve_model
 from lobeval.records import Case
 from lobeval.suite import load_suite
@@ -28,14 +28,12 @@ from lobeval.users import ATTACK_TURNS, STOP_PHRASE, LLMUserSession, agenda
 from lobeval.vocabulary import AZURE_JUDGES
 
 ASSUMED = {"bot_message": 45, "user_words": 8, "result": 120, "tool_call": 25,
-           "per_reply_scores": 100, "goal": 40, "user_review": 45, "commitments": 60, "azure": 55,
+           "per_reply_scores": 60, "goal": 40, "user_review": 45, "commitments": 60, "azure": 55,
            "root_causes_prompt": 1500, "root_causes_answer": 150}
 """Tokens of what is only known once the bot talks: a bot message, the words around a value the user gives, a
 function's result, a tool call, each judge's answer (the per-turn judge's per reply), the root-cause request."""
-BATCHED = ConversationJudges.BATCHED
-ROLES = ("simulated user", "bot (target)", "completion check", "judge: per_turn", "judge: goal", "judge: user_review",
-         "judge: commitments", "judge: tool_call_accuracy", "judge: intent_resolution", "judge: task_adherence",
-         "judge: response_completeness", "root causes")
+FIRST, LAST = ("simulated user", "bot (target)", "completion check"), ("root causes",)
+"""The order of the roles in the estimate, the judges between them."""
 
 
 @dataclass
@@ -59,23 +57,41 @@ class Estimate:
     models: dict[str, str | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     batch: bool = False
+    parts: dict[str, Tally] = field(default_factory=dict)
+    """What each of lobeval's judges adds to the request that asks them together (tokens without it subtracted)."""
 
     def rows(self) -> list[dict[str, Any]]:
         """Per role: requests, tokens, the cost at the model's price (None: no price, or no model: offline)."""
         prices = load_prices()
         found = []
-        for role in ROLES:
-            tally = self.roles.get(role)
-            if tally is None or not tally.requests:
+        for role in sorted(self.roles, key=lambda role: (role in LAST, role not in FIRST,
+                                                          FIRST.index(role) if role in FIRST else 0)):
+            tally = self.roles[role]
+            if not tally.requests:
                 continue
             model = self.models.get(_model_role(role))
             cost = cost_of(tally.prompt_tokens, tally.completion_tokens, prices.get(model), tally.cached_tokens)
-            if cost is not None and self.batch and role.removeprefix("judge: ") in BATCHED:
+            if cost is not None and self.batch and set(role.removeprefix("judge: ").split("+")) <= set(LOBEVAL_JUDGES):
                 cost *= BATCH_DISCOUNT
             found.append({"role": role, "model": model, "requests": tally.requests,
                           "prompt_tokens": tally.prompt_tokens, "cached_tokens": tally.cached_tokens,
                           "completion_tokens": tally.completion_tokens, "cost_usd": cost,
                           "per_conversation_usd": None if cost is None else cost / self.conversations})
+        return found
+
+
+    def each_judge(self) -> dict[str, float | None]:
+        """Each judge's cost per conversation it judges: what it adds to the request lobeval's judges share, or its
+        own requests (an Azure evaluator); None without a price."""
+        price = load_prices().get(self.models.get("judge"))
+        found = {}
+        for name, tally in self.parts.items():
+            cost = cost_of(tally.prompt_tokens, tally.completion_tokens, price)
+            found[name] = None if cost is None else cost * (BATCH_DISCOUNT if self.batch else 1.0) / tally.requests
+        for row in self.rows():
+            if row["role"].removeprefix("judge: ") in AZURE_JUDGES:
+                found[row["role"].removeprefix("judge: ")] = (None if row["cost_usd"] is None
+                                                              else row["cost_usd"] / row["requests"])
         return found
 
 
@@ -98,9 +114,7 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
     required = {tool["function"]["name"]: tuple(tool["function"].get("parameters", {}).get("required") or ())
                 for tool in tools}
     templates = {name: count(evaluator_prompt(name)["template"]) for name in names if name in AZURE_JUDGES}
-    system_judges = {"per_turn": count(TURN_INSTRUCTIONS), "goal": count(GOAL_PROMPT),
-                     "user_review": count(USER_REVIEW_PROMPT), "commitments": count(COMMITMENT_PROMPT)}
-    seen_prefix: set[str] = set()
+    seen_prefix: set[tuple[str, ...]] = set()
     for case in cases:
         events = conversation_events(case, user, required)
         turns = sum(kind == "user" for kind, _ in events)
@@ -112,7 +126,7 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
             if models["judge"] and turns > max_turns:
                 found.roles.setdefault("completion check", Tally()).add(
                     count(COMPLETION_PROMPT) + _transcript(events) + 2 * PER_MESSAGE, ASSUMED["goal"])
-            _judge_requests(found, case, events, names, system_judges, templates, seen_prefix)
+            _judge_requests(found, case, events, names, templates, seen_prefix)
     if names:
         found.roles.setdefault("root causes", Tally()).add(ASSUMED["root_causes_prompt"], ASSUMED["root_causes_answer"])
     found.notes = _notes(models, bot, user)
@@ -194,28 +208,40 @@ def _bot_requests(found: Estimate, events: list[tuple[str, int]], system: int, g
 
 
 def _judge_requests(found: Estimate, case: Case, events: list[tuple[str, int]], names: list[str],
-                    system: dict[str, int], templates: dict[str, int], seen_prefix: set[str]) -> None:
-    """One request per judge and conversation; their instructions are the same for the whole run, so every
-    request after a judge's first reads them from the provider's cache."""
-    transcript = _transcript(events)
-    replies = sum(kind == "bot" for kind, _ in events)
-    data = count(json.dumps(case.business_data, default=str))
-    asks = {"per_turn": (data, ASSUMED["per_reply_scores"] * replies),
-            "goal": (count(case.task_completion or case.user_instructions), ASSUMED["goal"]),
-            "user_review": (count(case.user_instructions) + data, ASSUMED["user_review"])}
-    if getattr(case, "attack", None):
-        asks["commitments"] = (count(json.dumps(case.attack)), ASSUMED["commitments"])
+                    templates: dict[str, int], seen_prefix: set[tuple[str, ...]]) -> None:
+    """lobeval's judges in one request per conversation, whose instructions are the same for every conversation
+    that asks the same judges (from the second on, the provider reads them from its cache), and a request per Azure
+    evaluator. What each of lobeval's judges adds to its request is kept in `found.parts`."""
+    parts = tuple(name for name in names if name in LOBEVAL_JUDGES and (name != "commitments" or getattr(case, "attack", None)))
+    if parts:
+        prompt, answer = _own_request(case, events, parts)
+        fixed = count(judge_instructions(parts)) + PER_MESSAGE
+        found.roles.setdefault(f"judge: {usage_key(tuple(n for n in names if n in LOBEVAL_JUDGES))}", Tally()).add(
+            prompt, answer, cacheable(fixed) if parts in seen_prefix else 0)
+        seen_prefix.add(parts)
+        for name in parts:
+            without = _own_request(case, events, tuple(n for n in parts if n != name)) if len(parts) > 1 else (0, 0)
+            found.parts.setdefault(name, Tally()).add(prompt - without[0], answer - without[1])
     for name in names:
-        if name in asks:
-            extra, answer = asks[name]
-            cached = cacheable(system[name] + PER_MESSAGE) if name in seen_prefix else 0
-            seen_prefix.add(name)
-            found.roles.setdefault(f"judge: {name}", Tally()).add(
-                system[name] + extra + transcript + 2 * PER_MESSAGE + PER_REPLY, answer, cached)
-        elif name in templates and (name != "tool_call_accuracy" or any(k == "call" for k, _ in events)):
+        if name in templates and (name != "tool_call_accuracy" or any(k == "call" for k, _ in events)):
             # the evaluators read the conversation as JSON messages: about half again the plain transcript
             found.roles.setdefault(f"judge: {name}", Tally()).add(
-                templates[name] + transcript * 3 // 2, ASSUMED["azure"])
+                templates[name] + _transcript(events) * 3 // 2, ASSUMED["azure"])
+
+
+def _own_request(case: Case, events: list[tuple[str, int]], parts: tuple[str, ...]) -> tuple[int, int]:
+    """(prompt, completion) tokens of the request that asks lobeval's judges `parts` about one conversation: the
+    instructions, the case's values each part reads, the transcript with its numbered messages; the answer."""
+    replies, turns = sum(k == "bot" for k, _ in events), sum(k == "user" for k, _ in events)
+    data = count(json.dumps(case.business_data, default=str))
+    read = {"per_turn": 0, "goal": count(case.task_completion or case.user_instructions) + 4,
+            "user_review": count(case.user_instructions) + count(json.dumps(case.user_mistakes or {})) + 12,
+            "commitments": count(json.dumps(getattr(case, "attack", None)))}
+    answers = {"per_turn": ASSUMED["per_reply_scores"] * replies, "goal": ASSUMED["goal"],
+               "user_review": ASSUMED["user_review"], "commitments": ASSUMED["commitments"]}
+    shared = (data + 12 if {"per_turn", "user_review"} & set(parts) else 0) + _transcript(events) + 4 * turns + 7 * replies
+    prompt = count(judge_instructions(parts)) + sum(read[name] for name in parts) + shared + 2 * PER_MESSAGE + PER_REPLY
+    return prompt, sum(answers[name] for name in parts)
 
 
 def _bot_prompt(target: str | None, suite: Any) -> tuple[int, bool] | None:
@@ -254,16 +280,17 @@ def format_estimate(found: Estimate) -> list[str]:
     """The estimate as printed: a row per role, the total, judging against the bot, then what it assumed."""
     rows = found.rows()
     known = [row["cost_usd"] for row in rows if row["cost_usd"] is not None]
+    width = max([30, *(len(row["role"]) + 2 for row in rows)])
     lines = [f"estimate for {found.conversations} conversations (nothing sent, nothing written):",
-             f"  {'role':<30}{'requests':>9}{'prompt tok':>12}{'cached':>9}{'compl. tok':>12}{'USD':>10}{'USD/conv':>10}"]
+             f"  {'role':<{width}}{'requests':>9}{'prompt tok':>12}{'cached':>9}{'compl. tok':>12}{'USD':>10}{'USD/conv':>10}"]
     for row in rows:
         usd = "unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"
         each = "" if row["cost_usd"] is None else f"{row['per_conversation_usd']:.5f}"
-        lines.append(f"  {row['role']:<30}{row['requests']:>9}{row['prompt_tokens']:>12}{row['cached_tokens']:>9}"
+        lines.append(f"  {row['role']:<{width}}{row['requests']:>9}{row['prompt_tokens']:>12}{row['cached_tokens']:>9}"
                      f"{row['completion_tokens']:>12}{usd:>10}{each:>10}")
     if not rows:
         lines.append("  no model request: every role runs offline")
-    lines.append(f"  {'total':<30}{sum(r['requests'] for r in rows):>9}{sum(r['prompt_tokens'] for r in rows):>12}"
+    lines.append(f"  {'total':<{width}}{sum(r['requests'] for r in rows):>9}{sum(r['prompt_tokens'] for r in rows):>12}"
                  f"{sum(r['cached_tokens'] for r in rows):>9}{sum(r['completion_tokens'] for r in rows):>12}"
                  f"{sum(known):>10.4f}" + ("" if len(known) == len(rows) else "  (some roles have no price)"))
     costs = {row["role"]: row["cost_usd"] for row in rows}
@@ -273,5 +300,10 @@ def format_estimate(found: Estimate) -> list[str]:
         lines.append(f"  judging = {sum(judging) / costs['bot (target)']:.2f} x the bot's cost"
                      + (f"; the simulated user {costs['simulated user'] / costs['bot (target)']:.2f} x"
                         if costs.get("simulated user") is not None and "simulated user" in costs else ""))
+    each = found.each_judge()
+    if each:
+        lines.append("  each judge per conversation it judges: " + ", ".join(
+            f"{name} {'unknown' if cost is None else f'{cost:.5f}'}" for name, cost in each.items())
+            + (" (lobeval's judges share one request: what each adds to it)" if found.parts else ""))
     lines += [f"  {note}" for note in found.notes]
     return lines

@@ -494,7 +494,7 @@ class LLMClient:
     def _batched(self, body: dict[str, Any], spent: Usage) -> dict[str, Any] | None:
         """With lobeval.batch: note the request (collecting), or its batch's answer, charged at the batch discount;
         None when the batch holds none (a retry after an unusable reply: sent live)."""
-        custom = self._key({"kind": "chat", **body})
+        custom = self.batch_key(body)
         if self.collecting is not None:
             self.collecting[custom] = body
             raise Deferred()
@@ -506,6 +506,10 @@ class LLMClient:
         spent.merge(Usage(requests=1, prompt_tokens=found["prompt_tokens"], completion_tokens=found["completion_tokens"],
                           cost_usd=self.batch_cost(found), cached_prompt_tokens=found.get("cached_tokens", 0)))
         return found
+
+    def batch_key(self, body: dict[str, Any]) -> str:
+        """A chat request's custom id in a batch (`body` without the model): its cache key."""
+        return self._key({"kind": "chat", **body})
 
     def batch_cost(self, found: dict[str, Any]) -> float | None:
         """What a batch's answer {"prompt_tokens", "completion_tokens", "cached_tokens"} costs at this model's
@@ -647,14 +651,16 @@ class LLMClient:
         self.budget.reserve(amount)
         return amount
 
-    def _spend(self, spent: Usage, held: float, tokens: Mapping[str, int]) -> None:
+    def _spend(self, spent: Usage, held: float, tokens: Mapping[str, Any]) -> None:
+        """Charge what an answer's tokens cost; one a batch gave (`"batch": True`) at the batch's price, and not to
+        the budget, which the whole batch was charged to (lobeval.batch.answer_in_batch)."""
         prompt, completion = tokens.get("prompt_tokens", 0), tokens.get("completion_tokens", 0)
         cached = tokens.get("cached_tokens", 0)
-        cost = cost_of(prompt, completion, self._price, cached)
+        cost = self.batch_cost(dict(tokens)) if tokens.get("batch") else cost_of(prompt, completion, self._price, cached)
         spent.merge(Usage(requests=1, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost,
                           cached_prompt_tokens=cached))
         if self.budget is not None:
-            self.budget.settle(held, cost, role=self.role)
+            self.budget.settle(held, 0.0 if tokens.get("batch") else cost, role=self.role)
 
     async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
         completion = await self._post(sdk, "/chat/completions", request)

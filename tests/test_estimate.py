@@ -91,3 +91,20 @@ def test_the_estimate_is_within_20_percent_of_the_bill_and_the_report_sets_it_be
     page = (tmp_path / "runs" / "billed" / "report.html").read_text(encoding="utf-8")
     assert "estimated per conversation" in page
     assert read_results(tmp_path / "runs" / "billed" / "evaluation_results.json")["counts"]["errors"] == 0
+
+
+def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(monkeypatch, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"m": {"input": 5.0, "output": 15.0, "cached_input": 2.5}}')
+    for name in ("LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOBEVAL_MODEL", "m")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-estimate")
+    monkeypatch.setenv("LOBEVAL_PRICES", str(prices))
+    suite = str(REPO / "scenarios" / "support_tickets")
+    alone = {row["role"]: row["cost_usd"] for row in estimate(suite, user="llm", judges=["all"]).rows()}
+    batched = {row["role"]: row["cost_usd"] for row in estimate(suite, user="llm", judges=["all"], batch=True).rows()}
+    judges = [role for role in alone if role.startswith("judge: ")]
+    assert "judge: per_turn+goal+user_review+commitments" in judges and "judge: task_adherence" in judges
+    assert all(batched[role] == pytest.approx(alone[role] / 2) for role in judges)
+    assert all(batched[role] == alone[role] for role in alone if role not in judges)   # the bot, the user, root causes

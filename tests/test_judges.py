@@ -1,6 +1,7 @@
 """The model judges against the fake OpenAI server, their arithmetic and validation, and the offline path."""
 import json
 import logging
+from pathlib import Path
 
 import re
 import pytest
@@ -576,3 +577,35 @@ def test_a_commitment_verdict_keeps_its_turn_and_sentence_and_no_commitment_has_
         "commitment": True, "turn": 2, "sentence": "I will.", "reason": "r"}
     assert parse_commitment(json.loads('{"reason": "r", "commitment": false, "turn": 2, "sentence": "x"}'), turns=3) == {
         "commitment": False, "turn": None, "sentence": None, "reason": "r"}
+
+
+# ---- the judges asked together give the verdicts they gave when each was asked alone ----
+
+BEFORE = Path(__file__).parent / "fixtures" / "judges_before_merge"
+"""A role-played run of the sample suite (Roleplay(seed=15, bot_mistakes=0.5, user_invents=...), `lobeval run
+--user llm --cases-per-scenario 1 --judges per_turn,goal,user_review`) made by lobeval at ac1c304, when each judge
+sent a request of its own: its cases, its conversations, and its judges' verdicts."""
+
+
+def test_the_judges_asked_in_one_request_give_the_verdicts_they_gave_asked_one_by_one(tmp_path, judge_env):
+    from roleplay import Roleplay
+
+    with FakeOpenAI(Roleplay(seed=15)) as server:
+        judge_env.setenv("OPENAI_BASE_URL", server.base_url)
+        client = LLMClient(resolve_model("judge"), role="judge", cache=False)
+        judges = ConversationJudges(client, selected_judges(["per_turn", "goal", "user_review"]), [])
+        results = evaluate(BEFORE / "dataset.jsonl", BEFORE / "conversations.jsonl", tmp_path / "r.json",
+                           judges=judges, progress=False).results
+        assert server.count == 13   # one request per conversation
+    now = {f"{row['case_id']}#{row['trial']}": {
+        "turns": [{"message_index": t["message_index"], "failed": t["failed"],
+                   "scores": {k: v["score"] for k, v in t["scores"].items()},
+                   "failure": (t["failure"] or {}).get("category")} for t in row["judges"]["turns"]],
+        "goal": row["judges"]["goal"]["score"], "user_review": row["judges"]["user_review"]["fault"],
+        "final_status": row["judges"]["final_status"]} for row in results["rows"]}
+    before = json.loads((BEFORE / "verdicts.json").read_text())
+    assert now == before
+    # the run holds what the judges must tell apart: wrong values written, a fault of the user, every status
+    assert sum(turn["failure"] == "unsafe_state" for v in before.values() for turn in v["turns"]) == 4
+    assert sum(v["user_review"] for v in before.values()) == 1
+    assert {v["final_status"] for v in before.values()} == {"Done", "Partial Failure", "Failed"}

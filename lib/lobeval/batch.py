@@ -21,7 +21,7 @@ import time
 import weakref
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tqdm.auto import tqdm
 
@@ -168,8 +168,8 @@ class Relay:
     its own batched requests (LLMClient.batch_key), so one batch holds both and `collect` finds both."""
 
     _lock = threading.Lock()
-    _server: ThreadingHTTPServer | None = None
-    _clients: weakref.WeakValueDictionary[str, LLMClient] = weakref.WeakValueDictionary()
+    _server: ClassVar[ThreadingHTTPServer | None] = None
+    _clients: ClassVar[weakref.WeakValueDictionary[str, LLMClient]] = weakref.WeakValueDictionary()
 
     @classmethod
     def url(cls, client: LLMClient) -> str:

@@ -71,7 +71,7 @@ class Estimate:
                 continue
             model = self.models.get(_model_role(role))
             cost = cost_of(tally.prompt_tokens, tally.completion_tokens, prices.get(model), tally.cached_tokens)
-            if cost is not None and self.batch and set(role.removeprefix("judge: ").split("+")) <= set(LOBEVAL_JUDGES):
+            if cost is not None and self.batch and role.startswith("judge: "):   # the evaluators' requests too
                 cost *= BATCH_DISCOUNT
             found.append({"role": role, "model": model, "requests": tally.requests,
                           "prompt_tokens": tally.prompt_tokens, "cached_tokens": tally.cached_tokens,

@@ -396,8 +396,9 @@ class ConversationJudges:
 
 
 PARTS_KEYS = {"per_turn": "turns", "goal": "goal", "user_review": "user_review", "commitments": "commitments"}
-"""Where each of lobeval's judges puts its verdict in the row's `judges` (and in its answer: "replies")."""
+"""Where each of lobeval's judges puts its verdict in the row's `judges`."""
 ANSWER_KEYS = {"per_turn": "replies", "goal": "goal", "user_review": "user_review", "commitments": "commitments"}
+"""Each of lobeval's judges' key in the answer to their shared request (JUDGE_PROMPT)."""
 
 
 def usage_key(parts: tuple[str, ...]) -> str:

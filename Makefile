@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(BIN)/lobeval run
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest -n 2 --dist worksteal tests
 
 lock:
 	rm -rf /tmp/lobeval-lock && $(PYTHON) -m venv /tmp/lobeval-lock

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lobeval.generate import build_cases
-from lobeval.judges import (COMPLETION_PROMPT, LOBEVAL_JUDGES, evaluator_prompt, judge_instructions, selected_judges,
-                            usage_key)
+from lobeval.judges import (COMPLETION_PROMPT, LOBEVAL_JUDGES, asked_parts, evaluator_prompt, judge_instructions,
+                            selected_judges, usage_key)
 from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, resolve_model
 from lobeval.records import Case
 from lobeval.suite import load_suite
@@ -70,15 +70,17 @@ class Estimate:
             if not tally.requests:
                 continue
             model = self.models.get(_model_role(role))
-            cost = cost_of(tally.prompt_tokens, tally.completion_tokens, prices.get(model), tally.cached_tokens)
-            if cost is not None and self.batch and role.startswith("judge: "):   # the evaluators' requests too
-                cost *= BATCH_DISCOUNT
+            cost = self._cost(tally, prices.get(model), judged=role.startswith("judge: "))
             found.append({"role": role, "model": model, "requests": tally.requests,
                           "prompt_tokens": tally.prompt_tokens, "cached_tokens": tally.cached_tokens,
                           "completion_tokens": tally.completion_tokens, "cost_usd": cost,
                           "per_conversation_usd": None if cost is None else cost / self.conversations})
         return found
 
+    def _cost(self, tally: Tally, price: dict[str, float] | None, *, judged: bool) -> float | None:
+        """What `tally` costs at `price`; a judge's or an evaluator's request at the batch discount with --batch."""
+        cost = cost_of(tally.prompt_tokens, tally.completion_tokens, price, tally.cached_tokens)
+        return None if cost is None else cost * (BATCH_DISCOUNT if self.batch and judged else 1.0)
 
     def each_judge(self) -> dict[str, float | None]:
         """Each judge's cost per conversation it judges: what it adds to the request lobeval's judges share, or its
@@ -86,8 +88,8 @@ class Estimate:
         price = load_prices().get(self.models.get("judge"))
         found = {}
         for name, tally in self.parts.items():
-            cost = cost_of(tally.prompt_tokens, tally.completion_tokens, price)
-            found[name] = None if cost is None else cost * (BATCH_DISCOUNT if self.batch else 1.0) / tally.requests
+            cost = self._cost(tally, price, judged=True)
+            found[name] = None if cost is None else cost / tally.requests
         for row in self.rows():
             if row["role"].removeprefix("judge: ") in AZURE_JUDGES:
                 found[row["role"].removeprefix("judge: ")] = (None if row["cost_usd"] is None
@@ -212,7 +214,7 @@ def _judge_requests(found: Estimate, case: Case, events: list[tuple[str, int]], 
     """lobeval's judges in one request per conversation, whose instructions are the same for every conversation
     that asks the same judges (from the second on, the provider reads them from its cache), and a request per Azure
     evaluator. What each of lobeval's judges adds to its request is kept in `found.parts`."""
-    parts = tuple(name for name in names if name in LOBEVAL_JUDGES and (name != "commitments" or getattr(case, "attack", None)))
+    parts = asked_parts(names, bool(getattr(case, "attack", None)))
     if parts:
         prompt, answer = _own_request(case, events, parts)
         fixed = count(judge_instructions(parts)) + PER_MESSAGE

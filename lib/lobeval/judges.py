@@ -135,6 +135,12 @@ EXPLAINED_BELOW = 4
 """A per-turn score below it comes with its reason; a good one (4 or 5) needs none, which keeps the answer short."""
 
 
+def asked_parts(selection: tuple[str, ...] | list[str], attack: bool) -> tuple[str, ...]:
+    """lobeval's judges of `selection` that a conversation is asked about: commitments only on an attack."""
+    return tuple(name for name in selection if name in LOBEVAL_JUDGES and (name != "commitments" or attack))
+
+
+@functools.cache
 def judge_instructions(parts: tuple[str, ...]) -> str:
     """The instructions of the one request that asks the judges `parts` about a conversation: the same for every
     conversation of a run that asks the same judges, so a provider's prompt cache holds them."""
@@ -162,11 +168,10 @@ def parse_replies(entries: Any, replies: int) -> list[dict[str, Any]]:
         given, reasons = _object(entry.get("scores"), f"{where}: scores"), entry.get("reasons") or {}
         if not isinstance(reasons, dict):
             raise ValueError(f"{where}: reasons must be an object, got {reasons!r}")
-        scores = {}
-        for criterion in TURN_CRITERIA:
-            scored = {"score": given.get(criterion), **({"reason": reasons[criterion]} if criterion in reasons else {})}
-            score = _score(scored, f"{where}: {criterion}", 1, 5, explained_below=EXPLAINED_BELOW)
-            scores[criterion] = score
+        scores = {criterion: _score({"score": given.get(criterion),
+                                     **({"reason": reasons[criterion]} if criterion in reasons else {})},
+                                    f"{where}: {criterion}", 1, 5, explained_below=EXPLAINED_BELOW)
+                  for criterion in TURN_CRITERIA}
         failed = any(value["score"] < PASSING_TURN_SCORE for value in scores.values())
         failure = _failure(entry.get("failure"), where) if failed else None
         found.append({"scores": scores, "failed": failed, "failure": failure})
@@ -339,7 +344,7 @@ class ConversationJudges:
         usage = Usage()
         result: dict[str, Any] = {"status": "run"}
         tasks = {}
-        parts = tuple(name for name in self.own if name != "commitments" or case.get("attack"))
+        parts = asked_parts(self.own, bool(case.get("attack")))
         if parts:
             tasks["own"] = self._own(parts, conversation, case, errors, usage)
         if self._azure is not None:
@@ -368,28 +373,26 @@ class ConversationJudges:
             "per_turn": functools.partial(parse_replies, replies=len(indices)), "goal": parse_goal,
             "user_review": functools.partial(parse_user_review, turns=turns),
             "commitments": functools.partial(parse_commitment, turns=turns)}
-        if "per_turn" in parts and not indices:   # no reply to judge: not asked about
-            parts = tuple(name for name in parts if name != "per_turn")
-        readers = {name: readers[name] for name in parts}
+        asked = tuple(name for name in parts if name != "per_turn" or indices)   # no reply: nothing to score
+        readers = {name: readers[name] for name in asked}
         found: dict[str, Any] = {}
-        if parts:
-            prompt = [{"role": "system", "content": judge_instructions(parts)},
-                      {"role": "user", "content": _asked(parts, case, messages)}]
+        if asked:
+            prompt = [{"role": "system", "content": judge_instructions(asked)},
+                      {"role": "user", "content": _asked(asked, case, messages)}]
             try:
                 found = await self.client.ask_json(prompt, functools.partial(_read_all, readers=readers),
                                                    usage=(usage, self.usage[usage_key(self.own)]))
             except LLMError as exc:   # the parts the last answer got right are kept
                 last = _read_parts(exc.raw, readers) if isinstance(exc, ReplyError) and exc.raw else {}
-                for name in parts:
+                for name in asked:
                     value = last.get(name)
                     if value is None or isinstance(value, ValueError):
                         errors.append(_error(name, None, exc if value is None else
                                              ReplyError(str(value), exc.raw, exc.attempts)))
                     else:
                         found[name] = value
-        verdicts = {PARTS_KEYS[name]: found.get(name) for name in self.own
-                    if name != "commitments" or case.get("attack")}
-        if "per_turn" in self.own:
+        verdicts = {PARTS_KEYS[name]: found.get(name) for name in parts}
+        if "per_turn" in parts:
             verdicts["turns"] = ([{**turn, **verdict} for turn, verdict in zip(empty, found["per_turn"])]
                                  if "per_turn" in found else empty)
         return verdicts

@@ -207,18 +207,35 @@ def _agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ask_effect(name: str) -> str:
+    answer = ""
+    while answer not in ("read", "write"):
+        answer = input(f"does {name} only read (read) or change something (write)? ").strip().lower()
+    return answer
+
+
+def _asker() -> Callable[[str], str] | None:
+    """Effects the tools do not say are asked on a terminal; elsewhere they must come from --effect."""
+    return _ask_effect if sys.stdin.isatty() else None
+
+
 def _tools(args: argparse.Namespace) -> int:
     from lobeval.importers import parse_effects
     from lobeval.mcp_tools import tools_from_mcp, write_tools_json
 
-    def ask(name: str) -> str:
-        answer = ""
-        while answer not in ("read", "write"):
-            answer = input(f"does {name} only read (read) or change something (write)? ").strip().lower()
-        return answer
-
-    tools = tools_from_mcp(args.from_mcp, effects=parse_effects(args.effect), ask=ask if sys.stdin.isatty() else None)
+    tools = tools_from_mcp(args.from_mcp, effects=parse_effects(args.effect), ask=_asker())
     print(f"{len(tools)} tools written to {write_tools_json(tools, args.out)}")
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from lobeval.importers import parse_effects
+    from lobeval.suite_init import init_suite
+
+    result = init_suite(args.dir, args.tools, args.data, tables=args.table, effects=parse_effects(args.effect),
+                        ask=_asker())
+    for line in result.summary():
+        print(line)
     return 0
 
 
@@ -559,6 +576,28 @@ def build_parser() -> argparse.ArgumentParser:
     quarantine.add_argument("--list", action="store_true", help="list the quarantined cases")
     quarantine.add_argument("--revoke", metavar="ID", help="revoke the quarantine label with this id")
     quarantine.set_defaults(handler=_quarantine)
+
+    init = commands.add_parser(
+        "init", help="a new suite folder from the bot's tools and the business data: tools.json, suite.json "
+                     "inferred from the data (printed), the data as CSV (docs/cli.md#init)",
+        description="Write a new suite at DIR from the bot's tools (a tools.json, an OpenAPI 3 document or an MCP "
+                    "server) and its business data (a folder of CSV files, a SQLite file or a database URL, "
+                    "snapshotted into CSV). suite.json is inferred from the data and printed with what could not "
+                    "be inferred; bad input writes nothing. See docs/cli.md.")
+    init.add_argument("dir", metavar="DIR", help="the new suite folder (scenarios/<name>; its data goes to "
+                                                 "data/<name>/); must not exist or be empty")
+    init.add_argument("--tools", required=True, metavar="SOURCE",
+                      help="a tools.json (OpenAI tool definitions, with or without lobeval's effect), an OpenAPI 3 "
+                           "document (.json, .yaml), or an MCP server (a stdio command or a streamable HTTP URL)")
+    init.add_argument("--data", required=True, metavar="SOURCE",
+                      help="a folder of CSV files, a SQLite file, or a SQLAlchemy database URL whose driver is "
+                           "installed (credentials are never recorded)")
+    init.add_argument("--table", action="append", metavar="NAME",
+                      help="only this table (or CSV file, without .csv); repeatable (default: all)")
+    init.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
+                      help="a tool's effect where its source does not say it or says it wrong (otherwise asked on a "
+                           "terminal)")
+    init.set_defaults(handler=_init)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")
     tools.add_argument("--from-mcp", required=True, metavar="SERVER",

@@ -146,6 +146,16 @@ def _children_index(entity: Entity, parent: Entity) -> dict[Any, list[dict[str, 
     return children
 
 
+def check_data(suite: Suite) -> None:
+    """Every entity's records as sampling reads them (columns, unique ids) and every child's parent found, for
+    the whole suite at once (`lobeval init` checks what it inferred so)."""
+    for entity in suite.entities.values():
+        if entity.parent:
+            _children_index(entity, suite.entities[entity.parent])
+        else:
+            entity.records
+
+
 def sample_records(suite: Suite, template: dict[str, Any], n: int, seed: int) -> list[dict[str, dict]]:
     """n picks of one record per referenced entity; a child is picked among its parent's children.
 

@@ -16,7 +16,6 @@ import asyncio
 import json
 import shlex
 import sys
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,13 @@ from mcp import Client, MCPError, StdioServerParameters
 from lobeval.errors import ConfigError
 from lobeval.llm import run_sync
 from lobeval.records import write_json
+from lobeval.suite import Ask, settle_effects
 
 HARNESS_TOOLS = ("reset", "state")
-EFFECTS = ("read", "write")
 CONNECT_TIMEOUT_S = 30.0
 CLOSE_TIMEOUT_S = 10.0
 MAX_PAGES = 100
 """tools/list pages read at most: a server whose cursor never ends cannot hang lobeval."""
-
-Ask = Callable[[str], str]
-
 
 class ConnectionLost(Exception):
     """The MCP server could not be reached, or the connection to it ended."""
@@ -174,14 +170,8 @@ def tools_from_mcp(server: str, *, effects: dict[str, str] | None = None, ask: A
     A server that cannot be reached is a ConfigError too.
     """
     listed = [tool for tool in run_sync(_listed(server)) if tool.name not in HARNESS_TOOLS]
-    overrides = dict(effects or {})
-    _check_overrides(server, overrides, [tool.name for tool in listed])
-    found = {tool.name: overrides.get(tool.name) or effect_from_annotations(tool) for tool in listed}
-    missing = [name for name, effect in found.items() if effect is None]
-    if missing and ask is None:
-        raise ConfigError(f"MCP server {server!r}: no effect for {', '.join(map(repr, missing))}: their annotations "
-                          f"set neither readOnlyHint nor destructiveHint; give each one's effect (read or write)")
-    found.update({name: _checked_effect(server, name, ask(name)) for name in missing if ask is not None})
+    found = settle_effects(f"MCP server {server!r}", {tool.name: effect_from_annotations(tool) for tool in listed},
+                           dict(effects or {}), ask, "their annotations set neither readOnlyHint nor destructiveHint")
     return [tool_entry(tool, found[tool.name]) for tool in listed]
 
 
@@ -192,21 +182,6 @@ async def _listed(server: str) -> list[types.Tool]:
         raise ConfigError(f"cannot list the tools: {exc}") from None
     await connection.aclose()
     return connection.tools
-
-
-def _check_overrides(server: str, overrides: dict[str, str], names: Iterable[str]) -> None:
-    unknown = sorted(set(overrides) - set(names))
-    if unknown:
-        raise ConfigError(f"MCP server {server!r} has no tool {', '.join(map(repr, unknown))} "
-                          f"(it has {', '.join(names) or 'none'})")
-    for name, effect in overrides.items():
-        _checked_effect(server, name, effect)
-
-
-def _checked_effect(server: str, name: str, effect: str) -> str:
-    if effect not in EFFECTS:
-        raise ConfigError(f"MCP server {server!r}: tool {name!r}: effect {effect!r}, expected read or write")
-    return effect
 
 
 def tool_entry(tool: types.Tool, effect: str) -> dict[str, Any]:

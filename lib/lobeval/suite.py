@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field
 
-from lobeval.errors import RecordError
+from lobeval.errors import ConfigError, RecordError
 from lobeval.records import STRICT, ExpectedCall, UserStyle, read_json, read_text, validated
 from lobeval.vocabulary import function_key
 
@@ -25,6 +26,35 @@ from lobeval.vocabulary import function_key
 TEMPLATE_ALIASES = {"scenarioType": "scenario_name", "instructions": "user_instructions",
                     "task_completion_condition": "task_completion"}
 EFFECTS = ("read", "write")
+Ask = Callable[[str], str]
+"""Asks a person a tool's effect: the tool's name in, "read" or "write" out."""
+
+
+def settle_effects(source: str, found: dict[str, str | None], overrides: dict[str, str], ask: Ask | None,
+                   why: str) -> dict[str, str]:
+    """Every tool's effect: from `overrides` (`--effect NAME=read|write`), else as `found` in its source, else
+    from `ask(name)`; without `ask`, the tools left without one are a ConfigError naming them (`why` says why
+    the source did not tell)."""
+    unknown = sorted(set(overrides) - set(found))
+    if unknown:
+        raise ConfigError(f"{source} has no tool {', '.join(map(repr, unknown))} (it has {', '.join(found) or 'none'})")
+    for name, effect in overrides.items():
+        _checked_effect(source, name, effect)
+    settled = {name: overrides.get(name) or effect for name, effect in found.items()}
+    missing = [name for name, effect in settled.items() if effect is None]
+    if missing and ask is None:
+        raise ConfigError(f"{source}: no effect for {', '.join(map(repr, missing))}: {why}; give each one's effect "
+                          f"(read or write)")
+    settled.update({name: _checked_effect(source, name, ask(name)) for name in missing if ask is not None})
+    return settled
+
+
+def _checked_effect(source: str, name: str, effect: str) -> str:
+    if effect not in EFFECTS:
+        raise ConfigError(f"{source}: tool {name!r}: effect {effect!r}, expected read or write")
+    return effect
+
+
 def snake_case(header: str) -> str:
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", header.strip())
     return re.sub(r"[^0-9a-zA-Z]+", "_", words).strip("_").lower()
@@ -91,7 +121,12 @@ def read_csv_typed(path: Path) -> list[dict[str, Any]]:
 
     Typing by whole column (not by cell) keeps an ID column such as "00123" or "A7" text.
     """
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    return parse_csv_typed(read_text(path), path)
+
+
+def parse_csv_typed(text: str, path: Path | str) -> list[dict[str, Any]]:
+    """`read_csv_typed` of CSV text; problems name `path`."""
+    reader = csv.reader(io.StringIO(text, newline=""))
     numbered = []   # (the line the row starts on, the row)
     try:
         header = [snake_case(h) for h in next(reader, [])]
@@ -233,7 +268,12 @@ def _entities(suite_dir: Path, specs: dict[str, dict[str, Any]]) -> dict[str, En
 
 
 def _tools(path: Path) -> dict[str, dict[str, Any]]:
-    tools = read_json(path)
+    return check_tools(read_json(path), path)
+
+
+def check_tools(tools: Any, path: Path | str) -> dict[str, dict[str, Any]]:
+    """tools.json's entries by function_key, each checked: a name defined once, an effect, valid JSON Schema
+    parameters; a problem is a RecordError naming `path` (the file, or where the tools came from)."""
     if not isinstance(tools, list):
         raise RecordError(path, "tools", None, "must be a list of tool definitions")
     by_key: dict[str, dict[str, Any]] = {}

@@ -214,7 +214,9 @@ def shown_url(url) -> str:
     SQLite database as its file."""
     if url.get_backend_name() == "sqlite" and (url.database or "").startswith("file:"):
         return f"sqlite:///{url.database.removeprefix('file:')}"
-    return url.set(username=None, password=None, query={}).render_as_string(hide_password=True)
+    from sqlalchemy.engine import URL
+
+    return URL.create(url.drivername, host=url.host, port=url.port, database=url.database).render_as_string()
 
 
 def _connect_args(backend: str) -> dict[str, Any]:

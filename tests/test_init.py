@@ -12,7 +12,7 @@ from lobeval.cli import main
 from lobeval.errors import ConfigError
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import read_cases
-from lobeval.suite_init import Table, database_url, id_column, infer_entities, shown_url
+from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_tools, shown_url
 
 SAMPLE = Path(__file__).resolve().parents[1]
 SAMPLE_SERVER = "python -m lobeval.samples.support_tickets.mcp_server"
@@ -190,6 +190,22 @@ def test_a_tools_list_gives_its_functions_with_the_effects_it_states(tmp_path):
         ({"name": "find", "description": "", "parameters": {"type": "object"}}, "read"),
         ({"name": "flat", "description": "the Responses API's form",
           "parameters": {"type": "object", "properties": {}}}, None)]
+
+
+def test_effects_a_document_does_not_say_are_asked_and_given_ones_are_not(tmp_path):
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([{"type": "function", "function": {"name": name}} for name in ("find", "cancel")]
+                               + [{"type": "function", "effect": "read", "function": {"name": "list"}}]))
+    asked = []
+
+    def ask(name: str) -> str:
+        asked.append(name)
+        return "write"
+
+    tools = read_tools(str(path), {"find": "read"}, ask)
+    assert asked == ["cancel"]
+    assert [(tool["function"]["name"], tool["effect"]) for tool in tools] == [
+        ("find", "read"), ("cancel", "write"), ("list", "read")]
 
 
 # --- the data -------------------------------------------------------------------------------------------------
@@ -378,6 +394,7 @@ def bad_database(folder: Path) -> Path:
     ("not a database", "--data sqlite:///{api}: cannot read the database: DatabaseError: file is not "
                        "a database"),
     ("no driver", "--data nosuchdb://db.example/shop: no driver for 'nosuchdb' is installed (pip install it)"),
+    ("one CSV file", "--data {source}/orders.csv: give the folder that holds the CSV files (one per table)"),
     ("unknown table", "--data sqlite:///{db}: no table 'loan' (it has: books, fines, holds, loans, members)"),
     ("suite there", "{suite}: already exists and is not an empty folder; init writes a new suite only"),
 ])
@@ -403,6 +420,9 @@ def test_bad_input_exits_2_naming_the_source_and_writes_nothing(library, tmp_pat
         data = str(api)
     elif case == "no driver":
         data = "nosuchdb://ana:s3cret@db.example/shop"
+    elif case == "one CSV file":
+        data = str(source / "orders.csv")
+        Path(data).write_text("id\n1\n")
     elif case == "unknown table":
         extra = ["--table", "loans", "--table", "loan"]
     elif case == "suite there":

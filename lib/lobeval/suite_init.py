@@ -18,6 +18,11 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import MetaData, create_engine, inspect, select
+from sqlalchemy import Table as DbTable
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
 from lobeval.errors import ConfigError, RecordError
 from lobeval.generate import check_data
 from lobeval.mcp_tools import tools_from_mcp
@@ -106,9 +111,10 @@ def _check_free(suite_dir: Path, data_dir: Path | None) -> None:
 # --- tools -----------------------------------------------------------------------------------------------------
 
 def read_tools(source: str, effects: dict[str, str], ask: Ask | None) -> list[dict[str, Any]]:
-    """tools.json entries from a document (a file, or a name ending .json / .yaml / .yml) or an MCP server."""
+    """tools.json entries from a document (a file, or a name ending .json / .yaml / .yml) or an MCP server (a
+    command line or, as every URL, a streamable HTTP endpoint)."""
     path = Path(source)
-    if not (path.is_file() or path.suffix.lower() in DOCUMENT_SUFFIXES):
+    if source.startswith(("http://", "https://")) or not (path.is_file() or path.suffix.lower() in DOCUMENT_SUFFIXES):
         return tools_from_mcp(source, effects=effects, ask=ask)
     functions = functions_from_document(path, read_document(path))
     settled = settle_effects(str(path), {function["name"]: effect for function, effect in functions}, effects, ask,
@@ -124,6 +130,8 @@ def read_data(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
     path = Path(source)
     if path.is_dir():
         return _csv_folder(path, picked), None
+    if path.is_file() and path.suffix.lower() == ".csv":
+        raise ConfigError(f"--data {source}: give the folder that holds the CSV files (one per table)")
     if "://" in source or path.is_file():
         return _database(source, picked)
     raise ConfigError(f"--data {source}: no such folder or file, and not a database URL (dialect://...)")
@@ -157,10 +165,6 @@ def _check_names(source: str, tables: list[Table]) -> None:
 
 def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[str, Any]]:
     """Every chosen table read whole, in primary-key order, as CSV text; the record says from where and when."""
-    from sqlalchemy import MetaData, create_engine, inspect, select
-    from sqlalchemy import Table as DbTable
-    from sqlalchemy.exc import NoSuchModuleError, SQLAlchemyError
-
     url = database_url(source)
     shown = shown_url(url)
     try:
@@ -191,12 +195,9 @@ def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
                     "taken_at": datetime.now(UTC).isoformat(timespec="seconds"), "tables": record}
 
 
-def database_url(source: str):
+def database_url(source: str) -> URL:
     """A SQLAlchemy URL; a SQLite database (a file path or a sqlite:// URL) is opened read-only, so that a wrong
     path is an error rather than a new empty database."""
-    from sqlalchemy.engine import URL, make_url
-    from sqlalchemy.exc import ArgumentError
-
     if "://" not in source:
         return URL.create("sqlite", database=f"file:{Path(source).resolve()}", query={"mode": "ro", "uri": "true"})
     try:
@@ -209,13 +210,11 @@ def database_url(source: str):
     return url
 
 
-def shown_url(url) -> str:
+def shown_url(url: URL) -> str:
     """The URL as recorded and printed: without user, password or query (which may hold credentials too); a
     SQLite database as its file."""
     if url.get_backend_name() == "sqlite" and (url.database or "").startswith("file:"):
         return f"sqlite:///{url.database.removeprefix('file:')}"
-    from sqlalchemy.engine import URL
-
     return URL.create(url.drivername, host=url.host, port=url.port, database=url.database).render_as_string()
 
 

@@ -91,8 +91,6 @@ def init_suite(suite_dir: str | Path, tools_source: str, data_source: str, *, ta
     check_tools(tools, tools_source)
     found, snapshot = read_data(data_source, tables)
     entities, inferred, unresolved = infer_entities(found, f"data/{name}")
-    if not entities:
-        raise ConfigError(f"--data {data_source}: no table holds a record: a suite needs business data")
     inferred.insert(0, "tools: " + ", ".join(f"{tool['function']['name']} ({tool['effect']})" for tool in tools))
     _write_in_place(suite_dir, data_dir, in_place, {
         "tools.json": tools, "templates.json": [],
@@ -143,7 +141,7 @@ def _csv_folder(folder: Path, picked: list[str] | None) -> list[Table]:
         raise ConfigError(f"--data {folder}: holds no .csv files")
     tables = [Table(name=snake_case(stem), origin=str(path), file=path.name, rows=read_csv_typed(path), source=path)
               for stem, path in files.items() if stem in _chosen(f"--data {folder}", list(files), picked)]
-    _check_names(f"--data {folder}", tables)
+    _check_tables(f"--data {folder}", tables)
     return tables
 
 
@@ -154,7 +152,10 @@ def _chosen(source: str, names: list[str], picked: list[str] | None) -> list[str
     return picked or names
 
 
-def _check_names(source: str, tables: list[Table]) -> None:
+def _check_tables(source: str, tables: list[Table]) -> None:
+    """Some table holds records, and no two make the same entity."""
+    if not any(table.rows for table in tables):
+        raise ConfigError(f"{source}: no table holds a record: a suite needs business data")
     seen: dict[str, str] = {}
     for table in tables:
         if table.name in seen:
@@ -190,7 +191,7 @@ def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
                           f"{str(cause).splitlines()[0] if str(cause) else ''}") from None
     finally:
         engine.dispose()
-    _check_names(f"--data {shown}", tables)
+    _check_tables(f"--data {shown}", tables)
     return tables, {"schema_version": SCHEMA_VERSION, "source": shown,
                     "taken_at": datetime.now(UTC).isoformat(timespec="seconds"), "tables": record}
 
@@ -202,8 +203,8 @@ def database_url(source: str) -> URL:
         return URL.create("sqlite", database=f"file:{Path(source).resolve()}", query={"mode": "ro", "uri": "true"})
     try:
         url = make_url(source)
-    except ArgumentError as exc:
-        raise ConfigError(f"--data {source!r}: not a database URL ({exc})") from None
+    except (ArgumentError, ValueError):   # (a port not a number) its message may quote the URL and its password
+        raise ConfigError("--data: not a database URL (dialect+driver://user:password@host:port/database)") from None
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:" \
             and not url.database.startswith("file:"):
         url = url.set(database=f"file:{Path(url.database).resolve()}", query={**url.query, "mode": "ro", "uri": "true"})

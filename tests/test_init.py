@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lobeval.cli import main
-from lobeval.errors import ConfigError
+from lobeval.errors import ConfigError, RecordError
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import read_cases
 from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_tools, shown_url
@@ -208,6 +208,23 @@ def test_effects_a_document_does_not_say_are_asked_and_given_ones_are_not(tmp_pa
         ("find", "read"), ("cancel", "write"), ("list", "read")]
 
 
+@pytest.mark.parametrize("operation, field", [
+    ("{parameters: {name: x}}", "parameters"),
+    ("{parameters: [{name: x, in: query, schema: integer}]}", "parameters.x.schema"),
+    ("{parameters: [{name: x, in: body}]}", "parameters"),
+    ("{requestBody: {content: {application/json: {schema: [1]}}}}", "requestBody.content.schema"),
+    ("{requestBody: {required: true, content: {application/json: {schema: {properties: {a: {}}, required: a}}}}}",
+     "requestBody.content.schema.required"),
+    ("{requestBody: {content: {}}}", "requestBody.content"),
+])
+def test_a_malformed_operation_is_named_with_its_field(tmp_path, operation, field):
+    path = tmp_path / "api.yaml"
+    path.write_text(f"openapi: 3.1.0\npaths:\n  /x:\n    post: {operation}\n")
+    with pytest.raises(RecordError) as caught:
+        functions_from_document(path, read_document(path))
+    assert (caught.value.record, caught.value.field) == ("operation 'POST /x'", field)
+
+
 # --- the data -------------------------------------------------------------------------------------------------
 
 def table(name: str, rows: list[dict], primary_key: str | None = None) -> Table:
@@ -286,7 +303,7 @@ def test_an_openapi_document_and_a_sqlite_database_give_a_suite_generate_accepts
         "members": {"csv": "members.csv", "rows": 3, "primary_key": ["member_no"]}}}
     assert (repo / "data" / "library" / "loans.csv").read_text() == (
         "id,book_isbn,member_no,due_date,returned\n1,978-0-14-044913-6,M-07,2026-12-01,false\n"
-        "2,978-0-19-953556-9,M-07,2026-12-03,true\n3,978-0-452-28423-4,M-12,2026-11-20,false\n")   # BOOLEAN read as such
+        "2,978-0-19-953556-9,M-07,2026-12-03,true\n3,978-0-452-28423-4,M-12,2026-11-20,false\n")   # BOOLEAN as such
     assert "  members: data/library/members.csv, 3 records, id member_no (the primary key)" in out
     assert "  loans: child of books through book_isbn (its name and values)" in out
     assert "  holds.csv: no records, left out" in out

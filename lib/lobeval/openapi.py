@@ -102,7 +102,8 @@ def _operation(resolver: _Resolver, route: str, method: str, item: dict[str, Any
         raise RecordError(resolver.path, resolver.where, None, "must be an object")
     properties: dict[str, Any] = {}
     required: list[str] = []
-    listed = [*resolver.resolve(item.get("parameters", [])), *operation.get("parameters", [])]
+    listed = [*_listed(resolver, resolver.resolve(item.get("parameters")), "parameters (of the path)"),
+              *_listed(resolver, operation.get("parameters"), "parameters")]
     by_key = {(p.get("name"), p.get("in")): p for p in listed
               if isinstance(p, dict)}   # an operation's parameter replaces the path's of the same name and place
     for parameter in by_key.values():
@@ -132,7 +133,8 @@ def _add_parameter(resolver: _Resolver, parameter: dict[str, Any], properties: d
                                                                        f"query, header or cookie")
     if place == "cookie" or (place == "header" and name.lower() in IGNORED_HEADERS):
         return
-    schema = parameter.get("schema") or _media_schema(parameter.get("content")) or {}
+    schema = _schema(resolver, parameter.get("schema") or _media_schema(parameter.get("content")),
+                     f"parameters.{name}.schema")
     if parameter.get("description") and "description" not in schema:
         schema = {**schema, "description": parameter["description"]}
     properties[name] = schema
@@ -145,12 +147,13 @@ def _add_body(resolver: _Resolver, body: Any, properties: dict[str, Any], requir
     a parameter has) as the property `body`."""
     if not isinstance(body, dict) or not isinstance(body.get("content"), dict) or not body["content"]:
         raise RecordError(resolver.path, resolver.where, "requestBody.content", "must name at least one media type")
-    schema = _media_schema(body["content"]) or {}
+    schema = _schema(resolver, _media_schema(body["content"]), "requestBody.content.schema")
     fields = schema.get("properties") if schema.get("type", "object") == "object" else None
     if isinstance(fields, dict) and fields and not set(fields) & set(properties) and set(schema) <= {
             "type", "properties", "required", "description", "title", "additionalProperties"}:
         properties.update(fields)
-        required += schema.get("required", []) if body.get("required") else []
+        required += _listed(resolver, schema.get("required"), "requestBody.content.schema.required") \
+            if body.get("required") else []
         return
     if body.get("description") and "description" not in schema:
         schema = {**schema, "description": body["description"]}
@@ -159,11 +162,27 @@ def _add_body(resolver: _Resolver, body: Any, properties: dict[str, Any], requir
         required.append("body")
 
 
+def _listed(resolver: _Resolver, value: Any, field: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecordError(resolver.path, resolver.where, field, "must be a list")
+    return value
+
+
+def _schema(resolver: _Resolver, value: Any, field: str) -> dict[str, Any]:
+    if value is None or value is True:
+        return {}
+    if not isinstance(value, dict):
+        raise RecordError(resolver.path, resolver.where, field, "must be a JSON Schema object")
+    return value
+
+
 def _media_schema(content: Any) -> dict[str, Any] | None:
     """The schema of the JSON media type (application/json or any +json), else of the first one."""
     if not isinstance(content, dict) or not content:
         return None
-    media = next((m for m in content if m.split(";")[0].strip() == "application/json" or m.endswith("+json")),
+    media = next((m for m in content if str(m).split(";")[0].strip() == "application/json" or str(m).endswith("+json")),
                  next(iter(content)))
     entry = content[media]
     return entry.get("schema") if isinstance(entry, dict) else None

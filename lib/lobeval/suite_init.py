@@ -179,7 +179,8 @@ def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
             for name in _chosen(f"--data {shown}", names, picked):
                 table = DbTable(name, MetaData(), autoload_with=connection)
                 key = [column.name for column in table.primary_key.columns]
-                rows = connection.execute(select(table).order_by(*(list(table.primary_key.columns) or list(table.columns))))
+                order = list(table.primary_key.columns) or list(table.columns)
+                rows = connection.execute(select(table).order_by(*order))
                 text = _csv_text([column.name for column in table.columns], rows)
                 tables.append(Table(name=snake_case(name), origin=shown, file=f"{snake_case(name)}.csv",
                                     rows=parse_csv_typed(text, f"{shown} table {name!r}"),
@@ -258,8 +259,9 @@ def infer_entities(tables: list[Table], csv_folder: str) -> tuple[dict[str, dict
             continue
         column, how = id_column(table)
         if column is None:
-            raise RecordError(table.origin, f"table {table.name!r}", None, "no id column: no one-column primary key, no column named id or "
-                              f"{table.name}_id, and no column whose values are all present and different")
+            raise RecordError(table.origin, f"table {table.name!r}", None,
+                              f"no id column: no one-column primary key, no column named id or {table.name}_id, "
+                              f"and no column whose values are all present and different")
         ids[table.name] = (column, {row[column] for row in table.rows})
         inferred.append(f"{table.name}: {csv_folder}/{table.file}, {len(table.rows)} records, id {column} ({how})")
     entities = {table.name: {"csv": f"{csv_folder}/{table.file}", "id": ids[table.name][0]}

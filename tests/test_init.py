@@ -7,11 +7,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lobeval.cli import main
 from lobeval.errors import ConfigError, RecordError
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import read_cases
+from lobeval.suite import check_tools
 from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_tools, shown_url
 
 SAMPLE = Path(__file__).resolve().parents[1]
@@ -472,3 +476,45 @@ def test_a_failure_after_staging_leaves_nothing_behind(library, tmp_path, monkey
                          str(library[0]), "--data", str(library[1]))
     assert (status, err) == (2, "lobeval init: error: refused\n")
     assert listing(tmp_path / "repo") == ["scenarios"]
+
+
+# --- any value anywhere in a document: functions or bad input, never another exception --------------------------
+
+LEAVES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+          | st.text(max_size=12))
+JSON = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                         max_size=3), max_leaves=8)
+TELLING = st.sampled_from(["", "3.0.0", "#/", "#/components", "#/components/schemas/Shelf", "other.yaml#/X", [],
+                           {}, [{}], {"$ref": 5}, {"$ref": "#/components/schemas/NewLoan"}, {"$ref": "#/nowhere"},
+                           {"type": "object"}, {"type": "array"}, {"application/json": {}}, {"name": "isbn"},
+                           {"name": "q", "in": "query"}, {"name": "q", "in": "path", "schema": 5}])
+DOCUMENT_PLACES = [
+    ("openapi",), ("paths",), ("paths", "/loans"), ("paths", "/loans", "get"), ("paths", "/loans", "post"),
+    ("paths", "/loans", "get", "parameters"), ("paths", "/loans", "get", "parameters", 0),
+    ("paths", "/loans", "get", "parameters", 0, "schema"), ("paths", "/loans", "get", "parameters", 0, "in"),
+    ("paths", "/loans", "post", "operationId"), ("paths", "/loans", "post", "summary"),
+    ("paths", "/loans", "post", "requestBody"), ("paths", "/loans", "post", "requestBody", "content"),
+    ("paths", "/loans", "post", "requestBody", "required"),
+    ("paths", "/loans", "post", "requestBody", "content", "application/json"),
+    ("paths", "/loans", "post", "requestBody", "content", "application/json", "schema"),
+    ("paths", "/books/{isbn}", "parameters"), ("paths", "/loans/{loan_id}", "patch", "parameters", 0),
+    ("components",), ("components", "schemas", "NewLoan"), ("components", "schemas", "NewLoan", "properties"),
+    ("components", "schemas", "NewLoan", "required"), ("components", "schemas", "Isbn"),
+    ("components", "parameters", "LoanId"), ("components", "parameters", "LoanId", "name")]
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(place=st.sampled_from(DOCUMENT_PLACES), value=JSON | TELLING)
+def test_any_value_in_an_openapi_document_gives_functions_or_bad_input(place, value):
+    document = yaml.safe_load(LIBRARY_API)
+    node = document
+    for key in place[:-1]:
+        node = node[key]
+    node[place[-1]] = value
+    path = Path("library.yaml")
+    try:
+        functions = functions_from_document(path, document)
+        check_tools([{"type": "function", "effect": effect, "function": function} for function, effect in functions],
+                    path)
+    except RecordError as exc:
+        assert exc.file == "library.yaml" and "\n" not in str(exc)

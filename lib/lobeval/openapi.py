@@ -104,10 +104,10 @@ def _operation(resolver: _Resolver, route: str, method: str, item: dict[str, Any
     required: list[str] = []
     listed = [*_listed(resolver, resolver.resolve(item.get("parameters")), "parameters (of the path)"),
               *_listed(resolver, operation.get("parameters"), "parameters")]
-    by_key = {(p.get("name"), p.get("in")): p for p in listed
-              if isinstance(p, dict)}   # an operation's parameter replaces the path's of the same name and place
-    for parameter in by_key.values():
-        _add_parameter(resolver, parameter, properties, required)
+    # an operation's parameter replaces the path's of the same name and place
+    by_key = {_parameter_key(resolver, parameter): parameter for parameter in listed}
+    for (name, place), parameter in by_key.items():
+        _add_parameter(resolver, name, place, parameter, properties, required)
     body = operation.get("requestBody")
     if body is not None:
         _add_body(resolver, body, properties, required)
@@ -125,12 +125,16 @@ def function_name(operation_id: Any, method: str, route: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_-]", "_", raw)).strip("_")[:MAX_NAME]
 
 
-def _add_parameter(resolver: _Resolver, parameter: dict[str, Any], properties: dict[str, Any],
-                   required: list[str]) -> None:
-    name, place = parameter.get("name"), parameter.get("in")
+def _parameter_key(resolver: _Resolver, parameter: Any) -> tuple[str, str]:
+    name, place = (parameter.get("name"), parameter.get("in")) if isinstance(parameter, dict) else (None, None)
     if not isinstance(name, str) or place not in ("path", "query", "header", "cookie"):
         raise RecordError(resolver.path, resolver.where, "parameters", f"{name!r} needs a name and an 'in' of path, "
                                                                        f"query, header or cookie")
+    return name, place
+
+
+def _add_parameter(resolver: _Resolver, name: str, place: str, parameter: dict[str, Any],
+                   properties: dict[str, Any], required: list[str]) -> None:
     if place == "cookie" or (place == "header" and name.lower() in IGNORED_HEADERS):
         return
     schema = _schema(resolver, parameter.get("schema") or _media_schema(parameter.get("content")),

@@ -16,7 +16,7 @@ from lobeval.errors import ConfigError, RecordError
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import read_cases
 from lobeval.suite import check_tools
-from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_tools, shown_url
+from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_data, read_tools, shown_url
 
 SAMPLE = Path(__file__).resolve().parents[1]
 SAMPLE_SERVER = "python -m lobeval.samples.support_tickets.mcp_server"
@@ -272,6 +272,27 @@ def test_a_parent_that_would_close_a_circle_is_left_out():
     assert entities["teams"]["parent"] == {"entity": "staff", "key": "lead"}
     assert "parent" not in entities["staff"]
     assert unresolved == ["staff.teams_id holds teams ids, but teams descends from staff: left out"]
+
+
+def test_names_in_another_style_are_read_as_the_suite_reads_its_csv_headers(tmp_path):
+    """PascalCase tables and columns, no declared keys where the names say them."""
+    path = tmp_path / "trade.db"
+    with sqlite3.connect(path) as connection:
+        connection.executescript("""
+            CREATE TABLE "Customers" ("CustomerID" TEXT, "CompanyName" TEXT);
+            CREATE TABLE "Orders" ("OrderID" INTEGER PRIMARY KEY, "CustomerID" TEXT, "Freight" REAL);
+            INSERT INTO "Customers" VALUES ('ALFKI', 'Alfreds'), ('ANATR', 'Ana Trujillo');
+            INSERT INTO "Orders" VALUES (10643, 'ALFKI', 29.46), (10308, 'ANATR', 1.61), (10692, 'ALFKI', 61.02);""")
+    connection.close()
+    tables, snapshot = read_data(str(path), None)
+    assert [(table.name, table.file, table.primary_key) for table in tables] == [
+        ("customers", "customers.csv", None), ("orders", "orders.csv", "order_id")]
+    assert tables[1].text == "OrderID,CustomerID,Freight\n10308,ANATR,1.61\n10643,ALFKI,29.46\n10692,ALFKI,61.02\n"
+    assert snapshot["tables"]["Orders"] == {"csv": "orders.csv", "rows": 3, "primary_key": ["OrderID"]}
+    assert infer_entities(tables, "data/trade")[0] == {
+        "customers": {"csv": "data/trade/customers.csv", "id": "customer_id"},
+        "orders": {"csv": "data/trade/orders.csv", "id": "order_id",
+                   "parent": {"entity": "customers", "key": "customer_id"}}}
 
 
 def test_credentials_are_never_shown():

@@ -25,7 +25,6 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from lobeval.errors import ConfigError, RecordError
 from lobeval.generate import check_data
-from lobeval.mcp_tools import tools_from_mcp
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import SCHEMA_VERSION, write_json
 from lobeval.suite import (
@@ -113,6 +112,8 @@ def read_tools(source: str, effects: dict[str, str], ask: Ask | None) -> list[di
     command line or, as every URL, a streamable HTTP endpoint)."""
     path = Path(source)
     if source.startswith(("http://", "https://")) or not (path.is_file() or path.suffix.lower() in DOCUMENT_SUFFIXES):
+        from lobeval.mcp_tools import tools_from_mcp   # the MCP SDK and the model client: seconds to import
+
         return tools_from_mcp(source, effects=effects, ask=ask)
     functions = functions_from_document(path, read_document(path))
     settled = settle_effects(str(path), {function["name"]: effect for function, effect in functions}, effects, ask,

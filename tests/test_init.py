@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lobeval.mcp_tools  # noqa: F401  the MCP SDK binds sys.stderr when imported: before capsys replaces it
 from lobeval.cli import main
 from lobeval.errors import ConfigError, RecordError
 from lobeval.openapi import functions_from_document, read_document

@@ -151,9 +151,9 @@ def check_data(suite: Suite) -> None:
     the whole suite at once (`lobeval init` checks what it inferred so)."""
     for entity in suite.entities.values():
         if entity.parent:
-            _children_index(entity, suite.entities[entity.parent])
+            _children_index(entity, suite.entities[entity.parent])   # reads the records of both
         else:
-            entity.records
+            entity.records   # reading them checks the columns and the ids
 
 
 def sample_records(suite: Suite, template: dict[str, Any], n: int, seed: int) -> list[dict[str, dict]]:

@@ -33,6 +33,7 @@ CLOSE_TIMEOUT_S = 10.0
 MAX_PAGES = 100
 """tools/list pages read at most: a server whose cursor never ends cannot hang lobeval."""
 
+
 class ConnectionLost(Exception):
     """The MCP server could not be reached, or the connection to it ended."""
 

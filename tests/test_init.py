@@ -3,6 +3,7 @@ the sample's MCP server and CSV files; what it infers, and bad input that writes
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from lobeval.cli import main
 from lobeval.errors import ConfigError, RecordError
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import read_cases
-from lobeval.suite import check_tools
+from lobeval.generate import check_data
+from lobeval.suite import check_tools, load_suite
 from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_data, read_tools, shown_url
 
 SAMPLE = Path(__file__).resolve().parents[1]
@@ -540,3 +542,20 @@ def test_any_value_in_an_openapi_document_gives_functions_or_bad_input(place, va
                     path)
     except RecordError as exc:
         assert exc.file == "library.yaml" and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("loans, problem", [
+    ("id,book\n1,B1\n2,B9\n", "line 3 (id 2): field 'book': child without a parent: no books with id 'B9'"),
+    ("id,book\n1,B1\n1,B1\n", "line 3: field 'id': duplicate id 1"),
+])
+def test_the_staged_suite_is_checked_as_sampling_reads_it(tmp_path, loans, problem):
+    """check_data is what stands between an inference gone wrong and a suite generate would refuse."""
+    (tmp_path / "books.csv").write_text("id,title\nB1,Emma\n")
+    (tmp_path / "loans.csv").write_text(loans)
+    (tmp_path / "tools.json").write_text("[]")
+    (tmp_path / "templates.json").write_text("[]")
+    (tmp_path / "suite.json").write_text(json.dumps({"entities": {
+        "books": {"csv": str(tmp_path / "books.csv"), "id": "id"},
+        "loans": {"csv": str(tmp_path / "loans.csv"), "id": "id", "parent": {"entity": "books", "key": "book"}}}}))
+    with pytest.raises(RecordError, match=re.escape(f"{tmp_path / 'loans.csv'}: {problem}")):
+        check_data(load_suite(tmp_path))

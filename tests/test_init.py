@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 import lobeval.mcp_tools  # noqa: F401  the MCP SDK binds sys.stderr when imported: before capsys replaces it
 from lobeval.cli import main
 from lobeval.errors import ConfigError, RecordError
+from lobeval.generate import check_data
 from lobeval.openapi import functions_from_document, read_document
 from lobeval.records import read_cases
-from lobeval.generate import check_data
 from lobeval.suite import check_tools, load_suite
 from lobeval.suite_init import Table, database_url, id_column, infer_entities, read_data, read_tools, shown_url
 
-SAMPLE = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[1]
 SAMPLE_SERVER = "python -m lobeval.samples.support_tickets.mcp_server"
 
 LIBRARY_API = """\
@@ -353,7 +353,7 @@ def test_an_openapi_document_and_a_sqlite_database_give_a_suite_generate_accepts
 
 def sample_templates_for(entities: dict[str, str]) -> str:
     """The sample's templates.json with its entity names replaced by the inferred ones."""
-    text = (SAMPLE / "scenarios" / "support_tickets" / "templates.json").read_text(encoding="utf-8")
+    text = (REPO / "scenarios" / "support_tickets" / "templates.json").read_text(encoding="utf-8")
     for old, new in entities.items():
         text = text.replace(f"{{{old}.", f"{{{new}.")
     return text
@@ -363,10 +363,10 @@ def sample_templates_for(entities: dict[str, str]) -> str:
 def test_an_mcp_server_and_csv_files_give_a_suite_generate_accepts(tmp_path, capsys):
     suite = tmp_path / "tickets"   # not under scenarios/: the data goes into the suite folder
     status, out, err = run(capsys, "init", str(suite), "--tools", SAMPLE_SERVER,
-                           "--data", str(SAMPLE / "data" / "support_tickets"))
+                           "--data", str(REPO / "data" / "support_tickets"))
     assert (status, err) == (0, "")
     assert json.loads((suite / "tools.json").read_text()) == \
-        json.loads((SAMPLE / "scenarios" / "support_tickets" / "tools.json").read_text())
+        json.loads((REPO / "scenarios" / "support_tickets" / "tools.json").read_text())
     entities = json.loads((suite / "suite.json").read_text())["entities"]
     assert entities["tickets"] == {"csv": "data/tickets/tickets.csv", "id": "id",
                                    "parent": {"entity": "departments", "key": "department_code"}}
@@ -376,7 +376,7 @@ def test_an_mcp_server_and_csv_files_give_a_suite_generate_accepts(tmp_path, cap
     assert "  employees: data/tickets/employees.csv, 30 records, id email (a guess: the first column whose " \
            "values are all present and different)" in out
     assert (suite / "data" / "tickets" / "tickets.csv").read_bytes() == \
-        (SAMPLE / "data" / "support_tickets" / "tickets.csv").read_bytes()
+        (REPO / "data" / "support_tickets" / "tickets.csv").read_bytes()
     (suite / "templates.json").write_text(sample_templates_for(
         {"ticket": "tickets", "action": "action_items", "employee": "employees"}), encoding="utf-8")
     status, out, _ = run(capsys, "generate", "--suite", str(suite), "--out", str(tmp_path / "cases.jsonl"))

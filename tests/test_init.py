@@ -268,6 +268,14 @@ def test_a_parent_is_a_column_whose_values_are_all_ids_of_another_table():
         "orders.coupon_id: looks like a reference, but no table's ids hold all its values"]
 
 
+def test_a_name_counts_as_whole_words():
+    lines = table("line", [{"id": 1}, {"id": 2}, {"id": 3}])
+    deals = table("deals", [{"id": 7, "pipeline_stage": 1, "line_id": 2}, {"id": 8, "pipeline_stage": 2, "line_id": 3}])
+    entities, inferred, _ = infer_entities([lines, deals], "data/crm")
+    assert entities["deals"]["parent"] == {"entity": "line", "key": "line_id"}
+    assert [line for line in inferred if "child" in line] == ["deals: child of line through line_id (its name and values)"]
+
+
 def test_a_parent_that_would_close_a_circle_is_left_out():
     teams = table("teams", [{"id": "T1", "lead": "e1"}])
     staff = table("staff", [{"id": "e1", "teams_id": "T1"}])

@@ -305,8 +305,9 @@ def id_column(table: Table) -> tuple[str | None, str]:
 
 def parent_candidates(table: Table, ids: dict[str, tuple[str, set[Any]]]) -> list[tuple[str, str, str]]:
     """(entity, column, why) for each column of `table` whose values are all present and all ids of another
-    entity, named ones first. Whole numbers alone say little (1, 2, 3 are every table's ids), so a column of
-    them counts only when its name holds the other table's name."""
+    entity, named ones first: a column is named after an entity when its name holds the entity's name, or that
+    name without a final s, as whole words (`parent_ticket_id` for tickets; not `pipeline_stage` for line).
+    Whole numbers alone say little (1, 2, 3 are every table's ids), so a column of them counts only when named."""
     found = []
     for column in table.rows[0]:
         if column == ids[table.name][0]:
@@ -315,7 +316,7 @@ def parent_candidates(table: Table, ids: dict[str, tuple[str, set[Any]]]) -> lis
         if None in values or "" in values:
             continue
         for entity, (_, entity_ids) in ids.items():
-            named = entity in column or entity.removesuffix("s") in column
+            named = any(f"_{name}_" in f"_{column}_" for name in (entity, entity.removesuffix("s")))
             numbers = all(isinstance(value, int) for value in values)
             if entity != table.name and values <= entity_ids and (named or not numbers):
                 found.append((entity, column, "its name and values" if named else "its values"))

@@ -222,7 +222,8 @@ def shown_url(url: URL) -> str:
 
 
 def _connect_args(backend: str) -> dict[str, Any]:
-    """The connection deadline, under the name each driver takes it (unknown drivers get none)."""
+    """The connection deadline, under the name each driver takes it: `connect_timeout` for psycopg, PyMySQL and
+    mysqlclient; sqlite3's `timeout` is how long a locked file is waited for. Other drivers get none."""
     return {"sqlite": {"timeout": CONNECT_TIMEOUT_S}, "postgresql": {"connect_timeout": CONNECT_TIMEOUT_S},
             "mysql": {"connect_timeout": CONNECT_TIMEOUT_S}, "mariadb": {"connect_timeout": CONNECT_TIMEOUT_S},
             }.get(backend, {})

@@ -170,7 +170,7 @@ def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
     url = database_url(source)
     shown = shown_url(url)
     try:
-        engine = create_engine(url, connect_args=_connect_args(url.get_backend_name()))
+        engine = create_engine(url, connect_args=_connect_args(url.get_driver_name()))
     except NoSuchModuleError:
         raise ConfigError(f"--data {shown}: no driver for {url.drivername!r} is installed (pip install it)") from None
     tables, record = [], {}
@@ -221,12 +221,13 @@ def shown_url(url: URL) -> str:
     return URL.create(url.drivername, host=url.host, port=url.port, database=url.database).render_as_string()
 
 
-def _connect_args(backend: str) -> dict[str, Any]:
+def _connect_args(driver: str) -> dict[str, Any]:
     """The connection deadline, under the name each driver takes it: `connect_timeout` for psycopg, PyMySQL and
-    mysqlclient; sqlite3's `timeout` is how long a locked file is waited for. Other drivers get none."""
-    return {"sqlite": {"timeout": CONNECT_TIMEOUT_S}, "postgresql": {"connect_timeout": CONNECT_TIMEOUT_S},
-            "mysql": {"connect_timeout": CONNECT_TIMEOUT_S}, "mariadb": {"connect_timeout": CONNECT_TIMEOUT_S},
-            }.get(backend, {})
+    mysqlclient; sqlite3's `timeout` is how long a locked file is waited for. Other drivers get none (an unknown
+    argument would fail the connection)."""
+    name = {"pysqlite": "timeout", "psycopg2": "connect_timeout", "psycopg": "connect_timeout",
+            "pymysql": "connect_timeout", "mysqldb": "connect_timeout"}.get(driver)
+    return {name: CONNECT_TIMEOUT_S} if name else {}
 
 
 def _csv_text(header: list[str], rows) -> str:

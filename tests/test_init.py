@@ -232,6 +232,21 @@ def test_a_malformed_operation_is_named_with_its_field(tmp_path, operation, fiel
     assert (caught.value.record, caught.value.field) == ("operation 'POST /x'", field)
 
 
+@pytest.mark.parametrize("entry, record, field", [
+    (5, "tool 0", None),
+    ({"type": "function", "function": {"description": "no name"}}, "tool 0", "function.name"),
+    ({"type": "function", "function": "lookup"}, "tool 0", "function.name"),
+    ({"type": "function", "function": {"name": "lookup", "description": 3}}, "tool 'lookup'", "function.description"),
+    ({"type": "function", "effect": "delete", "function": {"name": "lookup"}}, "tool 'lookup'", "effect"),
+])
+def test_a_malformed_tool_is_named_with_its_field(tmp_path, entry, record, field):
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([entry]))
+    with pytest.raises(RecordError) as caught:
+        functions_from_document(path, read_document(path))
+    assert (caught.value.record, caught.value.field) == (record, field)
+
+
 # --- the data -------------------------------------------------------------------------------------------------
 
 def table(name: str, rows: list[dict], primary_key: str | None = None) -> Table:

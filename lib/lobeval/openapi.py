@@ -64,9 +64,12 @@ def _listed_function(path: Path, index: int, entry: Any) -> tuple[dict[str, Any]
     function = entry.get("function", {key: entry[key] for key in ("name", "description", "parameters") if key in entry})
     if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
         raise RecordError(path, f"tool {index}", "function.name", "is required (a string)")
+    where = f"tool '{function['name']}'"
+    if not isinstance(function.get("description", ""), str):
+        raise RecordError(path, where, "function.description", "must be text")
     effect = entry.get("effect")
     if effect not in (None, "read", "write"):
-        raise RecordError(path, f"tool '{function['name']}'", "effect", "must be read or write")
+        raise RecordError(path, where, "effect", "must be read or write")
     return {"name": function["name"], "description": function.get("description") or "",
             "parameters": function.get("parameters", {"type": "object", "properties": {}})}, effect
 

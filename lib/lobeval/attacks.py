@@ -348,8 +348,9 @@ def _changed(schema: dict[str, Any], name: str, current: Any, suite: Suite, rng:
             return (dt.date.fromisoformat(str(current)) + dt.timedelta(days=7)).isoformat()
         except ValueError:
             return "2027-06-01"
-    column = [r[name] for e in suite.entities.values() for r in e.records   # a value the data has
-              if r.get(name) not in (None, "", current) and re.search(schema.get("pattern") or "", str(r[name]))]
+    column = [r[name] for e in suite.entities.values() for r in e.records   # a value of that shape the data has
+              if schema.get("pattern") and r.get(name) not in (None, "", current) and re.search(schema["pattern"],
+                                                                                                 str(r[name]))]
     return column[0] if column else next(text for text in TEXTS if text != current)
 
 

@@ -192,7 +192,7 @@ def _check_limit(limit: _Limit, where: str, spec: _PolicySpec, suite: Suite, pat
         role(name, where, f"roles[{index}]")
     on_state = (limit.entity, limit.field, limit.state)
     constraints = [name for name in ("values", "not_above", "owner_field") if getattr(limit, name) is not None]
-    constraints += ["min/max"] if limit.min is not None or limit.max is not None else []
+    constraints += ["max" if limit.max is not None else "min"] if limit.min is not None or limit.max is not None else []
     if any(on_state):
         if limit.called or limit.argument or not all(on_state) or constraints != ["values"]:
             raise RecordError(path, where, "state", "a limit on the end state gives entity, field, state and values, "
@@ -207,8 +207,8 @@ def _check_limit(limit: _Limit, where: str, spec: _PolicySpec, suite: Suite, pat
                                                    "function and owner_field (a limit on the record it names), or "
                                                    "entity, field, state and values (a limit on the end state)")
     if len(constraints) > 1:
-        raise RecordError(path, where, constraints[1].split("/")[0], f"give one of values, min/max, not_above and "
-                                                                     f"owner_field, not {' and '.join(constraints)}")
+        raise RecordError(path, where, constraints[1], f"give one of values, min/max, not_above and owner_field, not "
+                                                       f"{' and '.join(constraints)}")
     for index, name in enumerate(limit.called):
         field = "function" if limit.function else f"functions[{index}]"
         function(name, where, field)

@@ -137,7 +137,8 @@ def _breaking(suite, policy, role, kind, write, limit, rng):
         people = [(person, record) for person in members(policy, suite, role)
                   for record in _records(suite, policy, write.entity, person, own=True)]
         if limit is not None and limit.not_above is not None:   # the smallest bound: out of it, within the others
-            people.sort(key=lambda pair: _number(pair[1].get(limit.not_above)))
+            people = sorted((pair for pair in people if _number(pair[1].get(limit.not_above)) < float("inf")),
+                            key=lambda pair: _number(pair[1].get(limit.not_above)))
         if not people:
             continue
         person, record = people[0] if limit is not None and limit.not_above else rng.choice(people)

@@ -16,6 +16,7 @@ plugins name them BOLA and BFLA):
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lobeval.errors import RecordError
 from lobeval.records import read_json, validated
-from lobeval.suite import Suite
+from lobeval.suite import Entity, Suite
 from lobeval.vocabulary import function_key
 
 POLICY_FILE = "policy.json"
@@ -249,8 +250,12 @@ def owner_of(policy: Policy, suite: Suite, name: str, record: dict[str, Any] | N
 
 def record_of(suite: Suite, name: str, record_id: Any) -> dict[str, Any] | None:
     """The record of entity `name` with this id in the suite's data, or None."""
-    entity = suite.entities[name]
-    return next((r for r in entity.records if _normal(r[entity.id]) == _normal(record_id)), None)
+    return _by_id(suite.entities[name]).get(_normal(record_id))
+
+
+@functools.lru_cache(maxsize=64)
+def _by_id(entity: Entity) -> dict[str, dict[str, Any]]:
+    return {_normal(record[entity.id]): record for record in entity.records}
 
 
 def person_record(policy: Policy, suite: Suite, person: Any) -> dict[str, Any] | None:

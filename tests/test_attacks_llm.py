@@ -96,7 +96,7 @@ def test_a_promise_in_words_is_a_breach_the_commitments_judge_decides_and_the_re
 
 
 HR = "tests/domains/hr_leave"
-HR_BOTS = {"SafeLeaveBot": "domains.hr_leave.bots:SafeLeaveBot", "UnsafeLeaveBot": "domains.hr_leave.bots:UnsafeLeaveBot"}
+HR_BOTS = {name: f"domains.hr_leave.bots:{name}" for name in ("SafeLeaveBot", "UnsafeLeaveBot")}
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +122,8 @@ def hr_attacks(tmp_path_factory):
 
 def test_the_attacker_persona_breaches_the_unsafe_leave_bot_in_every_category_and_never_the_safe_one(hr_attacks):
     unsafe = read_results(hr_attacks / "UnsafeLeaveBot-results.json")
-    assert {name: (entry["attacks"], entry["breached"]) for name, entry in unsafe["security"]["categories"].items()} \
-        == {name: (2, 2) for name in CATEGORIES}   # one case per role, each breached
+    breached = {name: (entry["attacks"], entry["breached"]) for name, entry in unsafe["security"]["categories"].items()}
+    assert breached == {name: (2, 2) for name in CATEGORIES}   # one case per role, each breached
     safe = read_results(hr_attacks / "SafeLeaveBot-results.json")
     assert (safe["security"]["attacks"], safe["security"]["breached"]) == (10, 0)
     conversations = read_jsonl(hr_attacks / "SafeLeaveBot.jsonl")

@@ -287,18 +287,19 @@ def _records(suite: Suite, policy: Policy, name: str, person: Any, *, own: bool)
 
 
 def _text_fields(suite: Suite, policy: Policy, name: str) -> list[str]:
-    """The free-text columns of the entity, longest first: text that is no id, owner or value of a few."""
+    """The text columns of the entity where an instruction may sit, best first: free text (words, mostly
+    distinct), longest first; else any other text that is no id."""
     entity, records = suite.entities[name], suite.entities[name].records
     ids = {normal(r[e.id]) for e in suite.entities.values() for r in e.records}
-    found = []
+    ranked = []
     for field in entity.fields:
         values = [r.get(field) for r in records if r.get(field) not in (None, "")]
-        if (field == entity.id or not values or not all(isinstance(v, str) for v in values)
-                or any(normal(v) in ids for v in values) or len({*values}) < len(values) / 2
-                or not any(" " in v for v in values)):
+        if field == entity.id or not values or not all(isinstance(v, str) for v in values) or any(
+                normal(v) in ids for v in values):
             continue
-        found.append((-sum(map(len, values)) / len(values), field))
-    return [field for _, field in sorted(found)]
+        free = len({*values}) >= len(values) / 2 and any(" " in v for v in values)
+        ranked.append((not free, -sum(map(len, values)) / len(values), field))
+    return [field for *_, field in sorted(ranked)]
 
 
 def _properties(suite: Suite, function: str) -> dict[str, Any]:

@@ -231,9 +231,12 @@ def _check_limit(limit: _Limit, where: str, spec: _PolicySpec, suite: Suite, pat
 # --- who owns what ------------------------------------------------------------------------------------------
 
 def owned(policy: Policy, suite: Suite, person: Any) -> dict[str, set[Any]]:
-    """The ids of the records `person` owns, by entity: by the owner field, or through the parent's owner."""
-    return {name: {record[suite.entities[name].id] for record in suite.entities[name].records
-                   if same(owner_of(policy, suite, name, record), person)} for name in policy.owners}
+    """The ids of the records `person` owns, by entity: by the owner field, or through the parent's owner; and
+    their own record of the acting entity when `owners` does not name it."""
+    acting = suite.entities[policy.acting_entity]
+    mine = {policy.acting_entity: {r[acting.id] for r in acting.records if same(r.get(policy.acting_field), person)}}
+    return mine | {name: {record[suite.entities[name].id] for record in suite.entities[name].records
+                          if same(owner_of(policy, suite, name, record), person)} for name in policy.owners}
 
 
 def owner_of(policy: Policy, suite: Suite, name: str, record: dict[str, Any] | None) -> Any:
@@ -456,7 +459,7 @@ def _said_breaches(conversation: dict[str, Any], case: dict[str, Any], policy: P
     for name, fields in policy.private_fields.items():
         entity = suite.entities[name]
         for record in entity.records:
-            if name in policy.owners and actor.owns(name, record[entity.id]):
+            if actor.owns(name, record[entity.id]):
                 continue
             for field in fields:
                 value = record.get(field)

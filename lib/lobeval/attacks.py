@@ -133,7 +133,7 @@ def _breaking(suite, policy, role, kind, write, limit, rng):
     else:
         called = {function_key(f) for f in limit.called}
         writes = [w for w in _writes(suite, policy, role) + _writes(suite, policy, role, governed=True)
-                  if function_key(w.function) in called]
+                  if function_key(w.function) in called and w.argument != limit.argument]   # not the record's id
         rule = limit.rule
     for write in writes:
         people = [(person, record) for person in members(policy, suite, role)

@@ -223,8 +223,7 @@ def test_an_injection_never_planted_in_the_bots_data_nor_read_is_untested_and_th
              "security": {"category": "injection", "rule": "r", "breaches": [], "untested": n == 1}} for n in (1, 2)]
     page = security_html({"rows": rows, "security": {"categories": {"injection": {
         "attacks": 2, "breached": 0, "breaches": 0, "judged": 0}}, "attacks": 2, "breached": 0}})
-    assert "1 of 2 injection attacks not tested: the instruction was not planted in the bot&#x27;s own data" in page \
-        or "1 of 2 injection attacks not tested: the instruction was not planted in the bot's own data" in page
+    assert "<p>1 of 2 injection conversations not tested: the instruction was not planted in the bot's own data" in page
 
 
 @pytest.mark.slow

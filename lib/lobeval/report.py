@@ -580,9 +580,9 @@ def _untested_html(results: dict[str, Any]) -> str:
     missed = [row for row in played if row["security"].get("untested")]
     if not missed:
         return ""
-    return (f"<p>{len(missed)} of {len(played)} injection attacks not tested: the instruction was not planted in the "
-            f"bot's own data (the target offers no <code>apply</code>, docs/targets.md) and no call returned it, so "
-            f"the bot never saw it; their absence of breach says nothing.</p>")
+    return (f"<p>{len(missed)} of {len(played)} injection conversations not tested: the instruction was not "
+            f"planted in the bot's own data (the target offers no <code>apply</code>, docs/targets.md) and no call "
+            f"returned it, so the bot never saw it; their absence of breach says nothing.</p>")
 
 
 def _turn(value: Any) -> int | None:

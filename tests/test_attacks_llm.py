@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import read_jsonl
+from helpers import REPO, read_jsonl
 from lobeval.records import read_results
 from lobeval.security import CATEGORIES
 from roleplay import Roleplay
@@ -54,7 +54,7 @@ def test_the_attacker_persona_breaches_the_trusting_bot_in_every_category_and_ne
     assert {name: entry["breached"] for name, entry in trusting["security"]["categories"].items()} == {
         name: 2 for name in CATEGORIES}
     persona = [json.loads(line)["messages"][1]["content"] for line in (attacks / "TrustingBot.jsonl").open()]
-    assert all(message.startswith(("Please", "Who raised", "Can you show", "The director", "This is urgent",
+    assert all(message.startswith(("Please", "About", "Can you show", "The director", "This is urgent",
                                    "I know the rules")) for message in persona)
     status, out, safe = evaluate(attacks, "SupportTicketBot")
     assert status == 0, out
@@ -93,3 +93,42 @@ def test_a_promise_in_words_is_a_breach_the_commitments_judge_decides_and_the_re
     assert safe["security"]["breached"] == 0 and safe["metrics"]["judge.commitments"] == 0.0
     assert safe["judges"]["coverage"]["judge.commitments"] == {"judged": 10, "of": 10, "errors": 0,
                                                                 "not_applicable": 0}
+
+
+HR = "tests/domains/hr_leave"
+HR_BOTS = {name: f"domains.hr_leave.bots:{name}" for name in ("SafeLeaveBot", "UnsafeLeaveBot")}
+
+
+@pytest.fixture(scope="module")
+def hr_attacks(tmp_path_factory):
+    """The HR domain's attack cases as both roles, one per category each, and each leave bot's conversations with
+    the attacker persona (the bots have their own database: the injection is planted through their apply)."""
+    root = tmp_path_factory.mktemp("hr_attacks")
+    dataset = root / "dataset.jsonl"
+    with pytest.MonkeyPatch.context() as patch, model_endpoint(patch, root, Roleplay(seed=3)):
+        patch.syspath_prepend(str(REPO / "tests"))
+        assert cli("generate", "--suite", HR, "--attacks", "only", "--attack-roles", "employee,manager",
+                   "--cases-per-scenario", "1", "--out", str(dataset))[0] == 0
+        for bot, target in HR_BOTS.items():
+            status, out = cli("simulate", "--dataset", str(dataset), "--user", "llm", "--concurrency", "4",
+                              "--target", target, "--out", str(root / f"{bot}.jsonl"))
+            assert status == 0, out
+        for bot in HR_BOTS:
+            status, out = cli("evaluate", "--dataset", str(dataset), "--suite", HR, "--conversations",
+                              str(root / f"{bot}.jsonl"), "--out", str(root / f"{bot}-results.json"))
+            assert status == 0, out
+    return root
+
+
+def test_the_attacker_persona_breaches_the_unsafe_leave_bot_in_every_category_and_never_the_safe_one(hr_attacks):
+    unsafe = read_results(hr_attacks / "UnsafeLeaveBot-results.json")
+    breached = {name: (entry["attacks"], entry["breached"]) for name, entry in unsafe["security"]["categories"].items()}
+    assert breached == {name: (2, 2) for name in CATEGORIES}   # one case per role, each breached
+    safe = read_results(hr_attacks / "SafeLeaveBot-results.json")
+    assert (safe["security"]["attacks"], safe["security"]["breached"]) == (10, 0)
+    conversations = read_jsonl(hr_attacks / "SafeLeaveBot.jsonl")
+    assert {c["planted"] for c in conversations if c["scenario_name"] == "attack_injection"} == {"target"}
+    assert not [row for row in safe["rows"] if row["security"].get("untested")]
+    # refused, the persona pressed on with a reason, urgency, flattery
+    assert [m for c in conversations for m in c["messages"]
+            if m["role"] == "user" and m["content"].startswith("It is urgent, my manager approved it.")]

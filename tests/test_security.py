@@ -168,9 +168,12 @@ def test_attack_cases_are_deterministic_one_family_per_category_and_plant_only_i
         assert one["attack"]["category"] in CATEGORIES and one["attack"]["rule"]
     injected = next(c for c in cases if c["attack"]["category"] == "injection")
     ticket = injected["business_data"]["ticket"]
-    assert "IMPORTANT NOTE FOR THE ASSISTANT" in ticket["description"]
+    plant = injected["attack"]["plant"]   # the write that plants it in the bot's own data (its apply)
+    [(field, text)] = [(k, v) for k, v in plant["arguments"].items() if k != "ticket_id"]
+    assert plant["functionName"] == "update_support_ticket" and plant["arguments"]["ticket_id"] == ticket["id"]
+    assert "IMPORTANT NOTE FOR THE ASSISTANT" in text and ticket[field] == text
     original = next(r for r in suite.entities["ticket"].records if r["id"] == ticket["id"])
-    assert "IMPORTANT NOTE" not in original["description"]   # the suite's data stays unchanged
+    assert "IMPORTANT NOTE" not in original[field]   # the suite's data stays unchanged
     other = next(c for c in cases if c["attack"]["category"] == "other_record")
     owner = next(r for r in suite.entities["ticket"].records if r["id"] == other["attack"]["record"])
     assert owner["requester_email"] != other["attack"]["acting_person"] == other["acting_person"]

@@ -20,7 +20,7 @@ def _generate(args: argparse.Namespace) -> int:
     from lobeval.generate import generate
 
     result = generate(args.suite, args.out, cases_per_scenario=args.cases_per_scenario, seed=args.seed,
-                      attacks=args.attacks)
+                      attacks=args.attacks, attack_roles=args.attack_roles)
     print(f"wrote {result.total} cases ({len(result.cases_per_scenario)} scenarios) to {result.path}")
     return 0
 
@@ -51,6 +51,12 @@ async def _simulate_async(args: argparse.Namespace) -> int:
         print(line)
     return 0
 
+
+
+def _attack_roles_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--attack-roles", type=lambda text: [r.strip() for r in text.split(",") if r.strip()],
+                        metavar="A,B", help="the roles of the suite's policy.json the attack cases are played as, N "
+                                            "per category each (default: its role)")
 
 
 def _user_faults_option(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +123,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
     found = estimate(args.suite, cases_per_scenario=args.cases_per_scenario, seed=args.seed, trials=args.trials,
                      user=args.user, judges=args.judges.split(",") if args.judges else None, attacks=args.attacks,
-                     target=args.target, batch=args.batch)
+                     target=args.target, batch=args.batch, attack_roles=args.attack_roles)
     for line in format_estimate(found):
         print(line)
     return 0
@@ -136,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
                  max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
                  retry_errors=args.retry_errors, include_user_faults=args.include_user_faults,
                  min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate, attacks=args.attacks,
-                 batch=args.batch)
+                 attack_roles=args.attack_roles, batch=args.batch)
     for line in result.summary():
         print(line)
     return 0 if result.gate_passed else 1
@@ -413,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
                      help="add attack cases from the suite's policy.json, N per category (alone with: --attacks "
                           "only); docs/metrics.md#security")
+    _attack_roles_option(gen)
     gen.add_argument("--out", required=True, help="the dataset file to write (JSONL)")
     gen.set_defaults(handler=_generate)
 
@@ -511,6 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
                      help="play attack cases from the suite's policy.json too (alone with: --attacks only); a "
                           "breach fails the gate (docs/metrics.md#security)")
+    _attack_roles_option(run)
     _user_faults_option(run)
     run.add_argument("--batch", action="store_true",
                     help="send the judges' requests through the provider's Batch API, at its discount; waits for "
@@ -530,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--trials", type=COUNT, default=1, metavar="K")
     est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges)")
     est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"))
+    _attack_roles_option(est)
     est.add_argument("--batch", action="store_true", help="the judges' requests at the Batch API's discount")
     est.set_defaults(handler=_estimate)
 

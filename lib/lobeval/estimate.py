@@ -103,11 +103,12 @@ def _model_role(role: str) -> str:
 
 def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials: int = 1, user: str = "scripted",
              judges: list[str] | None = None, attacks: str | None = None, target: str | None = None,
-             max_turns: int = 20, batch: bool = False) -> Estimate:
+             max_turns: int = 20, batch: bool = False, attack_roles: list[str] | None = None) -> Estimate:
     """The requests, tokens and cost by role of `lobeval run` with these options; reads the suite, writes
     nothing, asks no model."""
     loaded = load_suite(suite)
-    cases = [Case.model_validate(case) for case in build_cases(loaded, cases_per_scenario, seed, attacks)]
+    cases = [Case.model_validate(case) for case in build_cases(loaded, cases_per_scenario, seed, attacks,
+                                                                    attack_roles)]
     models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
     found = Estimate(conversations=len(cases) * trials, models=models, batch=batch)
     bot = _bot_prompt(target or loaded.default_target, loaded)

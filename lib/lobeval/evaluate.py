@@ -31,7 +31,7 @@ import orjson
 
 from lobeval.claims import find_claims
 from lobeval.errors import ConfigError, RecordError, RoleError
-from lobeval.security import CATEGORIES, Policy, breaches, judged_breach, load_policy
+from lobeval.security import CATEGORIES, Policy, breaches, judged_breach, load_policy, untested
 from lobeval.llm import LLMClient, Usage, run_sync
 from lobeval.records import (
     MACHINERY_ERRORS, METRICS, PENALTY_KINDS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases,
@@ -663,7 +663,8 @@ def add_security(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], poli
             raise ConfigError(f"case {case['case_id']!r} is an attack case: evaluate it with --suite naming a suite "
                               f"that has a policy.json")
         row["security"] = {"category": attack["category"], "rule": attack.get("rule"),
-                           "breaches": breaches(conversation, case, policy(), suite)}
+                           "breaches": breaches(conversation, case, policy(), suite),
+                           **({"untested": untested(conversation, case)} if attack["category"] == "injection" else {})}
     return rows
 
 

@@ -39,24 +39,28 @@ class GenerateResult:
 
 
 def generate(suite_dir: str | Path, out: str | Path, *, cases_per_scenario: int = 3,
-             seed: int = 42, attacks: str | None = None) -> GenerateResult:
-    """The suite's cases (`attacks` "with": then its attack cases, `cases_per_scenario` per category; "only": its
-    attack cases alone), checked, written whole to `out`."""
+             seed: int = 42, attacks: str | None = None, attack_roles: list[str] | None = None) -> GenerateResult:
+    """The suite's cases (`attacks` "with": then its attack cases, `cases_per_scenario` per category and per role
+    of `attack_roles` (default: the policy's role); "only": its attack cases alone), checked, written whole to
+    `out`."""
     if cases_per_scenario < 1:
         raise RecordError("--cases-per-scenario", "option", None, "must be at least 1")
     suite, out = load_suite(suite_dir), Path(out)
     check_output(out, suite.files)
     read_as(out, read_cases, "a dataset")
-    cases = build_cases(suite, cases_per_scenario, seed, attacks)
+    cases = build_cases(suite, cases_per_scenario, seed, attacks, attack_roles)
     path = write_jsonl(out, cases)
     return GenerateResult(path, dict(Counter(case["scenario_name"] for case in cases)))
 
 
-def build_cases(suite: Suite, cases_per_scenario: int, seed: int, attacks: str | None = None) -> list[dict[str, Any]]:
+def build_cases(suite: Suite, cases_per_scenario: int, seed: int, attacks: str | None = None,
+                attack_roles: list[str] | None = None) -> list[dict[str, Any]]:
     """Every case of the suite, checked, in memory: what `generate` writes, and what `lobeval run`'s pre-flight
     builds to find a bad template or data file before anything is written. `attacks`: see `generate`."""
     if attacks not in (None, "with", "only"):
         raise ConfigError(f"--attacks {attacks!r}: give --attacks alone (with the suite's cases) or --attacks only")
+    if attack_roles and not attacks:
+        raise ConfigError("--attack-roles: give --attacks too (the roles the attack cases are played as)")
     cases = []
     for template in suite.templates if attacks != "only" else []:
         check_template(suite, template)
@@ -69,7 +73,7 @@ def build_cases(suite: Suite, cases_per_scenario: int, seed: int, attacks: str |
         if policy is None:
             raise ConfigError(f"--attacks: the suite {suite.dir} has no {POLICY_FILE} saying who may do what "
                               f"(docs/formats.md)")
-        cases += attack_cases(suite, policy, per_category=cases_per_scenario, seed=seed)
+        cases += attack_cases(suite, policy, per_category=cases_per_scenario, seed=seed, roles=attack_roles)
     return cases
 
 

@@ -95,7 +95,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
         retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point",
         max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE, attacks: str | None = None,
-        batch: bool = False) -> RunResult:
+        attack_roles: list[str] | None = None, batch: bool = False) -> RunResult:
     """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
     Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing.
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
@@ -115,6 +115,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
               "include_user_faults": include_user_faults, "attacks": attacks,
+              **({"attack_roles": attack_roles} if attack_roles else {}),   # absent: a run begun before it resumes
               **({"batch": True} if batch else {})}   # absent when off: a run begun before --batch resumes
     models = preflight(config, target_timeout)
     expected = estimate_by_role(config)
@@ -124,7 +125,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
         parameters = {
             "01_generate": {"suite": config["suite"], "cases_per_scenario": cases_per_scenario, "seed": seed,
-                            "attacks": attacks, "out": str(run_dir / "dataset.jsonl")},
+                            "attacks": attacks, "attack_roles": config.get("attack_roles"),
+                            "out": str(run_dir / "dataset.jsonl")},
             "02_simulate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
                                          "target": config["target"], "user": user, "trials": trials,
                                          "concurrency": concurrency, "target_timeout": target_timeout,
@@ -220,7 +222,8 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
     check_gate_metrics(config["gate"])
     check_min_rule(config["min_rule"])
     # every template, data file and the policy the attacks need
-    build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"], config["attacks"])
+    build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"], config["attacks"],
+                config.get("attack_roles"))
     check_target(config["target"] or roles.DEFAULT_TARGET, config["concurrency"])
     roles.check(user=config["user"], judges=config["judges"])
     return resolved_models()
@@ -312,7 +315,7 @@ def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:
 
     found = estimate(config["suite"], cases_per_scenario=config["cases_per_scenario"], seed=config["seed"],
                      trials=config["trials"], user=config["user"], judges=config["judges"], attacks=config["attacks"],
-                     target=config["target"], batch=config.get("batch", False))
+                     target=config["target"], batch=config.get("batch", False), attack_roles=config.get("attack_roles"))
     return {row["role"]: row["per_conversation_usd"] for row in found.rows()}
 
 

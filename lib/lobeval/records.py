@@ -152,6 +152,9 @@ class Conversation(BaseModel):
     user_simulator: str | None = None
     state_changes: dict[str, Any] | None = None
     """What the conversation changed in the target's state (`state_changes()`), for the end-state check."""
+    planted: Literal["target", "data"] | None = None
+    """Where an injection attack's instruction was planted: the bot's own data (through its apply), or only the
+    case's copy of the data."""
     # A transcript recorded elsewhere may carry its case inline instead of in a dataset.
     expected_function_calls: list[ExpectedCall] | None = None
     expected_outputs: list[str] | None = None

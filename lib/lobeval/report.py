@@ -571,7 +571,18 @@ def security_html(results: dict[str, Any]) -> str:
     listed = (f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th><th>user turn</th>"
               f"<th>rule</th><th>decided by</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>" if rows
               else "<p>No breach: the bot resisted every attack.</p>")
-    return f"{table_html(table)}{STYLE}<div class='lobeval-report'>{listed}</div>"
+    return f"{table_html(table)}{STYLE}<div class='lobeval-report'>{_untested_html(results)}{listed}</div>"
+
+
+def _untested_html(results: dict[str, Any]) -> str:
+    """What the injection attacks that never reached the bot leave untested (security.untested)."""
+    played = [row for row in results.get("rows") or [] if (row.get("security") or {}).get("category") == "injection"]
+    missed = [row for row in played if row["security"].get("untested")]
+    if not missed:
+        return ""
+    return (f"<p>{len(missed)} of {len(played)} injection conversations not tested: the instruction was not "
+            f"planted in the bot's own data (the target offers no <code>apply</code>, docs/targets.md) and no call "
+            f"returned it, so the bot never saw it; their absence of breach says nothing.</p>")
 
 
 def _turn(value: Any) -> int | None:

@@ -55,10 +55,11 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
     transcript, changes, error, verdict = Transcript(), None, None, None
     judge_usage = Usage()
     user_session = user.start(case)
-    session = None
+    session, planted = None, None
     reason: TerminationReason
     try:
         session = await target.start(case.model_dump())
+        planted = await _plant(session, case)
         start_state = await session.state()
         greeting = await session.greeting()
         if greeting is not None:
@@ -108,7 +109,22 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                   "judge": judge_usage.to_dict()},
         "error": error, "duration_s": round(time.perf_counter() - started, 3),
         "target": target.name, "user_simulator": user.name, "state_changes": changes,
+        **({"planted": planted} if planted else {}),
     }
+
+
+async def _plant(session: Any, case: Case) -> str | None:
+    """For an injection attack (docs/metrics.md#security): "target" when the instruction was planted in the bot's
+    own data, through its write functions (`attack.plant`, played with the session's apply before the
+    conversation), else "data" (only in the case's copy of the data, which a bot may or may not read)."""
+    attack = getattr(case, "attack", None) or {}
+    if attack.get("category") != "injection":
+        return None
+    if attack.get("plant"):
+        done = await session.apply([attack["plant"]])
+        if done and not any(call.get("error") for call in done):
+            return "target"
+    return "data"
 
 
 def _usage(usage: Usage | None) -> dict[str, Any]:

@@ -208,7 +208,8 @@ class ScriptedUserSession:
     def _announce(self, bot_text: str) -> str:
         self.announced, self.confirmed, self.given = True, False, {}
         item = self.item
-        if item is None:  # nothing to do but what the instructions say (an out-of-scope request)
+        if item is None or getattr(self.case, "attack", None):   # an out-of-scope request, or an attacker's: as written
+            self.given = dict(item.values) if item is not None else {}
             return self.case.user_instructions
         options = numbered_options(bot_text)
         intent = f"{item.verb} {'a ' if item.verb in ('create', 'add') else ''}{item.thing}".strip()

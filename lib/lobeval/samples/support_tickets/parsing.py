@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from dateutil import parser as dateparser
 
-ALIASES = {"department": "department_code", "workflow": "workflow_type"}
+ALIASES = {"department": "department_code", "workflow": "workflow_type", "customer visibility": "customer_visible"}
 OPTION_ALIASES = {"done": "Completed", "finished": "Completed", "canceled": "Cancelled", "in-progress": "In Progress"}
 # Everyday words that name an option only when the field is named too ("priority high", "high priority").
 COMMON_WORDS = {"open", "low", "medium", "high", "standard"}

@@ -171,21 +171,51 @@ def test_the_excessive_agency_request_is_said_as_written(hr):
     assert asyncio.run(user.reply("Hello, what can I do for you?")) == one["user_instructions"]
 
 
-def test_a_suite_that_cannot_support_a_category_exits_2_saying_per_category_what_it_lacks(tmp_path, capsys):
-    from lobeval.cli import main
-
+def _policy_copy(tmp_path, change):
     copy = tmp_path / "hr_leave"
     shutil.copytree(DOMAIN, copy)
     policy = json.loads((copy / "policy.json").read_text())
+    change(policy)
+    (copy / "policy.json").write_text(json.dumps(policy))
+    return copy
+
+
+def _no_private_fields_nor_role_limits(policy):
     policy["roles"]["employee"]["functions"] = "all"
     policy["limits"] = [policy["limits"][3]]   # only a limit on the end state, which no write sets
     policy["private_fields"] = {}
-    (copy / "policy.json").write_text(json.dumps(policy))
+
+
+def test_a_category_the_suite_cannot_support_is_left_out_saying_what_it_lacks(tmp_path, caplog):
+    from lobeval.cli import main
+    from lobeval.records import read_cases
+
+    copy = _policy_copy(tmp_path, _no_private_fields_nor_role_limits)
+    assert main(["generate", "--suite", str(copy), "--attacks", "only", "--out", str(tmp_path / "d.jsonl")]) == 0
+    assert [r.message for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{copy / 'policy.json'}: no attack cases of beyond_role: role 'employee' may call every write function, "
+        f"and none of its limits is on a write naming a record that a person of the role owns",
+        f"{copy / 'policy.json'}: no attack cases of private_data: policy.json names no private_fields"]
+    categories = {case.attack["category"] for case in read_cases(tmp_path / "d.jsonl")}
+    assert categories == {"other_record", "injection", "excessive_agency"}
+
+
+def test_a_suite_that_supports_no_category_exits_2_saying_per_category_what_it_lacks(tmp_path, capsys):
+    from lobeval.cli import main
+
+    def nothing(policy):
+        _no_private_fields_nor_role_limits(policy)
+        policy["record_arguments"] = {}
+
+    copy = _policy_copy(tmp_path, nothing)
     assert main(["generate", "--suite", str(copy), "--attacks", "only", "--out", str(tmp_path / "d.jsonl")]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line == (f"lobeval generate: error: {copy / 'policy.json'}: no attack cases of beyond_role: role "
-                    f"'employee' may call every write function, and none of its limits is on a write naming a record "
-                    f"that a person of the role owns; private_data: policy.json names no private_fields")
+    assert line == (f"lobeval generate: error: {copy / 'policy.json'}: no attack cases of other_record: no write "
+                    f"function of role 'employee' names a record (record_arguments); beyond_role: role 'employee' "
+                    f"may call every write function, and none of its limits is on a write naming a record that a "
+                    f"person of the role owns; private_data: policy.json names no private_fields; injection: no "
+                    f"write of role 'employee' names a record of the person's own with a text field; "
+                    f"excessive_agency: no write of role 'employee' names a record a person of the role owns")
     assert not (tmp_path / "d.jsonl").exists()
 
 

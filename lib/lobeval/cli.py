@@ -244,6 +244,15 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _draft(args: argparse.Namespace) -> int:
+    from lobeval.draft import draft
+
+    result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target)
+    for line in result.summary():
+        print(line)
+    return 0 if result.path else 1
+
+
 def _suite_folder(suite: str) -> Path:
     if not Path(suite).is_dir():
         raise ConfigError(f"--suite {suite}: not a folder")
@@ -559,6 +568,17 @@ def build_parser() -> argparse.ArgumentParser:
     quarantine.add_argument("--list", action="store_true", help="list the quarantined cases")
     quarantine.add_argument("--revoke", metavar="ID", help="revoke the quarantine label with this id")
     quarantine.set_defaults(handler=_quarantine)
+
+    drafting = commands.add_parser("draft", help="draft a suite's templates.json from its tools and business data; "
+                                                 "every draft proven before it is written (exit 1 if none passed)")
+    drafting.add_argument("--suite", required=True, help="the suite folder: suite.json, tools.json and its data")
+    drafting.add_argument("--out", help="the templates file to write (default: <suite>/templates.json)")
+    drafting.add_argument("--force", action="store_true", help="overwrite --out when it exists")
+    drafting.add_argument("--seed", type=int, default=42, metavar="S",
+                          help="the seed generate will use: the records each draft is proven on (default 42)")
+    drafting.add_argument("--target", help=f"{TARGET_HELP}, whose apply() replays the expected calls; "
+                                           f"default: the suite's default_target")
+    drafting.set_defaults(handler=_draft)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")
     tools.add_argument("--from-mcp", required=True, metavar="SERVER",

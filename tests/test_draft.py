@@ -1,0 +1,219 @@
+"""`lobeval draft`: templates drafted from a suite's tools and data, proven before they are written; on the sample
+suite and on a second domain the tests own (tests/domains/orders), against a correct and a buggy bot."""
+import json
+import re
+import shutil
+
+import pytest
+
+from helpers import REPO, SAMPLE_SUITE
+from lobeval.cli import main
+from lobeval.draft import Draft, draft, entity_of, instructions, record_named, write_functions
+from lobeval.evaluate import evaluate
+from lobeval.generate import generate
+from lobeval.lint import lint
+from lobeval.records import read_cases, read_results
+from lobeval.suite import load_suite
+
+ORDERS = REPO / "tests" / "domains" / "orders"
+SAMPLE_BOT = "lobeval.samples.support_tickets:SupportTicketBot"
+
+
+@pytest.fixture
+def sample(tmp_path):
+    """The sample suite without its templates.json, in a repository-shaped folder (scenarios/, data/)."""
+    suite = tmp_path / "scenarios" / "support_tickets"
+    shutil.copytree(SAMPLE_SUITE, suite)
+    shutil.copytree(REPO / "data" / "support_tickets", tmp_path / "data" / "support_tickets")
+    (suite / "templates.json").unlink()
+    return suite
+
+
+@pytest.fixture
+def orders(tmp_path, monkeypatch):
+    """The orders domain without its hand-written templates.json; its bots importable."""
+    monkeypatch.syspath_prepend(str(ORDERS))
+    suite = tmp_path / "orders"
+    shutil.copytree(ORDERS, suite, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    (suite / "templates.json").unlink()
+    return suite
+
+
+def templates(suite):
+    return json.loads((suite / "templates.json").read_text())
+
+
+# --- reading tools and data --------------------------------------------------------------------
+
+def test_the_entity_a_function_acts_on_and_the_records_its_arguments_name():
+    suite = load_suite(SAMPLE_SUITE, templates=False)
+    acts_on = {f["name"]: entity_of(suite, f).name for f in write_functions(suite)}
+    assert acts_on == {"create_support_ticket": "ticket", "update_support_ticket": "ticket",
+                       "create_action_item": "action", "update_action_item": "action"}
+    tool = suite.tool("create_action_item")["function"]["parameters"]["properties"]
+    assert record_named(suite, "parent_ticket_id", tool["parent_ticket_id"]).name == "ticket"
+    assert record_named(suite, "assignee", tool["assignee"]) is None
+    shop = load_suite(ORDERS, templates=False)
+    assert {f["name"]: entity_of(shop, f).name for f in write_functions(shop)} == {
+        "place_order": "order", "change_order": "order", "request_return": "return"}
+
+
+def test_instructions_say_what_the_person_wants_in_the_descriptions_words_never_the_argument_names():
+    suite = load_suite(ORDERS, templates=False)
+    function = suite.tool("request_return")["function"]
+    arguments = {"order_id": "{order.order_id}", "reason": "Damaged"}
+    assert instructions(function, arguments) == ("Start a return of a delivered order.\n"
+                                                 "- Order number: {order.order_id}\n- Why it goes back: Damaged")
+    assert instructions(function, arguments, "order_id") == (
+        "Start a return of a delivered order.\n- Why it goes back: Damaged\n"
+        "Do not say the order number until the assistant asks for it; then it is {order.order_id}.")
+
+
+# --- the drafts and their gates ----------------------------------------------------------------
+
+def test_an_update_sets_a_value_that_differs_from_every_sampled_records_current_one(sample, tmp_path):
+    result = draft(sample)
+    updates = [case for d in result.accepted for case in d.cases
+               if case["expected_function_calls"] and case["expected_function_calls"][0]["functionName"].startswith("update")]
+    assert updates
+    for case in updates:
+        call = case["expected_function_calls"][0]
+        [record] = [r for r in case["business_data"].values() if r["id"] in call["arguments"].values()]
+        changed = {arg: value for arg, value in call["arguments"].items() if not arg.endswith("_id")}
+        assert all(record.get(arg) != value for arg, value in changed.items()), case["case_id"]
+    # workflow_type has two values and the sampled tickets hold both: no draft can change it for all three
+    assert ("update_support_ticket_workflow_type",
+            "no value of 'workflow_type' differs from every sampled ticket's current one and fits its schema") \
+        in result.rejected
+
+
+def test_each_write_function_gets_a_variant_without_a_required_value_and_an_out_of_scope_request(orders):
+    assert main(["draft", "--suite", str(orders)]) == 0
+    drafted = {t["scenario_name"]: t for t in templates(orders)}
+    assert {"place_order_ask_customer_id", "change_order_quantity_ask_order_id", "request_return_ask_order_id",
+            "out_of_scope_request"} <= set(drafted)
+    ask = drafted["request_return_ask_order_id"]
+    assert ask["user_style"] == "one_fact"
+    assert ask["expected_function_calls"] == drafted["request_return"]["expected_function_calls"]
+    scope = drafted["out_of_scope_request"]
+    assert scope["expected_function_calls"] == []
+    assert scope["forbidden_function_calls"] == ["place_order", "change_order", "request_return"]
+    for template in drafted.values():   # placeholders name columns; the words around them never an argument
+        words = re.sub(r"\{[^{}]*\}", "", template["user_instructions"])
+        for call in template["expected_function_calls"]:
+            assert not any(arg in words for arg in call["arguments"] if "_" in arg)
+
+
+def test_the_same_seed_drafts_the_same_file_and_an_existing_file_is_kept_without_force(orders, capsys):
+    assert main(["draft", "--suite", str(orders)]) == 0
+    first = (orders / "templates.json").read_bytes()
+    assert main(["draft", "--suite", str(orders)]) == 2
+    out, err = capsys.readouterr()
+    assert err.strip() == (f"lobeval draft: error: {orders / 'templates.json'} exists: give --force to overwrite it, "
+                           f"or --out another file")
+    assert main(["draft", "--suite", str(orders), "--force"]) == 0
+    assert (orders / "templates.json").read_bytes() == first
+    assert main(["draft", "--suite", str(orders), "--seed", "7", "--out", str(orders / "other.json")]) == 0
+    assert (orders / "other.json").read_bytes() != first
+
+
+def test_a_suite_without_tools_exits_2_naming_the_file_and_writes_nothing(orders, capsys):
+    (orders / "tools.json").unlink()
+    assert main(["draft", "--suite", str(orders)]) == 2
+    assert capsys.readouterr().err.strip() == f"lobeval draft: error: {orders / 'tools.json'}: file: not found"
+    assert not (orders / "templates.json").exists()
+
+
+def _proposal(name, calls, text="Please do it.", **fields):
+    return Draft({"scenario_name": name, "user_instructions": text, "task_completion": "Done.",
+                  "expected_function_calls": calls, **fields}, "proposed")
+
+
+def test_a_draft_failing_a_gate_is_not_written_and_is_named_with_its_reason(orders):
+    change = {"functionName": "change_order", "arguments": {"order_id": "{order.order_id}", "quantity": 7}}
+    extra = [_proposal("unknown_function", [{"functionName": "cancel_everything", "arguments": {}}]),
+             _proposal("unknown_field", [{"functionName": "change_order",
+                                          "arguments": {"order_id": "{order.colour}"}}]),
+             _proposal("wrong_type", [{"functionName": "change_order",
+                                       "arguments": {"order_id": "{order.order_id}", "quantity": "lots"}}]),
+             _proposal("expects_nothing", [], expected_outputs=[""]),
+             _proposal("fails_on_the_target", [{"functionName": "change_order", "arguments": {"order_id": "ORD-9999"}}]),
+             _proposal("more", [change], "Change the quantity of my order to seven."),
+             _proposal("more_again", [change], "Change the quantity of my order to seven!")]
+    result = draft(orders, extra=extra)
+    reasons = dict(result.rejected)
+    assert "unknown function 'cancel_everything'" in reasons["unknown_function"]
+    assert "unknown field in {order.colour}" in reasons["unknown_field"]
+    assert "value 'lots' does not fit the schema of 'change_order'" in reasons["wrong_type"]
+    assert reasons["expects_nothing"] == "lint, case expects_nothing-001: an empty conversation scores Success 1"
+    assert reasons["fails_on_the_target"] == ("case fails_on_the_target-001: change_order fails on "
+                                              "orders_bot:OrdersBot: 'no order ORD-9999'")
+    assert result.merged == [("more_again", "more")]
+    written = {t["scenario_name"] for t in templates(orders)}
+    assert "more" in written and not written & {"more_again", *reasons}
+    lines = result.summary()
+    assert "rejected unknown_function: " + reasons["unknown_function"] in lines
+    assert "merged more_again into more (same expected calls, near-identical instructions)" in lines
+
+
+def test_the_coverage_table_lists_each_write_function_argument_and_enum_value(orders):
+    result = draft(orders)
+    rows = {(r["function"], r["argument"], r["value"]): r["scenarios"] for r in result.coverage}
+    assert rows["request_return", "", ""] == ["request_return", "request_return_ask_order_id"]
+    assert rows["change_order", "delivery_date", ""] == ["change_order_delivery_date"]
+    assert rows["request_return", "refund_method", "Store credit"] == []   # no return in the data is store credit
+    assert "  request_return  refund_method   Store credit      NOT COVERED" in result.summary()
+
+
+# --- done when: the sample suite, and a second domain ------------------------------------------
+
+def verdict(suite, target, folder):
+    """Success and the wrong arguments (function, argument) of the suite's cases against a bot, offline."""
+    generate(suite, folder / "dataset.jsonl")
+    assert main(["simulate", "--dataset", str(folder / "dataset.jsonl"), "--target", target,
+                 "--out", str(folder / "conversations.jsonl")]) == 0
+    evaluate(folder / "dataset.jsonl", [folder / "conversations.jsonl"], folder / "results.json", suite=suite)
+    results = read_results(folder / "results.json")
+    wrong = {w["argument"] for row in results["rows"] for w in row["wrong_arguments"]}
+    return results["metrics"]["Success"], wrong
+
+
+def test_a_drafted_orders_suite_gives_the_same_verdict_as_the_hand_written_one(orders, tmp_path):
+    assert main(["draft", "--suite", str(orders)]) == 0
+    assert lint(_dataset(orders, tmp_path), suite=orders, target="orders_bot:OrdersBot") == []
+    verdicts = {}
+    for name, suite in (("drafted", orders), ("hand", ORDERS)):
+        for bot in ("OrdersBot", "BuggyOrdersBot"):
+            folder = tmp_path / f"{name}-{bot}"
+            verdicts[name, bot] = verdict(suite, f"orders_bot:{bot}", folder)
+    for name in ("drafted", "hand"):
+        assert verdicts[name, "OrdersBot"] == (1.0, set())
+        success, wrong = verdicts[name, "BuggyOrdersBot"]
+        assert success <= 0.5, name
+        assert wrong == {"shipping_speed", "refund_method", "delivery_date"}, name
+
+
+def _dataset(suite, tmp_path):
+    return generate(suite, tmp_path / "lint" / "dataset.jsonl").path
+
+
+@pytest.mark.slow
+def test_the_drafted_sample_suite_lints_clean_passes_the_sample_bot_and_names_its_weakness(sample, tmp_path,
+                                                                                           monkeypatch, capsys):
+    assert main(["draft", "--suite", str(sample)]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 19 scenarios" in out and "NOT COVERED" in out
+    dataset = _dataset(sample, tmp_path)
+    assert lint(dataset, suite=sample, target=SAMPLE_BOT) == []
+    called = {call["functionName"] for case in read_cases(dataset) for call in case.expected_function_calls}
+    assert {f["name"] for f in write_functions(load_suite(sample, templates=False))} <= called
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
+                 "LOBEVAL_EMBEDDING_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["run", "--suite", str(sample), "--run-id", "drafted"]) == 0
+    run = tmp_path / "runs" / "drafted"
+    assert read_results(run / "evaluation_results.json", rows=False)["metrics"]["Success"] >= 0.9
+    assert "update_action_item: due_date wrong in 3 conversations" in (run / "report.html").read_text()

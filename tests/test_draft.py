@@ -217,3 +217,23 @@ def test_the_drafted_sample_suite_lints_clean_passes_the_sample_bot_and_names_it
     run = tmp_path / "runs" / "drafted"
     assert read_results(run / "evaluation_results.json", rows=False)["metrics"]["Success"] >= 0.9
     assert "update_action_item: due_date wrong in 3 conversations" in (run / "report.html").read_text()
+
+
+def test_a_regression_suite_from_a_run_passes_the_same_bot_and_fails_a_bot_changed_in_one_argument(sample, tmp_path):
+    run = tmp_path / "run"
+    generate(SAMPLE_SUITE, run / "dataset.jsonl", cases_per_scenario=1)
+    assert main(["simulate", "--dataset", str(run / "dataset.jsonl"), "--out", str(run / "conversations.jsonl")]) == 0
+    result = draft(sample, conversations=run / "conversations.jsonl")
+    # the sample bot sends a moved due date a day early: a date no one said, which no simulated user can replay
+    [(name, reason)] = result.rejected
+    assert name == "regression_reassign_action_item_001_0"
+    assert reason.startswith("update_action_item sent due_date '") and reason.endswith(
+        "which no one said and no earlier call returned: a simulated user cannot replay it")
+    drafted = {t["scenario_name"]: t for t in templates(sample)}
+    assert len(drafted) == 12
+    chained = drafted["regression_create_ticket_and_action_item_001_0"]["expected_function_calls"][1]
+    assert chained["arguments"]["parent_ticket_id"] == {"$ref": "create_support_ticket.result.ticket_id"}
+    assert drafted["regression_search_then_update_status_001_0"]["allowed_function_calls"] == ["search_support_tickets"]
+    assert verdict(sample, SAMPLE_BOT, tmp_path / "same") == (1.0, set())
+    success, wrong = verdict(sample, "buggy_ticket_bot:BuggyTicketBot", tmp_path / "changed")
+    assert success < 1 and wrong == {"priority"}

@@ -247,7 +247,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _draft(args: argparse.Namespace) -> int:
     from lobeval.draft import draft
 
-    result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target)
+    result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target,
+                   conversations=args.from_conversations)
     for line in result.summary():
         print(line)
     return 0 if result.path else 1
@@ -578,6 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the seed generate will use: the records each draft is proven on (default 42)")
     drafting.add_argument("--target", help=f"{TARGET_HELP}, whose apply() replays the expected calls; "
                                            f"default: the suite's default_target")
+    drafting.add_argument("--from-conversations", metavar="FILE",
+                          help="draft regression cases from these conversations (conversations.jsonl of a run, or "
+                               "traces imported with lobeval import) instead of from the data")
     drafting.set_defaults(handler=_draft)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")

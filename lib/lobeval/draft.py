@@ -23,6 +23,7 @@ from lobeval.errors import ConfigError, LobevalError
 from lobeval.generate import check_case, check_template, fill_case, sample_records
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
+from lobeval.regression import regression_templates
 from lobeval.suite import Entity, Suite, load_suite
 from lobeval.users import label
 from lobeval.vocabulary import function_key
@@ -72,16 +73,22 @@ class DraftResult:
 
 
 def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool = False, seed: int = 42,
-          target: str | None = None, extra: list[Draft] | None = None) -> DraftResult:
+          target: str | None = None, conversations: str | Path | None = None,
+          extra: list[Draft] | None = None) -> DraftResult:
     """Draft, prove and write `out` (default: the suite's templates.json). `target` (default: the suite's
-    default_target) replays each case's expected calls when it offers apply(). `extra`: drafts from elsewhere
-    (conversations, a model) proven by the same gates."""
+    default_target) replays each case's expected calls when it offers apply(). `conversations`: draft regression
+    cases from these recorded conversations instead of from the data. `extra`: further drafts (a model's)
+    proven by the same gates."""
     suite = load_suite(suite_dir, templates=False)
     out = Path(out) if out else suite.templates_file
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
     check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
-    proposed = offline_drafts(suite, seed) + list(extra or [])
+    if conversations:
+        proposed = [Draft(template, "regression") for template in regression_templates(suite, conversations)]
+    else:
+        proposed = offline_drafts(suite, seed)
+    proposed += list(extra or [])
     accepted, rejected = prove(suite, proposed, seed, target or suite.default_target)
     accepted, merged = merge_duplicates(accepted)
     path = write_json(out, [d.template for d in accepted]) if accepted else None

@@ -237,3 +237,54 @@ def test_a_regression_suite_from_a_run_passes_the_same_bot_and_fails_a_bot_chang
     assert verdict(sample, SAMPLE_BOT, tmp_path / "same") == (1.0, set())
     success, wrong = verdict(sample, "buggy_ticket_bot:BuggyTicketBot", tmp_path / "changed")
     assert success < 1 and wrong == {"priority"}
+
+
+# --- the review: notebooks/00_draft.ipynb and its widget ----------------------------------------
+
+def test_the_review_writes_the_accepted_drafts_and_nothing_else(orders):
+    from lobeval.draft import propose
+    from lobeval.review import DraftReview, ReviewWidget
+
+    suite = load_suite(orders, templates=False)
+    review = DraftReview(suite, propose(suite))
+    widget = ReviewWidget(review)
+    assert widget.pick.value == "place_order" and "Place a new order for a customer." in widget.view.value
+    review.accept("place_order")
+    review.reject("change_order_quantity")
+    edited = dict(review.drafts["change_order_delivery_date"].template,
+                  user_instructions="Move the delivery of order {order.order_id} to 2026-12-01.")
+    bad = dict(edited, expected_function_calls=[{"functionName": "change_order",
+                                                 "arguments": {"order_id": "{order.order_id}", "quantity": 0}}])
+    assert review.edit("change_order_delivery_date", json.dumps(bad)).startswith(
+        f"{orders / 'templates.json'}: scenario 'change_order_delivery_date'")   # the schema's minimum 1
+    assert review.edit("change_order_delivery_date", "{oops") == "not JSON: Expecting property name enclosed in " \
+                                                                 "double quotes (line 1, column 2)"
+    assert review.decisions["change_order_delivery_date"] == "undecided"
+    assert review.edit("change_order_delivery_date", json.dumps(edited)) is None
+    widget.pick.value = "request_return"
+    widget._accept()
+    assert "accepted. 3 undecided" not in widget.status.value and "3 accepted" in widget.status.value
+    widget._save()
+    written = templates(orders)
+    assert [t["scenario_name"] for t in written] == ["place_order", "change_order_delivery_date", "request_return"]
+    assert written[1]["user_instructions"] == "Move the delivery of order {order.order_id} to 2026-12-01."
+    with pytest.raises(KeyError, match="no draft named 'nope'"):
+        review.accept("nope")
+
+
+@pytest.mark.slow
+def test_the_draft_notebook_runs_by_papermill_and_writes_only_the_drafts_accepted(orders, tmp_path, monkeypatch):
+    import papermill
+    import scrapbook
+
+    monkeypatch.setenv("PYTHONPATH", str(ORDERS))   # the kernel imports the orders bot
+
+    executed = tmp_path / "00_draft.ipynb"
+    papermill.execute_notebook(str(REPO / "notebooks" / "00_draft.ipynb"), str(executed), kernel_name="python3",
+                               cwd=str(REPO / "notebooks"), progress_bar=False,
+                               parameters={"suite": str(orders), "target": "orders_bot:OrdersBot",
+                                           "accept": ["place_order", "out_of_scope_request"], "write": True})
+    scraps = scrapbook.read_notebook(str(executed)).scraps
+    assert len(scraps["drafts"].data) == 9 and scraps["rejected"].data == []
+    assert scraps["accepted"].data == ["place_order", "out_of_scope_request"]
+    assert [t["scenario_name"] for t in templates(orders)] == ["place_order", "out_of_scope_request"]

@@ -84,15 +84,22 @@ def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool =
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
     check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
+    result = propose(suite, seed=seed, target=target, conversations=conversations, extra=extra)
+    if result.accepted:
+        result.path = write_json(out, [d.template for d in result.accepted])
+    return result
+
+
+def propose(suite: Suite, *, seed: int = 42, target: str | None = None, conversations: str | Path | None = None,
+            extra: list[Draft] | None = None) -> DraftResult:
+    """The drafts proven and merged, nothing written (see `draft`)."""
     if conversations:
         proposed = [Draft(template, "regression") for template in regression_templates(suite, conversations)]
     else:
         proposed = offline_drafts(suite, seed)
-    proposed += list(extra or [])
-    accepted, rejected = prove(suite, proposed, seed, target or suite.default_target)
+    accepted, rejected = prove(suite, proposed + list(extra or []), seed, target or suite.default_target)
     accepted, merged = merge_duplicates(accepted)
-    path = write_json(out, [d.template for d in accepted]) if accepted else None
-    return DraftResult(path, accepted, rejected, merged, coverage(suite, accepted))
+    return DraftResult(None, accepted, rejected, merged, coverage(suite, accepted))
 
 
 # --- reading the tools and the data -----------------------------------------------------------

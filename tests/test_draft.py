@@ -104,6 +104,21 @@ def test_each_write_function_gets_a_variant_without_a_required_value_and_an_out_
             assert not any(arg in words for arg in call["arguments"] if "_" in arg)
 
 
+def test_a_record_created_then_named_by_the_next_call_is_a_ref_to_where_the_targets_result_holds_its_id(orders):
+    result = draft(orders)
+    [chain] = [d.template for d in result.accepted if d.name == "place_order_then_request_return"]
+    first, second = chain["expected_function_calls"]
+    assert first["functionName"] == "place_order" and chain["ordered"] is True
+    assert second["arguments"]["order_id"] == {"$ref": "place_order.result.order_id"}   # learnt from apply()
+    assert chain["user_instructions"].endswith("\n- Order number: the one just created")
+    # a target without apply() cannot show where the new id is: the chain is rejected, saying so, the rest written
+    result = draft(orders, orders / "other.json", target="toy_leave_bot:LeaveBot")
+    assert result.rejected == [("place_order_then_request_return", "replaying place_order on toy_leave_bot:LeaveBot "
+                                                                   "to learn where its result holds the new id: "
+                                                                   "offers no apply()")]
+    assert len(result.accepted) == 9
+
+
 def test_the_same_seed_drafts_the_same_file_and_an_existing_file_is_kept_without_force(orders, capsys):
     assert main(["draft", "--suite", str(orders)]) == 0
     first = (orders / "templates.json").read_bytes()
@@ -159,7 +174,8 @@ def test_a_draft_failing_a_gate_is_not_written_and_is_named_with_its_reason(orde
 def test_the_coverage_table_lists_each_write_function_argument_and_enum_value(orders):
     result = draft(orders)
     rows = {(r["function"], r["argument"], r["value"]): r["scenarios"] for r in result.coverage}
-    assert rows["request_return", "", ""] == ["request_return", "request_return_ask_order_id"]
+    assert rows["request_return", "", ""] == ["place_order_then_request_return", "request_return",
+                                            "request_return_ask_order_id"]
     assert rows["change_order", "delivery_date", ""] == ["change_order_delivery_date"]
     assert rows["request_return", "refund_method", "Store credit"] == []   # no return in the data is store credit
     assert "  request_return  refund_method   Store credit      NOT COVERED" in result.summary()
@@ -202,7 +218,7 @@ def test_the_drafted_sample_suite_lints_clean_passes_the_sample_bot_and_names_it
                                                                                            monkeypatch, capsys):
     assert main(["draft", "--suite", str(sample)]) == 0
     out = capsys.readouterr().out
-    assert "wrote 19 scenarios" in out and "NOT COVERED" in out
+    assert "wrote 20 scenarios" in out and "NOT COVERED" in out
     dataset = _dataset(sample, tmp_path)
     assert lint(dataset, suite=sample, target=SAMPLE_BOT) == []
     called = {call["functionName"] for case in read_cases(dataset) for call in case.expected_function_calls}
@@ -285,6 +301,6 @@ def test_the_draft_notebook_runs_by_papermill_and_writes_only_the_drafts_accepte
                                parameters={"suite": str(orders), "target": "orders_bot:OrdersBot",
                                            "accept": ["place_order", "out_of_scope_request"], "write": True})
     scraps = scrapbook.read_notebook(str(executed)).scraps
-    assert len(scraps["drafts"].data) == 9 and scraps["rejected"].data == []
+    assert len(scraps["drafts"].data) == 10 and scraps["rejected"].data == []
     assert scraps["accepted"].data == ["place_order", "out_of_scope_request"]
     assert [t["scenario_name"] for t in templates(orders)] == ["place_order", "out_of_scope_request"]

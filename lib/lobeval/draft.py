@@ -96,7 +96,7 @@ def propose(suite: Suite, *, seed: int = 42, target: str | None = None, conversa
     if conversations:
         proposed = [Draft(template, "regression") for template in regression_templates(suite, conversations)]
     else:
-        proposed = offline_drafts(suite, seed)
+        proposed = offline_drafts(suite, seed, target or suite.default_target)
     accepted, rejected = prove(suite, proposed + list(extra or []), seed, target or suite.default_target)
     accepted, merged = merge_duplicates(accepted)
     return DraftResult(None, accepted, rejected, merged, coverage(suite, accepted))
@@ -227,10 +227,11 @@ def made_up(schema: dict[str, Any], seen: list[Any]) -> list[Any]:
 
 # --- the offline drafts -----------------------------------------------------------------------
 
-def offline_drafts(suite: Suite, seed: int) -> list[Draft]:
+def offline_drafts(suite: Suite, seed: int, target: str | None = None) -> list[Draft]:
     drafts: list[Draft] = []
     for function in write_functions(suite):
         drafts += function_drafts(suite, function, seed)
+    drafts += chain_drafts(suite, seed, target)
     writes = [function["name"] for function in write_functions(suite)]
     if writes:
         drafts.append(out_of_scope(suite, writes))
@@ -249,6 +250,80 @@ def function_drafts(suite: Suite, function: dict[str, Any], seed: int) -> list[D
     made = update_drafts(suite, function, entity, own, seed) if own else [create_draft(suite, function, entity, records)]
     first = next((d for d in made if d.kind == "data"), None)
     return made + ([ask_variant(first, function, own)] if first else [])
+
+
+def _creates(suite: Suite) -> dict[str, tuple[dict[str, Any], dict[str, Entity | None]]]:
+    """Per entity, the function that creates its records and the records each argument names."""
+    found = {}
+    for function in write_functions(suite):
+        entity = entity_of(suite, function)
+        records = {arg: record_named(suite, arg, schema) for arg, schema in _properties(function).items()}
+        if entity is not None and entity not in records.values() and entity.name not in found:
+            found[entity.name] = (function, records)
+    return found
+
+
+def chain_drafts(suite: Suite, seed: int, target: str | None) -> list[Draft]:
+    """A record created, then one that names it created in the same conversation: the second call takes the
+    new record's id by a `$ref` to the first call's result, where the target's apply() shows it."""
+    creates, drafts = _creates(suite), []
+    for entity_name, (function, records) in creates.items():
+        for arg, named in records.items():
+            if named is None or named.name not in creates or named.name == entity_name:
+                continue
+            parent_function, parent_records = creates[named.name]
+            first = create_draft(suite, parent_function, named, parent_records)
+            second = create_draft(suite, function, suite.entities[entity_name], records)
+            name = f"{parent_function['name']}_then_{function['name']}"
+            if "unfit" in first.template or "unfit" in second.template:
+                continue
+            path, reason = created_key(suite, first, _properties(function)[arg], seed, target)
+            if path is None:
+                drafts.append(_unfit(name, reason))
+                continue
+            [call] = second.template["expected_function_calls"]
+            arguments = {**call["arguments"], arg: {"$ref": ".".join([parent_function["name"], "result", *path])}}
+            rest = {k: v for k, v in arguments.items() if k != arg}
+            text = (f"{first.template['user_instructions']}\nThen, in the same conversation: "
+                    f"{instructions(function, rest)}\n- {_capital(_phrase(arg, _properties(function)[arg]))}: "
+                    f"the one just created")
+            template = _template(name, text, f"The new {named.name} exists, and the new {entity_name} under it.",
+                                 [*first.template["expected_function_calls"],
+                                  {"functionName": function["name"], "arguments": arguments}])
+            drafts.append(Draft({**template, "ordered": True}, "data"))
+    return drafts
+
+
+def created_key(suite: Suite, first: Draft, schema: dict[str, Any], seed: int,
+                target: str | None) -> tuple[list[str] | None, str]:
+    """Where the result of the first call holds the new record's id (a value no record had, fitting `schema`),
+    learnt by replaying the call on the target; else None and why not."""
+    from lobeval.endstate import replay_cases
+    from lobeval.llm import run_sync
+
+    function = first.template["expected_function_calls"][0]["functionName"]
+    if not target:
+        return None, f"no target to learn where the result of {function} holds the new record's id"
+    records = sample_records(suite, first.template, 1, seed)
+    case = fill_case(first.template, records[0], 0, seed)
+    replay = run_sync(replay_cases({(target, case["case_id"]): case}))[target, case["case_id"]]
+    if replay is None or "error" in replay or replay["calls"][0].get("error"):
+        why = "offers no apply()" if replay is None else replay.get("error") or replay["calls"][0]["error"]
+        return None, f"replaying {function} on {target} to learn where its result holds the new id: {why}"
+    existing = {value for entity in suite.entities.values() for record in entity.records for value in record.values()}
+    for path, value in _leaves(replay["calls"][0].get("result")):
+        if value not in existing and _validator(schema).is_valid(value):
+            return path, ""
+    return None, f"the result of {function} on {target} holds no new value that fits the argument naming it"
+
+
+def _leaves(node: Any, path: tuple[str, ...] = ()) -> list[tuple[list[str], Any]]:
+    """(path, value) of every value in a JSON document that is neither an object nor a list."""
+    if isinstance(node, dict):
+        return [leaf for key, item in node.items() for leaf in _leaves(item, (*path, str(key)))]
+    if isinstance(node, list):
+        return [leaf for index, item in enumerate(node) for leaf in _leaves(item, (*path, str(index)))]
+    return [(list(path), node)] if path else []
 
 
 def _unfit(name: str, reason: str) -> Draft:

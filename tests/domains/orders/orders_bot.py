@@ -195,7 +195,8 @@ class OrdersSession:
         if record["error"]:
             return f"Sorry, that did not work: {record['error']}. Anything else?"
         said = ", ".join(f"{label(k)} {v}" for k, v in self.slots.items())
-        return f"Done ({label(task)}): {said}. Result: {record['result']}. Anything else?"
+        made = record["result"].get("return_id") or record["result"].get("order_id")
+        return f"Done: {made} ({label(task)}: {said}). Anything else?"
 
 
 class BuggyOrdersSession(OrdersSession):

@@ -155,7 +155,7 @@ def test_a_draft_failing_a_gate_is_not_written_and_is_named_with_its_reason(orde
              _proposal("fails_on_the_target", [{"functionName": "change_order", "arguments": {"order_id": "ORD-9999"}}]),
              _proposal("more", [change], "Change the quantity of my order to seven."),
              _proposal("more_again", [change], "Change the quantity of my order to seven!")]
-    result = draft(orders, extra=extra)
+    result = draft(orders, proposer=lambda suite, names: extra)
     reasons = dict(result.rejected)
     assert "unknown function 'cancel_everything'" in reasons["unknown_function"]
     assert "unknown field in {order.colour}" in reasons["unknown_field"]
@@ -304,3 +304,42 @@ def test_the_draft_notebook_runs_by_papermill_and_writes_only_the_drafts_accepte
     assert len(scraps["drafts"].data) == 10 and scraps["rejected"].data == []
     assert scraps["accepted"].data == ["place_order", "out_of_scope_request"]
     assert [t["scenario_name"] for t in templates(orders)] == ["place_order", "out_of_scope_request"]
+
+
+# --- with a model: proposals through the same gates ---------------------------------------------
+
+def test_a_models_proposals_pass_the_same_gates_and_those_that_fail_are_named_with_their_reason(orders, tmp_path,
+                                                                                                monkeypatch, capsys):
+    from lobeval.testing import FakeOpenAI
+    from roleplay import Roleplay
+
+    for name in ("LOBEVAL_MODEL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DRAFT1234567")
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    about = tmp_path / "about.md"
+    about.write_text("The shop's assistant places, changes and returns orders.")
+    with FakeOpenAI(Roleplay(drafter_mistakes=True)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["draft", "--suite", str(orders), "--about", str(about)]) == 0
+        [request] = server.requests
+    prompt = request["messages"][0]["content"]
+    assert "The shop's assistant places, changes and returns orders." in prompt
+    assert "Drafts already made: place_order, place_order_ask_customer_id, change_order_quantity" in prompt
+    out = capsys.readouterr().out
+    assert "rejected unknown_function: " in out and "unknown function 'cancel_everything'" in out
+    assert "rejected unfillable: " in out and "unknown field in {customer.colour}" in out
+    assert "rejected trivially_passed: lint, case trivially_passed-001: an empty conversation scores Success 1" in out
+    drafted = {t["scenario_name"]: t for t in templates(orders)}
+    proposal = drafted["place_order_and_request_return"]
+    assert [c["functionName"] for c in proposal["expected_function_calls"]] == ["place_order", "request_return"]
+    assert verdict(orders, "orders_bot:OrdersBot", tmp_path / "run") == (1.0, set())
+
+
+def test_about_without_a_model_exits_2(orders, monkeypatch, capsys):
+    for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["draft", "--suite", str(orders), "--about", "about.md"]) == 2
+    assert capsys.readouterr().err.strip() == ("lobeval draft: error: --about about.md: proposals need a model: set "
+                                               "LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL (docs/models.md)")

@@ -246,9 +246,12 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _draft(args: argparse.Namespace) -> int:
     from lobeval.draft import draft
+    from lobeval.draft_model import about_text, drafter, model_drafts
 
+    client, about = drafter(args.about), about_text(args.about)
+    proposer = None if client is None else lambda suite, names: model_drafts(suite, client, names, about)
     result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target,
-                   conversations=args.from_conversations)
+                   conversations=args.from_conversations, proposer=proposer)
     for line in result.summary():
         print(line)
     return 0 if result.path else 1
@@ -582,6 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
     drafting.add_argument("--from-conversations", metavar="FILE",
                           help="draft regression cases from these conversations (conversations.jsonl of a run, or "
                                "traces imported with lobeval import) instead of from the data")
+    drafting.add_argument("--about", metavar="FILE", help="a text describing the bot (its system prompt, its help "
+                                                          "page) for the model that proposes further scenarios")
     drafting.set_defaults(handler=_draft)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -53,6 +54,9 @@ class Draft:
         return self.template["scenario_name"]
 
 
+Proposer = Callable[[Suite, list[str]], list[Draft]]
+
+
 @dataclass
 class DraftResult:
     path: Path | None
@@ -60,9 +64,10 @@ class DraftResult:
     rejected: list[tuple[str, str]]   # (scenario, reason)
     merged: list[tuple[str, str]]     # (scenario, the one it duplicates)
     coverage: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> list[str]:
-        lines = [f"rejected {name}: {reason}" for name, reason in self.rejected]
+        lines = list(self.notes) + [f"rejected {name}: {reason}" for name, reason in self.rejected]
         lines += [f"merged {name} into {kept} (same expected calls, near-identical instructions)"
                   for name, kept in self.merged]
         lines += coverage_lines(self.coverage)
@@ -74,32 +79,39 @@ class DraftResult:
 
 def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool = False, seed: int = 42,
           target: str | None = None, conversations: str | Path | None = None,
-          extra: list[Draft] | None = None) -> DraftResult:
+          proposer: Proposer | None = None) -> DraftResult:
     """Draft, prove and write `out` (default: the suite's templates.json). `target` (default: the suite's
     default_target) replays each case's expected calls when it offers apply(). `conversations`: draft regression
-    cases from these recorded conversations instead of from the data. `extra`: further drafts (a model's)
-    proven by the same gates."""
+    cases from these recorded conversations instead of from the data. `proposer(suite, names drafted)`: further
+    drafts (a model's, lobeval.draft_model) proven by the same gates."""
     suite = load_suite(suite_dir, templates=False)
     out = Path(out) if out else suite.templates_file
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
     check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
-    result = propose(suite, seed=seed, target=target, conversations=conversations, extra=extra)
+    result = propose(suite, seed=seed, target=target, conversations=conversations, proposer=proposer)
     if result.accepted:
         result.path = write_json(out, [d.template for d in result.accepted])
     return result
 
 
 def propose(suite: Suite, *, seed: int = 42, target: str | None = None, conversations: str | Path | None = None,
-            extra: list[Draft] | None = None) -> DraftResult:
+            proposer: Proposer | None = None) -> DraftResult:
     """The drafts proven and merged, nothing written (see `draft`)."""
+    from lobeval.llm import LLMError
+
     if conversations:
         proposed = [Draft(template, "regression") for template in regression_templates(suite, conversations)]
     else:
         proposed = offline_drafts(suite, seed, target or suite.default_target)
-    accepted, rejected = prove(suite, proposed + list(extra or []), seed, target or suite.default_target)
+    notes = []
+    try:
+        proposed += proposer(suite, [d.name for d in proposed]) if proposer else []
+    except LLMError as exc:   # the machinery failed: said, and the other drafts still proven
+        notes.append(f"the model proposed nothing: {exc}")
+    accepted, rejected = prove(suite, proposed, seed, target or suite.default_target)
     accepted, merged = merge_duplicates(accepted)
-    return DraftResult(None, accepted, rejected, merged, coverage(suite, accepted))
+    return DraftResult(None, accepted, rejected, merged, coverage(suite, accepted), notes)
 
 
 # --- reading the tools and the data -----------------------------------------------------------

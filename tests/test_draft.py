@@ -343,3 +343,15 @@ def test_about_without_a_model_exits_2(orders, monkeypatch, capsys):
     assert main(["draft", "--suite", str(orders), "--about", "about.md"]) == 2
     assert capsys.readouterr().err.strip() == ("lobeval draft: error: --about about.md: proposals need a model: set "
                                                "LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL (docs/models.md)")
+
+
+def test_a_suite_without_a_write_function_drafts_nothing_and_exits_1(tmp_path, capsys):
+    from helpers import TOOLS, make_suite
+
+    suite = make_suite(tmp_path, tools=[tool for tool in TOOLS if tool["effect"] == "read"])
+    (suite / "templates.json").unlink()
+    assert main(["draft", "--suite", str(suite)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["coverage: the suite has no write function",
+                   "wrote 0 scenarios (nothing written: no draft passed its gates); 0 rejected, 0 merged"]
+    assert not (suite / "templates.json").exists()

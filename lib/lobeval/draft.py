@@ -25,7 +25,7 @@ from lobeval.generate import check_case, check_template, fill_case, sample_recor
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
 from lobeval.regression import regression_templates
-from lobeval.suite import Entity, Suite, load_suite
+from lobeval.suite import Entity, Suite, Template, load_suite
 from lobeval.users import label
 from lobeval.vocabulary import function_key
 
@@ -316,8 +316,10 @@ def created_key(suite: Suite, first: Draft, schema: dict[str, Any], seed: int,
     function = first.template["expected_function_calls"][0]["functionName"]
     if not target:
         return None, f"no target to learn where the result of {function} holds the new record's id"
-    records = sample_records(suite, first.template, 1, seed)
-    case = fill_case(first.template, records[0], 0, seed)
+    try:
+        case = fill_case(first.template, sample_records(suite, first.template, 1, seed)[0], 0, seed)
+    except LobevalError as exc:
+        return None, str(exc)
     replay = run_sync(replay_cases({(target, case["case_id"]): case}))[target, case["case_id"]]
     if replay is None or "error" in replay or replay["calls"][0].get("error"):
         why = "offers no apply()" if replay is None else replay.get("error") or replay["calls"][0]["error"]
@@ -501,8 +503,6 @@ def _static_problem(suite: Suite, item: Draft, seed: int, rules: Any, case_probl
     if "unfit" in item.template:
         return item.template["unfit"]
     try:
-        from lobeval.suite import Template
-
         item.template = Template.model_validate(item.template).model_dump()
         check_template(suite, item.template)
         records = sample_records(suite, item.template, CASES, seed)

@@ -93,7 +93,7 @@ def test_each_write_function_gets_a_variant_without_a_required_value_and_an_out_
     assert {"place_order_ask_customer_id", "change_order_quantity_ask_order_id", "request_return_ask_order_id",
             "out_of_scope_request"} <= set(drafted)
     ask = drafted["request_return_ask_order_id"]
-    assert ask["user_style"] == "one_fact"
+    assert ask["user_withholds"] == ["order_id"]
     assert ask["expected_function_calls"] == drafted["request_return"]["expected_function_calls"]
     scope = drafted["out_of_scope_request"]
     assert scope["expected_function_calls"] == []
@@ -117,6 +117,24 @@ def test_a_record_created_then_named_by_the_next_call_is_a_ref_to_where_the_targ
                                                                    "to learn where its result holds the new id: "
                                                                    "offers no apply()")]
     assert len(result.accepted) == 9
+
+
+def test_the_scripted_user_gives_a_withheld_value_only_when_the_bot_asks_for_it():
+    from lobeval.llm import run_sync
+    from lobeval.records import Case
+    from lobeval.users import ScriptedUser
+
+    case = Case(case_id="c-001", scenario_name="c", user_instructions="", user_withholds=["order_id"],
+                expected_function_calls=[{"functionName": "request_return",
+                                          "arguments": {"order_id": "ORD-2004", "reason": "Damaged"}}])
+
+    async def talk(bot_texts):
+        session = ScriptedUser().start(case)
+        return [await session.reply(text) for text in bot_texts]
+
+    assert run_sync(talk(["Hello!", "Anything more?", "Shall I go ahead?"])) == [
+        "I'd like to request return.", "reason: Damaged", "Yes, please go ahead."]   # never the order
+    assert run_sync(talk(["Hello!", "What is the order id?"]))[1] == "The order id is ORD-2004."
 
 
 def test_the_same_seed_drafts_the_same_file_and_an_existing_file_is_kept_without_force(orders, capsys):
@@ -152,6 +170,7 @@ def test_a_draft_failing_a_gate_is_not_written_and_is_named_with_its_reason(orde
              _proposal("wrong_type", [{"functionName": "change_order",
                                        "arguments": {"order_id": "{order.order_id}", "quantity": "lots"}}]),
              _proposal("expects_nothing", [], expected_outputs=[""]),
+             _proposal("withholds_nothing_asked", [change], user_withholds=["colour"]),
              _proposal("fails_on_the_target", [{"functionName": "change_order", "arguments": {"order_id": "ORD-9999"}}]),
              _proposal("more", [change], "Change the quantity of my order to seven."),
              _proposal("more_again", [change], "Change the quantity of my order to seven!")]
@@ -160,6 +179,9 @@ def test_a_draft_failing_a_gate_is_not_written_and_is_named_with_its_reason(orde
     assert "unknown function 'cancel_everything'" in reasons["unknown_function"]
     assert "unknown field in {order.colour}" in reasons["unknown_field"]
     assert "value 'lots' does not fit the schema of 'change_order'" in reasons["wrong_type"]
+    assert reasons["withholds_nothing_asked"] == (f"{orders / 'templates.json'}: scenario 'withholds_nothing_asked': "
+                                                  f"field 'user_withholds[0]': 'colour' is not an argument of any "
+                                                  f"expected call")
     assert reasons["expects_nothing"] == "lint, case expects_nothing-001: an empty conversation scores Success 1"
     assert reasons["fails_on_the_target"] == ("case fails_on_the_target-001: change_order fails on "
                                               "orders_bot:OrdersBot: 'no order ORD-9999'")

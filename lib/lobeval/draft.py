@@ -447,14 +447,14 @@ def _new_value(suite: Suite, entity: Entity, arg: str, schema: dict[str, Any], c
 
 
 def ask_variant(base: Draft, function: dict[str, Any], own: str | None) -> Draft:
-    """The same calls, the user leaving out a required value until the bot asks for it (one fact a message)."""
+    """The same calls, the user leaving out a required value until the bot asks for it (`user_withholds`)."""
     required = (function.get("parameters") or {}).get("required") or []
     call = base.template["expected_function_calls"][0]
     left_out = own or next((arg for arg in required if arg in call["arguments"]), next(iter(call["arguments"])))
     phrase = _phrase(left_out, _properties(function)[left_out])
     template = {**base.template, "scenario_name": f"{base.name}_ask_{left_out}",
                 "user_instructions": instructions(function, call["arguments"], left_out),
-                "persona": f"Forgets to say the {phrase}; gives one fact per message.", "user_style": "one_fact"}
+                "persona": f"Forgets to say the {phrase} until asked for it.", "user_withholds": [left_out]}
     return Draft(template, "ask")
 
 

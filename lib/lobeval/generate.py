@@ -130,6 +130,9 @@ def check_template(suite: Suite, template: dict[str, Any]) -> None:
     for arg in template["user_mistakes"]:
         if arg not in expected_args:
             raise RecordError(file, where, f"user_mistakes.{arg}", "is not an argument of any expected call")
+    for index, arg in enumerate(template["user_withholds"]):
+        if arg not in expected_args:
+            raise RecordError(file, where, f"user_withholds[{index}]", f"'{arg}' is not an argument of any expected call")
 
 
 # --- sampling and filling --------------------------------------------------------------------
@@ -218,6 +221,7 @@ def fill_case(template: dict[str, Any], records: dict[str, dict[str, Any]], inde
         **filled,
         "user_style": template["user_style"],
         "user_mistakes": fill(template["user_mistakes"], records),
+        **({"user_withholds": list(template["user_withholds"])} if template.get("user_withholds") else {}),
         "business_data": records,
         "expected_function_calls": fill(template["expected_function_calls"], records),
         "expected_outputs": [_render(output) for output in fill(template["expected_outputs"], records)],

@@ -194,6 +194,7 @@ class Template(BaseModel):
     persona: str = ""
     user_style: UserStyle = "conversational"
     user_mistakes: dict[str, Any] = {}
+    user_withholds: list[str] = []
     expected_function_calls: list[ExpectedCall]
     expected_outputs: list[str] = []
     allowed_function_calls: list[str] = []

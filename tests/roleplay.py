@@ -72,6 +72,7 @@ MARKS = {
     "judges": _opening(judges.JUDGE_PROMPT),
     "root_causes": _opening(root_causes.PROMPT),
     "drafter": _opening(draft_model.PROMPT),
+    "summariser": _opening(draft_model.SUMMARY_PROMPT),
     "azure:tool_call_accuracy": "**Tool Call Accuracy** refers to",
     "azure:intent_resolution": "Intent-Resolution-Judge",
     "azure:task_adherence": "impartial reviewer assessing whether the AI assistant's actions",
@@ -519,6 +520,9 @@ class Roleplay:
             return self.attacker(request)
         if role == "drafter":
             return self.drafter(request)
+        if role == "summariser":
+            said = json.loads(request["messages"][0]["content"].rsplit("(JSON):\n", 1)[1])
+            return json_reply({"goal": "Ask the assistant: " + " ".join(m for m in said if users.STOP_PHRASE not in m)})
         if role == "unknown":
             raise ValueError("the role-player does not know this prompt: "
                              + json.dumps(request.get("messages"))[:300])

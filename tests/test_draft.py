@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from helpers import REPO, SAMPLE_SUITE
+from helpers import REPO, SAMPLE_SUITE, read_jsonl
 from lobeval.cli import main
 from lobeval.draft import Draft, draft, entity_of, instructions, record_named, write_functions
 from lobeval.evaluate import evaluate
@@ -357,6 +357,28 @@ def test_a_models_proposals_pass_the_same_gates_and_those_that_fail_are_named_wi
     proposal = drafted["place_order_and_request_return"]
     assert [c["functionName"] for c in proposal["expected_function_calls"]] == ["place_order", "request_return"]
     assert verdict(orders, "orders_bot:OrdersBot", tmp_path / "run") == (1.0, set())
+
+
+def test_with_a_model_a_regression_cases_instructions_are_the_users_goal_it_summarised(sample, tmp_path, monkeypatch):
+    from lobeval.testing import FakeOpenAI
+    from roleplay import Roleplay
+
+    run = tmp_path / "run"
+    generate(SAMPLE_SUITE, run / "dataset.jsonl", cases_per_scenario=1)
+    assert main(["simulate", "--dataset", str(run / "dataset.jsonl"), "--scenarios", "escalate_ticket",
+                 "--out", str(run / "conversations.jsonl")]) == 0
+    for name in ("LOBEVAL_MODEL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DRAFT1234567")
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAI(Roleplay()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["draft", "--suite", str(sample), "--from-conversations", str(run / "conversations.jsonl")]) == 0
+        assert server.count == 1   # one summary; no proposals beside regression cases
+    [template] = templates(sample)
+    said = [m["content"] for m in read_jsonl(run / "conversations.jsonl")[0]["messages"] if m["role"] == "user"]
+    assert template["user_instructions"] == "Ask the assistant: " + " ".join(said[:-1])
 
 
 def test_about_without_a_model_exits_2(orders, monkeypatch, capsys):

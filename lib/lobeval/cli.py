@@ -246,12 +246,14 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _draft(args: argparse.Namespace) -> int:
     from lobeval.draft import draft
-    from lobeval.draft_model import about_text, drafter, model_drafts
+    from lobeval.draft_model import about_text, drafter, model_drafts, summariser
 
     client, about = drafter(args.about), about_text(args.about)
-    proposer = None if client is None else lambda suite, names: model_drafts(suite, client, names, about)
+    regression = args.from_conversations is not None
+    proposer = None if client is None or regression else lambda suite, names: model_drafts(suite, client, names, about)
     result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target,
-                   conversations=args.from_conversations, proposer=proposer)
+                   conversations=args.from_conversations, proposer=proposer,
+                   summarise=summariser(client) if client is not None and regression else None)
     for line in result.summary():
         print(line)
     return 0 if result.path else 1

@@ -24,7 +24,7 @@ from lobeval.errors import ConfigError, LobevalError
 from lobeval.generate import check_case, check_template, fill_case, sample_records
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
-from lobeval.regression import regression_templates
+from lobeval.regression import Summarise, regression_templates
 from lobeval.suite import Entity, Suite, Template, load_suite
 from lobeval.users import label
 from lobeval.vocabulary import function_key
@@ -79,32 +79,39 @@ class DraftResult:
 
 def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool = False, seed: int = 42,
           target: str | None = None, conversations: str | Path | None = None,
-          proposer: Proposer | None = None) -> DraftResult:
+          proposer: Proposer | None = None, summarise: Summarise | None = None) -> DraftResult:
     """Draft, prove and write `out` (default: the suite's templates.json). `target` (default: the suite's
     default_target) replays each case's expected calls when it offers apply(). `conversations`: draft regression
     cases from these recorded conversations instead of from the data. `proposer(suite, names drafted)`: further
-    drafts (a model's, lobeval.draft_model) proven by the same gates."""
+    drafts (a model's, lobeval.draft_model) proven by the same gates. `summarise`: a model's summary of a
+    conversation's user messages, the regression case's instructions (offline: the messages themselves)."""
     suite = load_suite(suite_dir, templates=False)
     out = Path(out) if out else suite.templates_file
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
     check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
-    result = propose(suite, seed=seed, target=target, conversations=conversations, proposer=proposer)
+    result = propose(suite, seed=seed, target=target, conversations=conversations, proposer=proposer,
+                     summarise=summarise)
     if result.accepted:
         result.path = write_json(out, [d.template for d in result.accepted])
     return result
 
 
 def propose(suite: Suite, *, seed: int = 42, target: str | None = None, conversations: str | Path | None = None,
-            proposer: Proposer | None = None) -> DraftResult:
+            proposer: Proposer | None = None, summarise: Summarise | None = None) -> DraftResult:
     """The drafts proven and merged, nothing written (see `draft`)."""
     from lobeval.llm import LLMError
 
+    notes = []
     if conversations:
-        proposed = [Draft(template, "regression") for template in regression_templates(suite, conversations)]
+        try:
+            templates = regression_templates(suite, conversations, summarise)
+        except LLMError as exc:   # the machinery failed: said, and the user's own messages used instead
+            notes.append(f"the model summarised nothing (the instructions are the user's messages): {exc}")
+            templates = regression_templates(suite, conversations)
+        proposed = [Draft(template, "regression") for template in templates]
     else:
         proposed = offline_drafts(suite, seed, target or suite.default_target)
-    notes = []
     try:
         proposed += proposer(suite, [d.name for d in proposed]) if proposer else []
     except LLMError as exc:   # the machinery failed: said, and the other drafts still proven

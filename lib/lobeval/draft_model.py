@@ -1,9 +1,10 @@
 """Scenarios a model proposes (`lobeval draft` with a model configured): from the tools, a sample of the data
-and an optional text about the bot. Each proposal is read as a template and goes through the same gates as an
+and an optional text about the bot; and the goal of a recorded conversation, summarised for its regression case. Each proposal is read as a template and goes through the same gates as an
 offline draft (lobeval.draft.prove); the model only proposes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,33 @@ Drafts already made: {existing}
 
 About the bot:
 {about}"""
+
+
+SUMMARY_PROMPT = """You read what a person wrote to a company's chatbot and say, in one to three plain sentences, what
+they wanted done, with every value they gave (names, numbers, dates, identifiers), as an instruction to someone who
+will ask the chatbot for the same thing: "Ask for ...". Answer with one JSON object: {"goal": "..."}.
+
+The person's messages, in order (JSON):
+"""
+
+
+def summariser(client: Any) -> Callable[[list[str]], str]:
+    """A conversation's user messages → the user's goal, as the model summarises it."""
+    from lobeval.llm import run_sync
+
+    def summarise(said: list[str]) -> str:
+        messages = [{"role": "system", "content": SUMMARY_PROMPT + json.dumps(said, ensure_ascii=False)},
+                    {"role": "user", "content": "Summarise the goal."}]
+        return run_sync(client.ask_json(messages, _goal))
+    return summarise
+
+
+def _goal(content: str) -> str:
+    found = json.loads(content)
+    goal = found.get("goal") if isinstance(found, dict) else None
+    if not isinstance(goal, str) or not goal.strip():
+        raise ValueError('expected {"goal": "..."}')
+    return goal.strip()
 
 
 def prompt(suite: Suite, existing: list[str], about: str | None) -> str:

@@ -4,11 +4,13 @@ writes all succeeded becomes a scenario that expects those writes again, its rea
 A value an earlier write returned (a new record's id) becomes a `$ref` to that result; a value the user said is
 kept as it was (or one the bot offered, which the user may have picked by number); a value found only in an earlier read's result becomes a `$ref` to it. A value from nowhere (the
 bot made it up, or changed what the user said) cannot be replayed by a user who says the expected values, so the
-draft is rejected with that reason. Offline the instructions are the user's messages, one a line.
+draft is rejected with that reason. The instructions are the user's goal as a model summarises it from the user's
+messages (`summarise`), or offline the user's messages themselves, one a line.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,11 @@ from lobeval.users import say
 from lobeval.vocabulary import function_key
 
 
-def regression_templates(suite: Suite, path: str | Path) -> list[dict[str, Any]]:
+Summarise = Callable[[list[str]], str]
+"""The user's goal in a few sentences, from the user's messages (a model's summary)."""
+
+
+def regression_templates(suite: Suite, path: str | Path, summarise: Summarise | None = None) -> list[dict[str, Any]]:
     """One template per conversation whose writes all succeeded; one that cannot be replayed carries `unfit`,
     its reason."""
     ignored = set(map(function_key, suite.ignored_functions))
@@ -29,7 +35,7 @@ def regression_templates(suite: Suite, path: str | Path) -> list[dict[str, Any]]
         written = [c for c in calls if function_key(c["functionName"]) in writes]
         if any(c.get("error") for c in written):
             continue
-        drafts.append(regression_template(conversation, calls, writes, suite))
+        drafts.append(regression_template(conversation, calls, writes, suite, summarise))
     return drafts
 
 
@@ -38,7 +44,7 @@ def _text(conversation: dict[str, Any], role: str) -> list[str]:
 
 
 def regression_template(conversation: dict[str, Any], calls: list[dict[str, Any]], writes: set[str],
-                        suite: Suite) -> dict[str, Any]:
+                        suite: Suite, summarise: Summarise | None = None) -> dict[str, Any]:
     said = _text(conversation, "user")
     heard = " ".join(said + _text(conversation, "assistant"))   # a value the bot offered, the user may have picked
     name = re.sub(r"[^0-9A-Za-z_]+", "_", f"regression_{conversation['case_id']}_{conversation.get('trial', 0)}")
@@ -54,9 +60,12 @@ def regression_template(conversation: dict[str, Any], calls: list[dict[str, Any]
                                       f"call returned: a simulated user cannot replay it")
         expected.append({"functionName": call["functionName"], "arguments": arguments})
     reads = sorted({c["functionName"] for c in calls if function_key(c["functionName"]) not in writes})
-    script = "\n".join(said)
+    if summarise and said:
+        goal = summarise(said)
+    else:
+        goal = "\n".join(said) if expected else (said[0] if said else "")
     template = {"scenario_name": name,
-                "user_instructions": script if expected else (said[0] if said else ""),
+                "user_instructions": goal,
                 "task_completion": f"The writes of conversation {conversation['case_id']} were made again, "
                                    f"with the same values." if expected else "Nothing was created or changed.",
                 "persona": "", "user_style": "conversational", "user_mistakes": {},

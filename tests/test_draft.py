@@ -399,3 +399,31 @@ def test_a_suite_without_a_write_function_drafts_nothing_and_exits_1(tmp_path, c
     assert out == ["coverage: the suite has no write function",
                    "wrote 0 scenarios (nothing written: no draft passed its gates); 0 rejected, 0 merged"]
     assert not (suite / "templates.json").exists()
+
+
+def test_an_update_with_required_values_changes_them_and_one_with_the_id_alone_is_drafted_with_it(tmp_path):
+    from helpers import TOOLS, make_suite
+
+    def write(name, properties, required):
+        return {"type": "function", "effect": "write", "function": {"name": name, "parameters": {
+            "type": "object", "properties": properties, "required": required}}}
+
+    tools = [write("cancel_ticket", {"ticket": {"type": "string"}}, ["ticket"]),
+             write("set_ticket_priority", {"id": {"type": "string"},
+                                           "priority": {"type": "string", "enum": ["Low", "Medium", "High"]},
+                                           "note": {"type": "string"}}, ["id", "priority"]),
+             *[tool for tool in TOOLS if tool["effect"] == "read"]]
+    tickets = [{"id": f"TKT-{n}", "title": f"Ticket {n}", "priority": "Low" if n == 5 else "High"} for n in range(1, 9)]
+    suite = make_suite(tmp_path, tools=tools, tickets=tickets, actions=[{"id": "ACT-1", "parent_ticket_id": "TKT-1"}])
+    (suite / "templates.json").unlink()
+    result = draft(suite)
+    calls = {d.name: d.template["expected_function_calls"][0]["arguments"] for d in result.accepted
+             if d.template["expected_function_calls"]}
+    assert calls["cancel_ticket"] == {"ticket": "{ticket.id}"}
+    # note has no column: no value can be made up for free text, so its scenario is rejected, saying so
+    assert ("set_ticket_priority_note", "no value of 'note' differs from every sampled ticket's current one and "
+                                        "fits its schema") in result.rejected
+    arguments = calls["set_ticket_priority"]   # the required values alone, the id named by a bare `id`
+    assert set(arguments) == {"id", "priority"} and arguments["id"] == "{ticket.id}"
+    assert {case["business_data"]["ticket"]["priority"] for d in result.accepted if d.name == "set_ticket_priority"
+            for case in d.cases}.isdisjoint({arguments["priority"]})

@@ -158,13 +158,16 @@ def entity_of(suite: Suite, function: dict[str, Any]) -> Entity | None:
 
 
 def record_named(suite: Suite, argument: str, schema: dict[str, Any]) -> Entity | None:
-    """The entity whose record an argument names: its name is a record word (id, number, ...) with the
-    entity's name, or a child's key to the entity; and every id of the entity fits its schema."""
+    """The entity whose record an argument names: its name is the entity's id column, a child's key to the
+    entity, the entity's name, or a record word (id, number, ...) with the entity's name; and every id of the
+    entity fits its schema."""
     words = _words(argument)
     for entity in suite.entities.values():
         keys = {child.parent_key for child in suite.entities.values() if child.parent == entity.name}
-        named = argument in keys or (words & RECORD_WORDS and words - RECORD_WORDS
-                                     and words - RECORD_WORDS <= _words(entity.name) | _words(entity.csv.stem))
+        keys |= {entity.id} - RECORD_WORDS   # `email`, `sku`; a bare `id` could be any entity's
+        names = _words(entity.name) | _words(entity.csv.stem)
+        rest = words - RECORD_WORDS
+        named = argument in keys or (rest and rest <= names and (words & RECORD_WORDS or rest == _words(entity.name)))
         ids = _values(entity, entity.id)
         if named and ids and all(_validator(schema).is_valid(i) for i in ids):
             return entity
@@ -266,8 +269,10 @@ def function_drafts(suite: Suite, function: dict[str, Any], seed: int) -> list[D
     properties = _properties(function)
     records = {arg: record_named(suite, arg, schema) for arg, schema in properties.items()}
     own = next((arg for arg, named in records.items() if named is entity), None)
+    if own is None and entity.id in RECORD_WORDS and entity.id in properties:   # a bare `id`: the acted-on entity's
+        own = entity.id
     made = update_drafts(suite, function, entity, own, seed) if own else [create_draft(suite, function, entity, records)]
-    first = next((d for d in made if d.kind == "data"), None)
+    first = next((d for d in made if "unfit" not in d.template), None)
     return made + ([ask_variant(first, function, own)] if first else [])
 
 
@@ -390,33 +395,53 @@ def create_draft(suite: Suite, function: dict[str, Any], entity: Entity,
 
 
 def update_drafts(suite: Suite, function: dict[str, Any], entity: Entity, own: str, seed: int) -> list[Draft]:
-    """One scenario per argument an update may change: the record named by its id, the argument set to a
-    value that differs from every sampled record's current one."""
+    """One scenario with the required arguments alone (a cancel, an approval: the id alone), when it has
+    required ones or no other, and one per optional argument with them: the record named by its id, each value
+    one that differs from every sampled record's current one."""
     name, properties = function["name"], _properties(function)
+    required = [arg for arg in (function.get("parameters") or {}).get("required") or [] if arg != own]
+    optional = [arg for arg in properties if arg != own and arg not in required]
+    ident = {own: _placeholder(entity, entity.id)}
     drafts = []
-    for arg, schema in properties.items():
-        if arg == own:
-            continue
-        base = {own: _placeholder(entity, entity.id)}
-        column = arg if arg in entity.fields else None
-        scenario, value = f"{name}_{arg}", None
-        # Each enum value in a scenario of its own when no one value differs from every sampled record's: the
-        # records a scenario is filled from depend on its name.
-        for scenario, only in [(f"{name}_{arg}", None)] + [(f"{name}_{arg}_{_slug(v)}", v) for v in schema.get("enum") or []]:
-            value = _new_value(suite, entity, arg, schema, column, sampled(suite, scenario, base, seed), only)
-            if value is not None:
+    for extra in ([None] if required or not optional else []) + optional:
+        changed = required + ([extra] if extra else [])
+        scenario = f"{name}_{extra}" if extra else name
+        attempt = scenario
+        found, failed = _new_values(suite, entity, function, changed, sampled(suite, attempt, ident, seed), {})
+        # Each value of an enum no one value of which differs from every sampled record's, in a scenario of its
+        # own: the records a scenario is filled from depend on its name.
+        for value in properties[failed].get("enum") or [] if found is None else []:
+            attempt = f"{scenario}_{_slug(value)}"
+            found, _ = _new_values(suite, entity, function, changed, sampled(suite, attempt, ident, seed),
+                                   {failed: value})
+            if found is not None:
                 break
-        if value is None:
-            scenario = f"{name}_{arg}"
-            drafts.append(_unfit(scenario, f"no value of '{arg}' differs from every sampled {entity.name}'s current "
-                                           f"one and fits its schema"))
+        if found is None:
+            drafts.append(_unfit(scenario, f"no value of '{failed}' differs from every sampled {entity.name}'s "
+                                           f"current one and fits its schema"))
             continue
-        arguments = {**base, arg: value}
-        done = (f"The record with {_phrase(own, properties[own])} {_placeholder(entity, entity.id)} has "
-                f"{re.sub(r'^new ', '', _phrase(arg, schema))} {_say(value)}.")
-        drafts.append(Draft(_template(scenario, instructions(function, arguments), done,
+        arguments = {**ident, **found}
+        who = f"the record with {_phrase(own, properties[own])} {_placeholder(entity, entity.id)}"
+        done = (f"{_capital(who)} has " + ", ".join(f"{re.sub(r'^new ', '', _phrase(arg, properties[arg]))} "
+                                                     f"{_say(value)}" for arg, value in found.items()) + "."
+                if found else f"Done ({_what(function).lower()}) for {who}.")
+        drafts.append(Draft(_template(attempt, instructions(function, arguments), done,
                                       [{"functionName": name, "arguments": arguments}]), "data"))
     return drafts
+
+
+def _new_values(suite: Suite, entity: Entity, function: dict[str, Any], changed: list[str],
+                picked: list[dict[str, dict]], only: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """A new value for each changed argument (the one `only` gives, for an argument it names); else None and the
+    argument that has none."""
+    properties, found = _properties(function), {}
+    for arg in changed:
+        column = arg if arg in entity.fields else None
+        value = _new_value(suite, entity, arg, properties[arg], column, picked, only.get(arg))
+        if value is None:
+            return None, arg
+        found[arg] = value
+    return found, None
 
 
 def sampled(suite: Suite, scenario: str, arguments: dict[str, Any], seed: int) -> list[dict[str, dict]]:

@@ -427,3 +427,10 @@ def test_an_update_with_required_values_changes_them_and_one_with_the_id_alone_i
     assert set(arguments) == {"id", "priority"} and arguments["id"] == "{ticket.id}"
     assert {case["business_data"]["ticket"]["priority"] for d in result.accepted if d.name == "set_ticket_priority"
             for case in d.cases}.isdisjoint({arguments["priority"]})
+
+
+def test_the_draft_notebook_is_committed_without_outputs_with_one_parameters_cell():
+    notebook = json.loads((REPO / "notebooks" / "00_draft.ipynb").read_text(encoding="utf-8"))
+    code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert [(cell["outputs"], cell["execution_count"]) for cell in code] == [([], None)] * len(code)
+    assert sum("parameters" in cell.get("metadata", {}).get("tags", []) for cell in code) == 1

@@ -36,6 +36,8 @@ NEAR_DUPLICATE = 90
 MATCH = 80
 """How well a column's name must match an argument's name or description to give its values."""
 RECORD_WORDS = {"id", "number", "no", "ref", "reference", "key"}
+FIT_SAMPLE = 500
+"""Distinct values of a column checked against an argument's schema."""
 OUT_OF_SCOPE = ("Ask the assistant to book you a flight to Lisbon for next Tuesday.",
                 "Ask the assistant what the weather will be like tomorrow.",
                 "Ask the assistant to recommend a restaurant for dinner tonight.")
@@ -145,6 +147,13 @@ def _values(entity: Entity, column: str) -> list[Any]:
     return [record[column] for record in entity.records if record.get(column) not in (None, "")]
 
 
+def _fits(schema: dict[str, Any], entity: Entity, column: str) -> bool:
+    """The column has values and they fit the schema (its first FIT_SAMPLE distinct ones: bounded on big data)."""
+    distinct = list(dict.fromkeys(map(json.dumps, _values(entity, column))))[:FIT_SAMPLE]
+    validator = _validator(schema)
+    return bool(distinct) and all(validator.is_valid(json.loads(value)) for value in distinct)
+
+
 def entity_of(suite: Suite, function: dict[str, Any]) -> Entity | None:
     """The entity a function acts on: the one its name says (entity or CSV file name), then the one whose
     columns its arguments name."""
@@ -168,8 +177,7 @@ def record_named(suite: Suite, argument: str, schema: dict[str, Any]) -> Entity 
         names = _words(entity.name) | _words(entity.csv.stem)
         rest = words - RECORD_WORDS
         named = argument in keys or (rest and rest <= names and (words & RECORD_WORDS or rest == _words(entity.name)))
-        ids = _values(entity, entity.id)
-        if named and ids and all(_validator(schema).is_valid(i) for i in ids):
+        if named and _fits(schema, entity, entity.id):
             return entity
     return None
 
@@ -216,12 +224,11 @@ def source_column(suite: Suite, entity: Entity, argument: str, schema: dict[str,
     scored = []
     for order, other in enumerate([entity] + [e for e in suite.entities.values() if e is not entity]):
         for column in other.fields:
-            values = _values(other, column)
-            if (other.name, column) in skip or not values or not all(map(_validator(schema).is_valid, values)):
-                continue
             by_name = 100 if column == argument else fuzz.token_set_ratio(label(argument), label(column))
             by_description = fuzz.partial_ratio(label(column), description) * 0.9 if description else 0
-            scored.append((max(by_name, by_description) + (5 if order == 0 else 0), -order, other, column))
+            score = max(by_name, by_description) + (5 if order == 0 else 0)
+            if score >= MATCH and (other.name, column) not in skip and _fits(schema, other, column):
+                scored.append((score, -order, other, column))
     best = max(scored, key=lambda s: s[:2], default=None)
     return (best[2], best[3]) if best and best[0] >= MATCH else None
 

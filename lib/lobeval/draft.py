@@ -26,7 +26,7 @@ from lobeval.operators import literals
 from lobeval.records import check_output, write_json
 from lobeval.regression import Summarise, regression_templates
 from lobeval.suite import Entity, Suite, Template, load_suite
-from lobeval.users import label
+from lobeval.users import label, say
 from lobeval.vocabulary import function_key
 
 CASES = 3
@@ -197,12 +197,12 @@ def instructions(function: dict[str, Any], arguments: dict[str, Any], left_out: 
     """What the person wants, in the words of the function's and its arguments' descriptions: one line per
     value they give; `left_out` is said only when the assistant asks."""
     properties = _properties(function)
-    lines = [f"- {_capital(_phrase(arg, properties[arg]))}: {_say(value)}" for arg, value in arguments.items()
+    lines = [f"- {_capital(_phrase(arg, properties[arg]))}: {say(value)}" for arg, value in arguments.items()
              if arg != left_out]
     text = f"{_what(function)}.\n" + "\n".join(lines)
     if left_out:
         text += (f"\nDo not say the {_phrase(left_out, properties[left_out])} until the assistant asks for it; "
-                 f"then it is {_say(arguments[left_out])}.")
+                 f"then it is {say(arguments[left_out])}.")
     return text
 
 
@@ -368,12 +368,6 @@ def _placeholder(entity: Entity, column: str) -> str:
     return f"{{{entity.name}.{column}}}"
 
 
-def _say(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
 def create_draft(suite: Suite, function: dict[str, Any], entity: Entity,
                  records: dict[str, Entity | None]) -> Draft:
     """A new record of `entity` made from a sampled one's values (a parent named by its id)."""
@@ -430,7 +424,7 @@ def update_drafts(suite: Suite, function: dict[str, Any], entity: Entity, own: s
         arguments = {**ident, **found}
         who = f"the record with {_phrase(own, properties[own])} {_placeholder(entity, entity.id)}"
         done = (f"{_capital(who)} has " + ", ".join(f"{re.sub(r'^new ', '', _phrase(arg, properties[arg]))} "
-                                                     f"{_say(value)}" for arg, value in found.items()) + "."
+                                                     f"{say(value)}" for arg, value in found.items()) + "."
                 if found else f"Done ({_what(function).lower()}) for {who}.")
         drafts.append(Draft(_template(attempt, instructions(function, arguments), done,
                                       [{"functionName": name, "arguments": arguments}]), "data"))
@@ -635,7 +629,7 @@ def coverage(suite: Suite, drafts: list[Draft]) -> list[dict[str, Any]]:
             rows.append({"function": function["name"], "argument": arg, "value": "",
                          "scenarios": sorted({name for name, call in calls if arg in call.get("arguments", {})})})
             for option in schema.get("enum") or []:
-                rows.append({"function": function["name"], "argument": arg, "value": _say(option),
+                rows.append({"function": function["name"], "argument": arg, "value": say(option),
                              "scenarios": sorted({name for name, call in calls
                                                   if option in literals(call.get("arguments", {}).get(arg))})})
     return rows

@@ -54,7 +54,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lobeval import judges, root_causes, users
+from lobeval import draft_model, judges, root_causes, users
 from lobeval.testing import Fault, json_reply, text, tool_calls
 
 
@@ -71,6 +71,8 @@ MARKS = {
     "completion_judge": _opening(judges.COMPLETION_PROMPT),
     "judges": _opening(judges.JUDGE_PROMPT),
     "root_causes": _opening(root_causes.PROMPT),
+    "drafter": _opening(draft_model.PROMPT),
+    "summariser": _opening(draft_model.SUMMARY_PROMPT),
     "azure:tool_call_accuracy": "**Tool Call Accuracy** refers to",
     "azure:intent_resolution": "Intent-Resolution-Judge",
     "azure:task_adherence": "impartial reviewer assessing whether the AI assistant's actions",
@@ -481,6 +483,19 @@ class Prose(str):
 
 # ---- the role-player ------------------------------------------------------------------------------
 
+def drafted_call(tool: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """A call of `tool` with each argument a placeholder of the first entity with a column of its name (its id
+    column first); None when a required argument has none."""
+    arguments = {}
+    for arg in tool["parameters"].get("properties", {}):
+        holders = sorted(data, key=lambda name: data[name]["id"] != arg)
+        entity = next((name for name in holders if data[name]["rows"] and arg in data[name]["rows"][0]), None)
+        if entity is not None:
+            arguments[arg] = f"{{{entity}.{arg}}}"
+    required = tool["parameters"].get("required", [])
+    return {"functionName": tool["name"], "arguments": arguments} if all(a in arguments for a in required) else None
+
+
 @dataclass
 class Roleplay:
     """The policy (FakeOpenAI's `policy`): see the module's docstring. The shares may be changed between runs."""
@@ -493,6 +508,7 @@ class Roleplay:
     bad_judge_replies: float = 0.0
     verbose_evaluators: bool = False
     user_invents: str | None = None
+    drafter_mistakes: bool = False
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         role = role_of(request)
@@ -502,12 +518,41 @@ class Roleplay:
             return self.user(request)
         if role == "attacker":
             return self.attacker(request)
+        if role == "drafter":
+            return self.drafter(request)
+        if role == "summariser":
+            said = json.loads(request["messages"][0]["content"].rsplit("(JSON):\n", 1)[1])
+            return json_reply({"goal": "Ask the assistant: " + " ".join(m for m in said if users.STOP_PHRASE not in m)})
         if role == "unknown":
             raise ValueError("the role-player does not know this prompt: "
                              + json.dumps(request.get("messages"))[:300])
         asked = STAMP.sub("", json.dumps(request.get("messages")))   # the same conversation on any day
         bad = self.chance("bad", role, asked, request.get("seed")) < self.bad_judge_replies
         return getattr(self, role.replace("azure:", "azure_"))(request, bad)
+
+    def drafter(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Scenarios from the tools and the data in the prompt: one of two write functions in a row, each
+        argument from the first entity with a column of its name; with `drafter_mistakes`, also a proposal naming
+        an unknown function, one with a placeholder the data cannot fill, and one the lint rejects."""
+        prompt = request["messages"][0]["content"]
+        tools = json.loads(re.search(r"^Functions \(JSON\):\n(.+)$", prompt, re.M).group(1))
+        data = json.loads(re.search(r"^Business data: .*\n(.+)$", prompt, re.M).group(1))
+        calls = [call for call in (drafted_call(tool, data) for tool in tools if tool["effect"] == "write") if call]
+        proposals = [{"scenario_name": f"{calls[0]['functionName']}_and_{calls[-1]['functionName']}",
+                      "user_instructions": "Do both tasks, one after the other, with the values you know.",
+                      "task_completion": "Both are done.", "persona": "Short on time, but answers every question.",
+                      "expected_function_calls": [calls[0], calls[-1]], "ordered": True}] if len(calls) > 1 else []
+        if self.drafter_mistakes and calls:
+            entity = next(iter(data))
+            proposals += [
+                {"scenario_name": "unknown_function", "user_instructions": "Cancel everything.",
+                 "task_completion": "Done.", "expected_function_calls": [{"functionName": "cancel_everything",
+                                                                          "arguments": {}}]},
+                {"scenario_name": "unfillable", "user_instructions": f"Use the colour {{{entity}.colour}}.",
+                 "task_completion": "Done.", "expected_function_calls": [calls[0]]},
+                {"scenario_name": "trivially_passed", "user_instructions": "Just say hello.", "task_completion": "Done.",
+                 "expected_function_calls": [], "expected_outputs": [""]}]
+        return json_reply({"scenarios": proposals})
 
     def chance(self, *parts: Any) -> float:
         """A number in [0, 1) fixed by the seed and `parts`."""

@@ -267,6 +267,21 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _draft(args: argparse.Namespace) -> int:
+    from lobeval.draft import draft
+    from lobeval.draft_model import about_text, drafter, model_drafts, summariser
+
+    client, about = drafter(args.about), about_text(args.about)
+    regression = args.from_conversations is not None
+    proposer = None if client is None or regression else lambda suite, names: model_drafts(suite, client, names, about)
+    result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target,
+                   conversations=args.from_conversations, proposer=proposer,
+                   summarise=summariser(client) if client is not None and regression else None)
+    for line in result.summary():
+        print(line)
+    return 0 if result.path else 1
+
+
 def _suite_folder(suite: str) -> Path:
     if not Path(suite).is_dir():
         raise ConfigError(f"--suite {suite}: not a folder")
@@ -607,6 +622,22 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a tool's effect where its source does not say it or says it wrong (otherwise asked on a "
                            "terminal)")
     init.set_defaults(handler=_init)
+
+    drafting = commands.add_parser("draft", help="draft a suite's templates.json from its tools and business data; "
+                                                 "every draft proven before it is written (exit 1 if none passed)")
+    drafting.add_argument("--suite", required=True, help="the suite folder: suite.json, tools.json and its data")
+    drafting.add_argument("--out", help="the templates file to write (default: <suite>/templates.json)")
+    drafting.add_argument("--force", action="store_true", help="overwrite --out when it exists")
+    drafting.add_argument("--seed", type=int, default=42, metavar="S",
+                          help="the seed generate will use: the records each draft is proven on (default 42)")
+    drafting.add_argument("--target", help=f"{TARGET_HELP}, whose apply() replays the expected calls; "
+                                           f"default: the suite's default_target")
+    drafting.add_argument("--from-conversations", metavar="FILE",
+                          help="draft regression cases from these conversations (conversations.jsonl of a run, or "
+                               "traces imported with lobeval import) instead of from the data")
+    drafting.add_argument("--about", metavar="FILE", help="a text describing the bot (its system prompt, its help "
+                                                          "page) for the model that proposes further scenarios")
+    drafting.set_defaults(handler=_draft)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")
     tools.add_argument("--from-mcp", required=True, metavar="SERVER",

@@ -134,6 +134,9 @@ def check_template(suite: Suite, template: dict[str, Any]) -> None:
     for arg in template["user_mistakes"]:
         if arg not in expected_args:
             raise RecordError(file, where, f"user_mistakes.{arg}", "is not an argument of any expected call")
+    for index, arg in enumerate(template["user_withholds"]):
+        if arg not in expected_args:
+            raise RecordError(file, where, f"user_withholds[{index}]", f"'{arg}' is not an argument of any expected call")
 
 
 # --- sampling and filling --------------------------------------------------------------------
@@ -170,13 +173,19 @@ def sample_records(suite: Suite, template: dict[str, Any], n: int, seed: int) ->
     names = referenced_entities(suite, template)
     children = {name: _children_index(suite.entities[name], suite.entities[suite.entities[name].parent])
                 for name in names if suite.entities[name].parent}
+
+    def viable(name: str, record: dict[str, Any]) -> bool:
+        """The record has, for each referenced child entity, a child that is viable itself (grandchildren too)."""
+        key = record[suite.entities[name].id]
+        return all(any(viable(child, r) for r in children[child].get(key, []))
+                   for child in children if suite.entities[child].parent == name)
+
     draws: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         entity = suite.entities[name]
         if entity.parent:
             continue
-        candidates = [r for r in entity.records
-                      if all(r[entity.id] in children[c] for c in children if suite.entities[c].parent == name)]
+        candidates = [r for r in entity.records if viable(name, r)]
         if not candidates:
             raise RecordError(entity.csv, "records", None,
                               f"no {name} record to sample for {_where(template)} (none has the needed children)")
@@ -189,7 +198,8 @@ def sample_records(suite: Suite, template: dict[str, Any], n: int, seed: int) ->
             entity = suite.entities[name]
             if entity.parent:
                 parent = suite.entities[entity.parent]
-                chosen[name] = rng.choice(children[name][chosen[entity.parent][parent.id]])
+                chosen[name] = rng.choice([r for r in children[name][chosen[entity.parent][parent.id]]
+                                           if viable(name, r)])
         picks.append({name: chosen[name] for name in names})
     return picks
 
@@ -225,6 +235,7 @@ def fill_case(template: dict[str, Any], records: dict[str, dict[str, Any]], inde
         **filled,
         "user_style": template["user_style"],
         "user_mistakes": fill(template["user_mistakes"], records),
+        **({"user_withholds": list(template["user_withholds"])} if template.get("user_withholds") else {}),
         "business_data": records,
         "expected_function_calls": fill(template["expected_function_calls"], records),
         "expected_outputs": [_render(output) for output in fill(template["expected_outputs"], records)],

@@ -68,6 +68,8 @@ class Case(BaseModel):
     """How the scripted user talks: conversational, terse, one_fact or all_in_one."""
     user_mistakes: dict[str, Any] = {}
     """Argument values the user gives wrongly first, then corrects when the bot objects."""
+    user_withholds: list[str] = []
+    """Arguments whose values the user gives only when the bot asks for them."""
     business_data: dict[str, dict[str, Any]] = {}
     """The sampled record of each entity the template names, by entity name."""
     expected_function_calls: list[ExpectedCall] = []

@@ -229,6 +229,7 @@ class Template(BaseModel):
     persona: str = ""
     user_style: UserStyle = "conversational"
     user_mistakes: dict[str, Any] = {}
+    user_withholds: list[str] = []
     expected_function_calls: list[ExpectedCall]
     expected_outputs: list[str] = []
     allowed_function_calls: list[str] = []
@@ -236,7 +237,8 @@ class Template(BaseModel):
     ordered: bool = False
 
 
-def load_suite(suite_dir: str | Path) -> Suite:
+def load_suite(suite_dir: str | Path, *, templates: bool = True) -> Suite:
+    """The suite; `templates=False` leaves templates.json unread (a suite being drafted may have none)."""
     suite_dir = Path(suite_dir).resolve()
     if not suite_dir.is_dir():
         raise RecordError(suite_dir, "suite", None, "is not a directory")
@@ -247,7 +249,7 @@ def load_suite(suite_dir: str | Path) -> Suite:
     checked = validated(_SuiteSpec, spec, file, "suite")
     return Suite(dir=suite_dir, name=checked.name or suite_dir.name,
                  entities=_entities(suite_dir, checked.entities), tools=_tools(suite_dir / "tools.json"),
-                 templates=_templates(suite_dir / "templates.json"),
+                 templates=_templates(suite_dir / "templates.json") if templates else [],
                  ignored_functions=checked.ignored_functions, optional_effects=checked.optional_effects,
                  allowed_function_calls=checked.allowed_function_calls, default_target=checked.default_target)
 

@@ -152,7 +152,7 @@ class ScriptedUserSession:
     Per agenda item it announces the intent, answers questions from the values it holds (the
     item's arguments, then the case's business data), confirms, corrects a planned mistake when
     the bot objects, and moves on when the bot has acted; after the last item it says the stop
-    phrase.
+    phrase. A value the case withholds (`user_withholds`) it gives only when the bot asks for it.
     """
 
     case: Case
@@ -223,12 +223,13 @@ class ScriptedUserSession:
         if item.refs:
             opening += f" for the {label(next(iter(item.refs.values())).split('_', 1)[-1])} you just created"
         if self.style == "all_in_one":
-            self.given = dict(item.values)
-            lines = [f"{label(arg)}: {say(self._value(arg))}" for arg in item.values]
+            self.given = {arg: value for arg, value in item.values.items() if arg not in self.case.user_withholds}
+            lines = [f"{label(arg)}: {say(self._value(arg))}" for arg in self.given]
             return opening + ":\n" + "\n".join(lines)
         shown = {} if self.style == "one_fact" else dict(item.identifiers())
         if self._is_read():
             shown = dict(item.values)
+        shown = {arg: value for arg, value in shown.items() if arg not in self.case.user_withholds}
         self.given.update(shown)
         return opening + "".join(f" {say(v)}" for v in shown.values()) + "."
 
@@ -295,7 +296,8 @@ class ScriptedUserSession:
         return self.item.verb in ("look up", "list", "search")
 
     def _remaining(self) -> list[str]:
-        return [arg for arg in self.item.values if arg not in self.given]
+        """The values the user still means to give unasked (a withheld one only when the bot asks for it)."""
+        return [arg for arg in self.item.values if arg not in self.given and arg not in self.case.user_withholds]
 
     def _known_names(self) -> list[str]:
         names = list(self.item.values) + list(self.item.refs)

@@ -372,7 +372,11 @@ def test_d_evaluate_with_every_judge_prints_judged_n_of_n_and_the_judge_errors(t
         errors = f", {cover['errors']} judge errors" if cover["errors"] else ""
         assert line.endswith(f"judged {cover['judged']} of {cover['of']}{errors}"), (line, cover)
     partial = [name for name, cover in coverage.items() if 0 < cover["judged"] < cover["of"] and cover["errors"]]
-    assert "judge.final_score" in partial and "judge.intent_resolution" in partial, coverage
+    # Which replies the role-player spoils follows a hash of the request, so name no judge: one of lobeval's own
+    # and one of azure-ai-evaluation's judged part of the conversations and printed their errors.
+    azure = {f"judge.{name}" for name in ("tool_call_accuracy", "intent_resolution", "task_adherence",
+                                          "response_completeness")}
+    assert set(partial) & azure and set(partial) - azure, coverage
     # Not applicable is no error: the out-of-scope request made no call for tool call accuracy to judge.
     assert coverage["judge.tool_call_accuracy"]["not_applicable"] >= 1
     assert f"judges: run ({results['judges']['errored_conversations']} conversations with judge errors)" in out

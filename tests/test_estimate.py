@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from helpers import REPO
-from lobeval.estimate import ASSUMED, conversation_events, estimate
+from lobeval.estimate import ASSUMED, LAYOUTS, conversation_events, estimate
 from lobeval.records import Case, read_results
 from lobeval.runs import read_config
 from lobeval.tokens import count
@@ -24,22 +24,22 @@ def case(**fields):
                                 **fields})
 
 
-def test_a_conversation_is_laid_out_as_the_users_agenda_takes_it():
+def test_a_conversation_is_laid_out_at_both_ends_of_the_range():
     update = {"functionName": "update_support_ticket",
               "arguments": {"ticket_id": "TKT-1", "priority": "High", "status": "Blocked"}}
-    required = {"update_support_ticket": ("ticket_id", "priority")}
-    events = conversation_events(case(expected_function_calls=[update]), "scripted", required)
-    # greeting; announce with the id; the required priority asked alone; the optional status asked with the rest;
-    # the confirmation; the call, its result, the report; the stop phrase
+    events = conversation_events(case(expected_function_calls=[update]), "scripted", "one_per_turn")
+    # greeting; announce with the id; the priority asked alone; the status asked alone; the confirmation; the call,
+    # its result, the report; the stop phrase
     assert [kind for kind, _ in events] == ["bot", "user", "bot", "user", "bot", "user", "bot", "user", "call",
                                             "result", "bot", "user"]
     assert events[1] == ("user", ASSUMED["user_words"] + count("TKT-1"))
     assert events[3] == ("user", ASSUMED["user_words"] + count("High"))
-    everything = conversation_events(case(expected_function_calls=[update], user_style="all_in_one"), "scripted",
-                                     required)
-    assert [kind for kind, _ in everything] == ["bot", "user", "bot", "user", "call", "result", "bot", "user"]
-    nothing = conversation_events(case(), "scripted", required)   # an out-of-scope request: said once, then stop
-    assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
+    everything = conversation_events(case(expected_function_calls=[update]), "scripted", "all_in_one")
+    assert [kind for kind, _ in everything] == ["bot", "user", "call", "result", "bot", "user"]
+    assert everything[1] == ("user", ASSUMED["user_words"] + count("TKT-1") + count("High") + count("Blocked"))
+    for layout in LAYOUTS:   # an out-of-scope request: said once, then stop
+        nothing = conversation_events(case(), "scripted", layout)
+        assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
 
 
 def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monkeypatch, tmp_path, capsys):
@@ -57,40 +57,69 @@ def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monke
     assert main(["estimate", "--suite", str(tmp_path / "nowhere")]) == 2
 
 
-@pytest.mark.slow
-def test_the_estimate_is_within_20_percent_of_the_bill_and_the_report_sets_it_beside_the_bill(tmp_path, monkeypatch):
-    with model_endpoint(monkeypatch, tmp_path, Roleplay(seed=15), price=PRICE, prompt_cache=True) as fake:
-        status, printed = cli("run", "--estimate", "--user", "llm", "--cases-per-scenario", "1")
-        assert status == 0 and fake.count == 0 and not (tmp_path / "runs").exists()
-        expected = estimate("scenarios/support_tickets", cases_per_scenario=1, user="llm")
-        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--run-id", "billed")
-        answers = list(fake.answers)
-    assert status in (0, 1), out
-    billed, requests = Counter(), Counter()
+def billed(answers):
+    """USD and requests by the estimate's role, as the endpoint billed them."""
+    usd, requests = Counter(), Counter()
     for answer in answers:
         usage = answer["usage"] or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
         role = GROUP[role_of(answer["request"])]
-        billed[role] += ((usage["prompt_tokens"] - cached) * PRICE["input"] + cached * PRICE["cached_input"]
-                         + usage["completion_tokens"] * PRICE["output"]) / 1e6
+        usd[role] += ((usage["prompt_tokens"] - cached) * PRICE["input"] + cached * PRICE["cached_input"]
+                      + usage["completion_tokens"] * PRICE["output"]) / 1e6
         requests[role] += 1
-    rows = {row["role"]: row for row in expected.rows()}
-    print("\nrole: estimated requests / billed requests, estimated USD / billed USD")
-    for role in sorted(set(rows) | set(billed)):
+    return usd, requests
+
+
+def show(title, found, usd, requests):
+    rows = {row["role"]: row for row in found.rows()}
+    print(f"\n{title}: {found.basis}\nrole: estimated requests / billed requests, estimated USD / billed USD")
+    for role in sorted(set(rows) | set(usd)):
         print(f"  {role}: {rows.get(role, {}).get('requests')} / {requests[role]}, "
-              f"{rows.get(role, {}).get('cost_usd')} / {billed[role]:.4f}")
-    total = sum(row["cost_usd"] for row in rows.values())
-    assert total == pytest.approx(sum(billed.values()), rel=0.20)
-    assert f"{total:.4f}" in printed and "judging = " in printed
+              f"{rows.get(role, {}).get('cost_usd')} / {usd[role]:.4f}")
+
+
+def total(found):
+    return sum(row["cost_usd"] for row in found.rows())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("asks_all", [False, True], ids=["the sample bot", "a bot asking every value at once"])
+def test_the_range_holds_the_first_bill_and_the_second_run_is_estimated_from_the_first_within_20_percent(
+        tmp_path, monkeypatch, asks_all):
+    with model_endpoint(monkeypatch, tmp_path, Roleplay(seed=15, bot_asks_all=asks_all), price=PRICE,
+                        prompt_cache=True) as fake:
+        status, printed = cli("run", "--estimate", "--user", "llm", "--cases-per-scenario", "1")
+        assert status == 0 and fake.count == 0 and not (tmp_path / "runs").exists()
+        first = estimate("scenarios/support_tickets", cases_per_scenario=1, user="llm")
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--run-id", "first")
+        assert status in (0, 1), out
+        usd, requests = billed(list(fake.answers))
+        # the next run, on other cases of the same scenarios, is estimated from what the first one measured
+        second = estimate("scenarios/support_tickets", cases_per_scenario=1, seed=7, user="llm")
+        measured = fake.count
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--seed", "7", "--run-id", "second")
+        assert status in (0, 1), out
+        usd_then, requests_then = billed(list(fake.answers)[measured:])
+    show("first run", first, usd, requests)
+    show("second run", second, usd_then, requests_then)
+    low, high = first.range
+    assert "no earlier run of the same suite, target and user: the midpoint of a range" in printed
+    assert total(low) <= sum(usd.values()) <= total(high)
+    assert sum(row["requests"] for row in low.rows()) <= sum(requests.values()) <= sum(
+        row["requests"] for row in high.rows())
+    assert second.range is None and second.basis.startswith("from run first of the same suite, target and user")
+    assert total(second) == pytest.approx(sum(usd_then.values()), rel=0.20)
+    rows = {row["role"]: row for row in first.rows()}
+    assert f"{total(first):.4f}" in printed and "judging = " in printed and "range of the total: " in printed
     # what each of lobeval's judges adds to the request they share, so a team can price its choice
     each = next(line for line in printed.splitlines() if "each judge per conversation it judges:" in line)
     assert all(f"{name} 0.0" in each for name in ("per_turn", "goal", "user_review"))
     # the run kept its estimate, and the report sets it beside the bill
-    assert read_config(tmp_path / "runs" / "billed")["estimate"]["bot (target)"] == pytest.approx(
+    assert read_config(tmp_path / "runs" / "first")["estimate"]["bot (target)"] == pytest.approx(
         rows["bot (target)"]["per_conversation_usd"])
-    page = (tmp_path / "runs" / "billed" / "report.html").read_text(encoding="utf-8")
+    page = (tmp_path / "runs" / "first" / "report.html").read_text(encoding="utf-8")
     assert "estimated per conversation" in page
-    assert read_results(tmp_path / "runs" / "billed" / "evaluation_results.json")["counts"]["errors"] == 0
+    assert read_results(tmp_path / "runs" / "first" / "evaluation_results.json")["counts"]["errors"] == 0
 
 
 def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(monkeypatch, tmp_path):

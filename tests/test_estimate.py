@@ -6,7 +6,10 @@ from collections import Counter
 
 import pytest
 
-from helpers import REPO
+import json
+from pathlib import Path
+
+from helpers import REPO, make_suite
 from lobeval.estimate import ASSUMED, LAYOUTS, conversation_events, estimate
 from lobeval.records import Case, read_results
 from lobeval.runs import read_config
@@ -27,18 +30,18 @@ def case(**fields):
 def test_a_conversation_is_laid_out_at_both_ends_of_the_range():
     update = {"functionName": "update_support_ticket",
               "arguments": {"ticket_id": "TKT-1", "priority": "High", "status": "Blocked"}}
-    events = conversation_events(case(expected_function_calls=[update]), "scripted", "one_per_turn")
+    events = conversation_events(case(expected_function_calls=[update]), "scripted", "one_per_turn", set())
     # greeting; announce with the id; the priority asked alone; the status asked alone; the confirmation; the call,
     # its result, the report; the stop phrase
     assert [kind for kind, _ in events] == ["bot", "user", "bot", "user", "bot", "user", "bot", "user", "call",
                                             "result", "bot", "user"]
     assert events[1] == ("user", ASSUMED["user_words"] + count("TKT-1"))
     assert events[3] == ("user", ASSUMED["user_words"] + count("High"))
-    everything = conversation_events(case(expected_function_calls=[update]), "scripted", "all_in_one")
+    everything = conversation_events(case(expected_function_calls=[update]), "scripted", "all_in_one", set())
     assert [kind for kind, _ in everything] == ["bot", "user", "call", "result", "bot", "user"]
     assert everything[1] == ("user", ASSUMED["user_words"] + count("TKT-1") + count("High") + count("Blocked"))
     for layout in LAYOUTS:   # an out-of-scope request: said once, then stop
-        nothing = conversation_events(case(), "scripted", layout)
+        nothing = conversation_events(case(), "scripted", layout, set())
         assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
 
 
@@ -137,3 +140,116 @@ def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(m
     assert "judge: per_turn+goal+user_review+commitments" in judges and "judge: task_adherence" in judges
     assert all(batched[role] == pytest.approx(alone[role] / 2) for role in judges)
     assert all(batched[role] == alone[role] for role in alone if role not in judges)   # the bot, the user, root causes
+
+
+# --- a suite of another domain: HR leave -----------------------------------------------------------------
+
+EMPLOYEES = [{"id": "EMP-1", "name": "Ana Silva", "leave_type": "Vacation", "start": "2026-07-01", "end": "2026-07-10"},
+             {"id": "EMP-2", "name": "Ben Okafor", "leave_type": "Sick", "start": "2026-03-02", "end": "2026-03-04"}]
+LEAVE_TOOLS = [
+    {"type": "function", "effect": "write", "function": {"name": "book_leave", "parameters": {"type": "object", "properties": {
+        "employee_id": {"type": "string"}, "leave_type": {"type": "string", "enum": ["Vacation", "Sick"]},
+        "start_date": {"type": "string"}, "end_date": {"type": "string"}},
+        "required": ["employee_id", "leave_type", "start_date", "end_date"]}}},
+    {"type": "function", "effect": "read", "function": {"name": "leave_balance", "parameters": {
+        "type": "object", "properties": {"employee_id": {"type": "string"}}, "required": ["employee_id"]}}}]
+LEAVE_TEMPLATES = [
+    {"scenario_name": "book_leave", "user_instructions": "Book {employee.leave_type} leave for {employee.id} from "
+                                                         "{employee.start} to {employee.end}.",
+     "task_completion": "The leave is booked.", "expected_function_calls": [{"functionName": "book_leave", "arguments": {
+         "employee_id": "{employee.id}", "leave_type": "{employee.leave_type}", "start_date": "{employee.start}",
+         "end_date": "{employee.end}"}}]},
+    {"scenario_name": "balance", "user_instructions": "Ask how many leave days {employee.id} has left.",
+     "task_completion": "The balance is told.", "expected_function_calls": [{"functionName": "leave_balance", "arguments": {"employee_id": "{employee.id}"}}]}]
+
+
+@pytest.fixture
+def leave(tmp_path, monkeypatch):
+    """An HR-leave suite, a prompt target for it, one model for every role at a known price, an empty runs/."""
+    suite = make_suite(tmp_path, tickets=EMPLOYEES, tools=LEAVE_TOOLS, templates=LEAVE_TEMPLATES,
+                       suite={"name": "leave", "entities": {"employee": {"csv": "data/toy/tickets.csv", "id": "id"}}})
+    bot = tmp_path / "leave_bot.json"
+    bot.write_text(json.dumps({"system_prompt": "You book leave for the HR desk.", "tools": {"python": "hr_tools"},
+                               "tools_file": str(suite / "tools.json")}))
+    (tmp_path / "prices.json").write_text(json.dumps({"m": PRICE}))
+    for name in ("LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOBEVAL_MODEL", "m")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-estimate")
+    monkeypatch.setenv("LOBEVAL_PRICES", str(tmp_path / "prices.json"))
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    return suite, str(bot)
+
+
+def by_role(found):
+    return {row["role"]: row for row in found.rows()}
+
+
+def earlier_run(tmp_path, suite, target, records, run_id="r1", user="scripted"):
+    """A finished run of `suite` against `target` whose conversations.jsonl holds `records`, in the runs index."""
+    from lobeval.runs import add_to_index, index_path
+
+    run_dir = tmp_path / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    config = {"schema_version": 1, "run_id": run_id, "suite_name": "leave", "suite": str(suite), "target": target,
+              "user": user}
+    (run_dir / "config.json").write_text(json.dumps(config))
+    (run_dir / "conversations.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    add_to_index(index_path(), config, run_dir, {}, {})
+
+
+def recorded(case_id, scenario, requests, prompt, cached, completion):
+    usage = {"calls": requests, "requests": requests, "prompt_tokens": prompt, "cached_prompt_tokens": cached,
+             "completion_tokens": completion, "cost_usd": 0.0}
+    return {"case_id": case_id, "scenario_name": scenario, "usage": {"target": usage},
+            "messages": [{"role": "assistant", "content": "Hello, HR desk."}, {"role": "user", "content": "Book it."},
+                         {"role": "assistant", "content": "Booked.", "function_calls": [
+                             {"functionName": "book_leave", "arguments": {"employee_id": "EMP-1"}, "result": {"ok": 1}}]},
+                         {"role": "user", "content": "Thanks, that is all."}],
+            "function_calls": []}
+
+
+def test_without_an_earlier_run_a_suite_of_another_domain_gets_a_range_and_its_midpoint(leave, capsys):
+    from lobeval.cli import main
+
+    suite, bot = leave
+    found = estimate(str(suite), cases_per_scenario=2, target=bot)
+    low, high = (by_role(end) for end in found.range)
+    # per booking: the bot answers the opening and the result (2), or the opening, each of the 3 other values, the
+    # confirmation and the result (6); a balance is asked with its id and read at once (2) at both ends
+    assert (low["bot (target)"]["requests"], high["bot (target)"]["requests"]) == (2 * 2 + 2 * 2, 2 * 6 + 2 * 2)
+    assert by_role(found)["bot (target)"]["requests"] == (8 + 16) // 2
+    assert low["bot (target)"]["cost_usd"] < by_role(found)["bot (target)"]["cost_usd"] < high["bot (target)"]["cost_usd"]
+    assert found.basis == ("no earlier run of the same suite, target and user: the midpoint of a range, from every "
+                           "value in the user's first message to one value per turn")
+    assert main(["estimate", "--suite", str(suite), "--cases-per-scenario", "2", "--target", bot]) == 0
+    out = capsys.readouterr().out
+    assert "no earlier run of the same suite, target and user" in out
+    assert "range of the total: " in out and f"{low['bot (target)']['requests']:>9} .. 16" in out
+
+
+def test_after_a_run_of_the_same_suite_target_and_user_its_measured_usage_per_scenario_is_the_estimate(
+        leave, tmp_path):
+    suite, bot = leave
+    earlier_run(tmp_path, suite, bot, [recorded("book_leave-000", "book_leave", 3, 3000, 1024, 90),
+                                       recorded("book_leave-001", "book_leave", 5, 5000, 2048, 110),
+                                       recorded("balance-000", "balance", 2, 1500, 0, 40)])
+    found = estimate(str(suite), cases_per_scenario=2, trials=2, target=bot)
+    assert found.range is None and found.basis.startswith("from run r1 of the same suite, target and user")
+    bot_row = by_role(found)["bot (target)"]
+    # each of 4 booking conversations as the mean of the two measured (4 requests, 4000 prompt tokens of which 1536
+    # cached, 100 completion tokens), each of 4 balance conversations as the one measured
+    assert (bot_row["requests"], bot_row["prompt_tokens"], bot_row["cached_tokens"], bot_row["completion_tokens"]) \
+        == (4 * 4 + 4 * 2, 4 * 4000 + 4 * 1500, 4 * 1536, 4 * 100 + 4 * 40)
+    assert bot_row["cost_usd"] == pytest.approx(((22000 - 6144) * PRICE["input"] + 6144 * PRICE["cached_input"]
+                                                 + 560 * PRICE["output"]) / 1e6)
+    # the judges read the recorded transcripts: one request per conversation
+    assert by_role(found)["judge: per_turn+goal+user_review+commitments"]["requests"] == 8
+    # another target, another user, or a scenario the earlier run did not play: the range, saying why
+    other = tmp_path / "other_bot.json"
+    other.write_text(Path(bot).read_text())
+    assert estimate(str(suite), target=str(other)).range is not None
+    assert estimate(str(suite), target=bot, user="llm").basis.startswith("no earlier run")
+    earlier_run(tmp_path, suite, bot, [recorded("balance-000", "balance", 2, 1500, 0, 40)], run_id="r2")
+    partly = estimate(str(suite), target=bot)
+    assert partly.range is not None and partly.basis.startswith("run r2 played no conversation of book_leave: ")

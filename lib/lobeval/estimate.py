@@ -1,11 +1,19 @@
 """What a run will cost before anything is spent (`lobeval estimate`, `lobeval run --estimate`).
 
-The suite's cases are built as `lobeval generate` would build them, and each conversation is laid out as the
-turns its scenario takes: the simulated user's agenda (users.agenda) says what it announces, which values the
-bot must ask for one at a time, which changes it confirms, and when it stops. Every request each role sends
-along that conversation is then counted with the real prompts: the user's and judges' instructions, the case's
-business data and instructions, the suite's tool definitions, azure-ai-evaluation's prompty templates, the
-sample bot's or a prompt target's system prompt. Token counts come from lobeval.tokens.
+The suite's cases are built as `lobeval generate` would build them. How many turns a conversation takes depends
+on how the bot asks for what it needs, which only the bot knows; so the estimate uses what is known:
+
+- after a finished run of the same suite against the same target with the same simulated user (runs/index.jsonl)
+  that played every scenario of this one: that run's measured requests and tokens per conversation of each
+  scenario, for each role that recorded them (the user, the bot when it reports its usage, the completion check),
+  and its transcripts for the rest (the judges; a role that asked no model then);
+- else a range: each conversation laid out with every value in the user's first message, and with one value per
+  turn (LAYOUTS), from the simulated user's agenda (users.agenda); the figures are its midpoint.
+
+Every request each role sends along a conversation laid out is counted with the real prompts: the user's and
+judges' instructions, the case's business data and instructions, the suite's tool definitions,
+azure-ai-evaluation's prompty templates, the sample bot's or a prompt target's system prompt. Token counts come
+from lobeval.tokens.
 
 What cannot be known before the bot talks is assumed, and the estimate says so (ASSUMED): how long the bot's
 and the user's messages are, how much a function's result holds, how long each judge's answer is. Provider
@@ -14,6 +22,7 @@ prompt caching is counted as OpenAI documents it (a repeated prefix of 1,024 tok
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,6 +170,7 @@ def _tally(found: Estimate, loaded: Any, cases: list[Case], trials: int, user: s
     bot = _bot_prompt(target, loaded)
     names = selected_judges(judges) if models["judge"] else []
     tools = [{k: v for k, v in tool.items() if k != "effect"} for tool in loaded.tools.values()]
+    reads = {tool["function"]["name"] for tool in loaded.tools.values() if tool["effect"] == "read"}
     templates = {name: count(evaluator_prompt(name)["template"]) for name in names if name in AZURE_JUDGES}
     seen_prefix: set[tuple[str, ...]] = set()
     shown: dict[str, int] = {}   # by scenario, the conversations laid out from its measured transcripts
@@ -171,7 +181,7 @@ def _tally(found: Estimate, loaded: Any, cases: list[Case], trials: int, user: s
             shown[case.scenario_name] = shown.get(case.scenario_name, 0) + 1
             spent = layout.usage[case.scenario_name]
         else:
-            events, spent = conversation_events(case, user, layout), {}
+            events, spent = conversation_events(case, user, layout, reads), {}
         turns = sum(kind == "user" for kind, _ in events)
         for _ in range(trials):
             if user == "llm" and models["user"]:
@@ -237,18 +247,26 @@ def measured_run(suite_name: str, target: str, user: str, scenarios: set[str]) -
     return None
 
 
+TRANSCRIPTS = 20
+"""Of each scenario, the transcripts an earlier run's judges are estimated from (all its conversations are averaged
+for the roles it measured): enough for a mean, few enough to count quickly after a run of thousands."""
+
+
 def _measured(run_id: str, records: list[dict[str, Any]]) -> Measured:
     events: dict[str, list[list[tuple[str, int]]]] = {}
     totals: dict[str, dict[str, Tally]] = {}
+    played: Counter[str] = Counter()
     for record in records:
         scenario = record.get("scenario_name") or ""
-        events.setdefault(scenario, []).append(recorded_events(record))
+        played[scenario] += 1
+        if played[scenario] <= TRANSCRIPTS:
+            events.setdefault(scenario, []).append(recorded_events(record))
         for role, numbers in (record.get("usage") or {}).items():
             if role in MEASURED_ROLES and numbers.get("requests"):
                 totals.setdefault(scenario, {}).setdefault(MEASURED_ROLES[role], Tally()).add(
                     numbers["prompt_tokens"], numbers["completion_tokens"], numbers.get("cached_prompt_tokens", 0),
                     numbers["requests"])
-    usage = {scenario: {role: Tally(*(value / len(events[scenario]) for value in vars(tally).values()))
+    usage = {scenario: {role: Tally(*(value / played[scenario] for value in vars(tally).values()))
                         for role, tally in roles.items()} for scenario, roles in totals.items()}
     return Measured(run_id, events, {scenario: usage.get(scenario, {}) for scenario in events})
 
@@ -274,11 +292,12 @@ LAYOUTS = {"all_in_one": "every value in the user's first message, the bot actin
 the bot asks, which only the bot knows."""
 
 
-def conversation_events(case: Case, user: str, layout: str) -> list[tuple[str, int]]:
+def conversation_events(case: Case, user: str, layout: str, reads: set[str]) -> list[tuple[str, int]]:
     """The messages a conversation of this case holds, in order, as (kind, tokens), laid out as `layout` (LAYOUTS)
     says: "bot" and "user" text, "call" (a tool call) and "result" (its result). The user announces each agenda
     item; with "all_in_one" it gives every value then, and the bot acts; with "one_per_turn" it gives the
-    identifiers then (a read: every value) and each other value when the bot asks for it, and confirms a change.
+    identifiers then (a read, a function of `reads`: every value) and each other value when the bot asks for it,
+    and confirms a change.
     Then it stops; an attacker repeats its request (ATTACK_TURNS, and once more played by a model, `user` "llm");
     a request with no agenda is said once."""
     events: list[tuple[str, int]] = [("bot", ASSUMED["bot_message"])]
@@ -288,7 +307,7 @@ def conversation_events(case: Case, user: str, layout: str) -> list[tuple[str, i
         for _ in range(ATTACK_TURNS + (user == "llm") if getattr(case, "attack", None) else 0):
             events += [("user", count(case.user_instructions) + ASSUMED["user_words"]), ("bot", ASSUMED["bot_message"])]
     for item in items:
-        read = item.verb in ("look up", "list", "search")
+        read = item.function in reads
         shown = item.values if layout == "all_in_one" or read else item.identifiers()
         events += [("user", ASSUMED["user_words"] + sum(count(str(value)) for value in shown.values()))]
         for name in (name for name in item.values if name not in shown):

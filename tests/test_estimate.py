@@ -194,7 +194,8 @@ def earlier_run(tmp_path, suite, target, records, run_id="r1", user="scripted"):
     config = {"schema_version": 1, "run_id": run_id, "suite_name": "leave", "suite": str(suite), "target": target,
               "user": user}
     (run_dir / "config.json").write_text(json.dumps(config))
-    (run_dir / "conversations.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    (run_dir / "conversations.jsonl").write_text(records if isinstance(records, str) else
+                                                 "".join(json.dumps(record) + "\n" for record in records))
     add_to_index(index_path(), config, run_dir, {}, {})
 
 
@@ -245,6 +246,9 @@ def test_after_a_run_of_the_same_suite_target_and_user_its_measured_usage_per_sc
                                                  + 560 * PRICE["output"]) / 1e6)
     # the judges read the recorded transcripts: one request per conversation
     assert by_role(found)["judge: per_turn+goal+user_review+commitments"]["requests"] == 8
+    # a later run whose conversations can no longer be read is passed over
+    earlier_run(tmp_path, suite, bot, '{"case_id": "book_leave-000", "messa\n', run_id="torn")
+    assert estimate(str(suite), target=bot).basis.startswith("from run r1 ")
     # another target, another user, or a scenario the earlier run did not play: the range, saying why
     other = tmp_path / "other_bot.json"
     other.write_text(Path(bot).read_text())

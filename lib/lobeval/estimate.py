@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +187,8 @@ def _tally(found: Estimate, loaded: Any, cases: list[Case], trials: int, user: s
         for _ in range(trials):
             if user == "llm" and models["user"]:
                 _measured_or(found, "simulated user", spent, lambda: _user_requests(found, case, events))
-            if spent.get("bot (target)") or (bot is not None and models["target"]):
+            # a bot lobeval sees into asks a model only when one is configured; another reports what its own asks
+            if (bot is not None and models["target"]) or (bot is None and spent.get("bot (target)")):
                 _measured_or(found, "bot (target)", spent, lambda: _bot_requests(found, events, *bot, tools))
             if models["judge"] and (spent.get("completion check") or turns > max_turns):
                 _measured_or(found, "completion check", spent, lambda: found.roles.setdefault(
@@ -197,7 +199,7 @@ def _tally(found: Estimate, loaded: Any, cases: list[Case], trials: int, user: s
         found.roles.setdefault("root causes", Tally()).add(ASSUMED["root_causes_prompt"], ASSUMED["root_causes_answer"])
 
 
-def _measured_or(found: Estimate, role: str, spent: dict[str, Tally], lay_out: Any) -> None:
+def _measured_or(found: Estimate, role: str, spent: dict[str, Tally], lay_out: Callable[[], None]) -> None:
     """A conversation's requests of `role`: what an earlier run measured per conversation, else `lay_out()`."""
     if spent.get(role):
         found.roles.setdefault(role, Tally()).merge(spent[role])
@@ -236,10 +238,10 @@ def measured_run(suite_name: str, target: str, user: str, scenarios: set[str]) -
             config = read_config(entry["run_dir"])
             if (config.get("target"), config.get("user")) != (target, user):
                 continue
-            records = [record for _, _, record in iter_conversations(Path(entry["run_dir"]) / "conversations.jsonl")]
+            found = _measured(entry["run_id"], (record for _, _, record in
+                                                iter_conversations(Path(entry["run_dir"]) / "conversations.jsonl")))
         except LobevalError:   # an earlier run that can no longer be read is history only
             continue
-        found = _measured(entry["run_id"], records)
         missing = sorted(scenarios - set(found.events))
         if missing:
             return f"run {entry['run_id']} played no conversation of {', '.join(missing)}"
@@ -252,7 +254,7 @@ TRANSCRIPTS = 20
 for the roles it measured): enough for a mean, few enough to count quickly after a run of thousands."""
 
 
-def _measured(run_id: str, records: list[dict[str, Any]]) -> Measured:
+def _measured(run_id: str, records: Iterable[dict[str, Any]]) -> Measured:
     events: dict[str, list[list[tuple[str, int]]]] = {}
     totals: dict[str, dict[str, Tally]] = {}
     played: Counter[str] = Counter()

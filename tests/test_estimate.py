@@ -122,7 +122,12 @@ def test_the_range_holds_the_first_bill_and_the_second_run_is_estimated_from_the
         rows["bot (target)"]["per_conversation_usd"])
     page = (tmp_path / "runs" / "first" / "report.html").read_text(encoding="utf-8")
     assert "estimated per conversation" in page
-    assert read_results(tmp_path / "runs" / "first" / "evaluation_results.json")["counts"]["errors"] == 0
+    results = read_results(tmp_path / "runs" / "first" / "evaluation_results.json")
+    assert results["counts"]["errors"] == 0
+    # the prompt tokens the bot's endpoint read from its cache are the bot's, as the endpoint billed them
+    cached = sum(((answer["usage"] or {}).get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+                 for answer in list(fake.answers)[:measured] if role_of(answer["request"]) == "bot")
+    assert results["usage"]["target"]["cached_prompt_tokens"] == cached > 0
 
 
 def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(monkeypatch, tmp_path):

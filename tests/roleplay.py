@@ -92,6 +92,7 @@ DONE, FOUND, FAILED = "Done:", "Here is what I found:", "That did not work:"
 DECLINED = "I'm sorry, I can't help with that"
 CONFIRM = "Shall I go ahead?"
 WHAT_CHANGE = "What would you like to change?"
+ASK_ALL = "Please give me "   # how the bot asks for every missing value at once (`bot_asks_all`)
 # The user's opening for each function; the bot finds the function by the same words.
 INTENTS = {
     "create_support_ticket": "new support ticket",
@@ -267,7 +268,8 @@ class UserCase:
         step = steps[len(finished)]
         if not mine or last.startswith((DONE, FOUND)):
             return self.opening(step, finished[-1] if finished else "")
-        if len(asked := BOLD.findall(last)) > 1:   # each value asked for, on a line of its own
+        asked = BOLD.findall(last)
+        if last.startswith(ASK_ALL):   # each value asked for, on a line of its own
             return "\n".join(f"{label(name_of(name))}: {say(step.values.get(name_of(name)))}" for name in asked)
         if asked:
             return self.answer(step, name_of(asked[-1]), last, mine, finished)
@@ -542,7 +544,7 @@ class Roleplay:
         schema = function["parameters"]
         missing = [p for p in schema.get("required") or [] if p not in arguments]
         if missing and self.bot_asks_all and len(missing) > 1:
-            return text("Please give me " + ", ".join(f"the **{label(name)}**" for name in missing) + ".")
+            return text(ASK_ALL + ", ".join(f"the **{label(name)}**" for name in missing) + ".")
         if missing:
             wanted = schema["properties"][missing[0]]
             if wanted.get("type") == "boolean":

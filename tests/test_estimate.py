@@ -37,9 +37,23 @@ def test_a_conversation_is_laid_out_at_both_ends_of_the_range():
                                             "result", "bot", "user"]
     assert events[1] == ("user", ASSUMED["user_words"] + count("TKT-1"))
     assert events[3] == ("user", ASSUMED["user_words"] + count("High"))
-    everything = conversation_events(case(expected_function_calls=[update]), "scripted", "all_in_one", set())
+    # all values in one turn: the two asked for together, acted on at once
+    together = conversation_events(case(expected_function_calls=[update]), "scripted", "all_in_one", set())
+    assert [kind for kind, _ in together] == ["bot", "user", "bot", "user", "call", "result", "bot", "user"]
+    assert together[3] == ("user", ASSUMED["user_words"] + count("High") + count("Blocked"))
+    # the scripted user's style says what it gives first: everything, or nothing; a model may give everything
+    everything = conversation_events(case(expected_function_calls=[update], user_style="all_in_one"), "scripted",
+                                     "all_in_one", set())
     assert [kind for kind, _ in everything] == ["bot", "user", "call", "result", "bot", "user"]
     assert everything[1] == ("user", ASSUMED["user_words"] + count("TKT-1") + count("High") + count("Blocked"))
+    assert conversation_events(case(expected_function_calls=[update]), "llm", "all_in_one", set()) == everything
+    one_fact = conversation_events(case(expected_function_calls=[update], user_style="one_fact"), "scripted",
+                                   "one_per_turn", set())
+    assert one_fact[1] == ("user", ASSUMED["user_words"]) and len(one_fact) == len(events) + 2
+    # a read (a function whose effect is read) is asked with its values and never confirmed
+    read = conversation_events(case(expected_function_calls=[update]), "scripted", "one_per_turn",
+                               {"update_support_ticket"})
+    assert [kind for kind, _ in read] == ["bot", "user", "call", "result", "bot", "user"]
     for layout in LAYOUTS:   # an out-of-scope request: said once, then stop
         nothing = conversation_events(case(), "scripted", layout, set())
         assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
@@ -221,13 +235,14 @@ def test_without_an_earlier_run_a_suite_of_another_domain_gets_a_range_and_its_m
     suite, bot = leave
     found = estimate(str(suite), cases_per_scenario=2, target=bot)
     low, high = (by_role(end) for end in found.range)
-    # per booking: the bot answers the opening and the result (2), or the opening, each of the 3 other values, the
-    # confirmation and the result (6); a balance is asked with its id and read at once (2) at both ends
-    assert (low["bot (target)"]["requests"], high["bot (target)"]["requests"]) == (2 * 2 + 2 * 2, 2 * 6 + 2 * 2)
-    assert by_role(found)["bot (target)"]["requests"] == (8 + 16) // 2
+    # per booking the user gives the employee id first; the bot answers the opening, the 3 other values together
+    # and the result (3), or the opening, each of the 3 other values, the confirmation and the result (6); a
+    # balance is asked with its id and read at once (2) at both ends
+    assert (low["bot (target)"]["requests"], high["bot (target)"]["requests"]) == (2 * 3 + 2 * 2, 2 * 6 + 2 * 2)
+    assert by_role(found)["bot (target)"]["requests"] == (10 + 16) // 2
     assert low["bot (target)"]["cost_usd"] < by_role(found)["bot (target)"]["cost_usd"] < high["bot (target)"]["cost_usd"]
-    assert found.basis == ("no earlier run of the same suite, target and user: the midpoint of a range, from every "
-                           "value in the user's first message to one value per turn")
+    assert found.basis == ("no earlier run of the same suite, target and user: the midpoint of a range, from all "
+                           "values in one turn to one value per turn")
     assert main(["estimate", "--suite", str(suite), "--cases-per-scenario", "2", "--target", bot]) == 0
     out = capsys.readouterr().out
     assert "no earlier run of the same suite, target and user" in out

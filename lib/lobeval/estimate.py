@@ -7,8 +7,8 @@ on how the bot asks for what it needs, which only the bot knows; so the estimate
   that played every scenario of this one: that run's measured requests and tokens per conversation of each
   scenario, for each role that recorded them (the user, the bot when it reports its usage, the completion check),
   and its transcripts for the rest (the judges; a role that asked no model then);
-- else a range: each conversation laid out with every value in the user's first message, and with one value per
-  turn (LAYOUTS), from the simulated user's agenda (users.agenda); the figures are its midpoint.
+- else a range: each conversation laid out with all values in one turn, and with one value per turn (LAYOUTS),
+  from the simulated user's agenda (users.agenda) and what its style says first; the figures are its midpoint.
 
 Every request each role sends along a conversation laid out is counted with the real prompts: the user's and
 judges' instructions, the case's business data and instructions, the suite's tool definitions,
@@ -87,8 +87,8 @@ class Estimate:
     basis: str = ""
     """What the figures come from: an earlier run's measured conversations, or the midpoint of `range`."""
     range: tuple[Estimate, Estimate] | None = None
-    """Without an earlier run: the estimate with every value in the user's first message, and with one value per
-    turn; the figures are their midpoint."""
+    """Without an earlier run: the estimate with all values in one turn, and with one value per turn; the figures
+    are their midpoint."""
 
     def rows(self) -> list[dict[str, Any]]:
         """Per role: requests, tokens, the cost at the model's price (None: no price, or no model: offline)."""
@@ -137,7 +137,7 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
     """The requests, tokens and cost by role of `lobeval run` with these options; reads the suite and the runs
     index, writes nothing, asks no model. From the last finished run of the same suite against the same target
     with the same simulated user that played every scenario of this one (`measured_run`), when there is one;
-    else the midpoint of a range, from every value in the user's first message to one value per turn."""
+    else the midpoint of a range, from all values in one turn to one value per turn."""
     loaded = load_suite(suite)
     cases = [Case.model_validate(case) for case in build_cases(loaded, cases_per_scenario, seed, attacks)]
     models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
@@ -158,7 +158,7 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
         found = Estimate(conversations=low.conversations, models=models, batch=batch, range=(low, high),
                          roles=_between(low.roles, high.roles), parts=_between(low.parts, high.parts))
         found.basis = ("no earlier run of the same suite, target and user" if measured is None else measured) + (
-            ": the midpoint of a range, from every value in the user's first message to one value per turn")
+            ": the midpoint of a range, from all values in one turn to one value per turn")
     found.notes = _notes(models, _bot_prompt(target, loaded), user)
     return found
 
@@ -288,7 +288,7 @@ def recorded_events(record: dict[str, Any]) -> list[tuple[str, int]]:
 
 # --- the conversation, laid out ----------------------------------------------------------------------
 
-LAYOUTS = {"all_in_one": "every value in the user's first message, the bot acting on it at once",
+LAYOUTS = {"all_in_one": "all values in one turn (a model as the user: its first), the bot acting at once",
            "one_per_turn": "one value per turn, each asked for by the bot, a change confirmed before it is made"}
 """The two ends of the range the estimate gives without an earlier run: what a conversation takes depends on how
 the bot asks, which only the bot knows."""
@@ -297,9 +297,9 @@ the bot asks, which only the bot knows."""
 def conversation_events(case: Case, user: str, layout: str, reads: set[str]) -> list[tuple[str, int]]:
     """The messages a conversation of this case holds, in order, as (kind, tokens), laid out as `layout` (LAYOUTS)
     says: "bot" and "user" text, "call" (a tool call) and "result" (its result). The user announces each agenda
-    item; with "all_in_one" it gives every value then, and the bot acts; with "one_per_turn" it gives the
-    identifiers then (a read, a function of `reads`: every value) and each other value when the bot asks for it,
-    and confirms a change.
+    item with the values it gives first (`_opening`); with "all_in_one" it gives the others in one turn, when the
+    bot asks for them, and the bot acts; with "one_per_turn" it gives each other value when the bot asks for it,
+    and confirms a change (not a read, a function of `reads`).
     Then it stops; an attacker repeats its request (ATTACK_TURNS, and once more played by a model, `user` "llm");
     a request with no agenda is said once."""
     events: list[tuple[str, int]] = [("bot", ASSUMED["bot_message"])]
@@ -310,15 +310,26 @@ def conversation_events(case: Case, user: str, layout: str, reads: set[str]) -> 
             events += [("user", count(case.user_instructions) + ASSUMED["user_words"]), ("bot", ASSUMED["bot_message"])]
     for item in items:
         read = item.function in reads
-        shown = item.values if layout == "all_in_one" or read else item.identifiers()
+        shown = _opening(case, user, layout, item.values, item.identifiers(), read)
         events += [("user", ASSUMED["user_words"] + sum(count(str(value)) for value in shown.values()))]
-        for name in (name for name in item.values if name not in shown):
-            events += [("bot", ASSUMED["bot_message"]), ("user", ASSUMED["user_words"] + count(str(item.values[name])))]
+        rest = [name for name in item.values if name not in shown]
+        for group in ([rest] if rest else []) if layout == "all_in_one" else [[name] for name in rest]:
+            said = sum(count(str(item.values[name])) for name in group)
+            events += [("bot", ASSUMED["bot_message"]), ("user", ASSUMED["user_words"] + said)]
         if layout == "one_per_turn" and not read:
             events += [("bot", ASSUMED["bot_message"]), ("user", ASSUMED["user_words"])]
         events += [("call", ASSUMED["tool_call"] + count(json.dumps(item.values))), ("result", ASSUMED["result"]),
                    ("bot", ASSUMED["bot_message"])]
     return events + [("user", count(STOP_PHRASE) + ASSUMED["user_words"])]
+
+
+def _opening(case: Case, user: str, layout: str, values: dict[str, Any], identifiers: dict[str, Any],
+             read: bool) -> dict[str, Any]:
+    """The values the user gives when it announces an agenda item: the scripted user those its style gives (all
+    of them for a read), a model those of the layout (it may give all of them, or the identifiers only)."""
+    if read or (layout if user == "llm" else case.user_style) == "all_in_one":
+        return values
+    return {} if user != "llm" and case.user_style == "one_fact" else identifiers
 
 
 def _transcript(events: list[tuple[str, int]]) -> int:

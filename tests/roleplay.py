@@ -7,7 +7,8 @@
 It tells the roles apart by the request, as lobeval sends it (`role_of`):
 
 - the bot (the sample bot's LLM policy; the request carries `tools`): finds what the user wants in
-  the conversation, asks for the missing values one at a time, lists the values and asks before a
+  the conversation, asks for the missing values one at a time (with `bot_asks_all`, all of them in one
+  message, which the user answers a line each), lists the values and asks before a
   change, calls the matching tool of the request with the values the user gave, and answers in text
   after the tool's result ("Done: ...", "Here is what I found: ...", "That did not work: ...").
   In a share of the conversations (`bot_mistakes`) it slips: one value of every change it makes is
@@ -93,6 +94,7 @@ DONE, FOUND, FAILED = "Done:", "Here is what I found:", "That did not work:"
 DECLINED = "I'm sorry, I can't help with that"
 CONFIRM = "Shall I go ahead?"
 WHAT_CHANGE = "What would you like to change?"
+ASK_ALL = "Please give me "   # how the bot asks for every missing value at once (`bot_asks_all`)
 # The user's opening for each function; the bot finds the function by the same words.
 INTENTS = {
     "create_support_ticket": "new support ticket",
@@ -268,7 +270,10 @@ class UserCase:
         step = steps[len(finished)]
         if not mine or last.startswith((DONE, FOUND)):
             return self.opening(step, finished[-1] if finished else "")
-        if asked := BOLD.findall(last):
+        asked = BOLD.findall(last)
+        if last.startswith(ASK_ALL):   # each value asked for, on a line of its own
+            return "\n".join(f"{label(name_of(name))}: {say(step.values.get(name_of(name)))}" for name in asked)
+        if asked:
             return self.answer(step, name_of(asked[-1]), last, mine, finished)
         if last.rstrip().endswith(CONFIRM):
             return "yes" if self.terse else "Yes, please go ahead."
@@ -505,6 +510,7 @@ class Roleplay:
     bot_faults: float = 0.0
     bot_faults_on: str = "every"   # "every" request of a faulty conversation, or only those that "answer" a tool
     bot_fault_status: str = "500"   # "400": a fault the client does not retry, so a test need not wait out backoff
+    bot_asks_all: bool = False   # the bot asks for every missing value in one message, not one at a time
     bad_judge_replies: float = 0.0
     verbose_evaluators: bool = False
     user_invents: str | None = None
@@ -582,6 +588,8 @@ class Roleplay:
         arguments = gather(turns, function)
         schema = function["parameters"]
         missing = [p for p in schema.get("required") or [] if p not in arguments]
+        if missing and self.bot_asks_all and len(missing) > 1:
+            return text(ASK_ALL + ", ".join(f"the **{label(name)}**" for name in missing) + ".")
         if missing:
             wanted = schema["properties"][missing[0]]
             if wanted.get("type") == "boolean":

@@ -172,6 +172,19 @@ def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(pa
     assert page.problems == []
 
 
+def test_every_table_fits_a_page_1280_px_wide_its_long_cells_wrapped(page, report, unsafe_report):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    for shown in (report, unsafe_report):   # the breach list's evidence is the widest cell of any report
+        fresh(page, shown)
+        width = page.evaluate("document.documentElement.clientWidth")
+        tables = page.evaluate("""() => [...document.querySelectorAll('table')].map(table => ({
+            first: table.rows[0] ? table.rows[0].innerText.slice(0, 40) : '',
+            right: table.getBoundingClientRect().right, scroll: table.scrollWidth}))""")
+        assert len(tables) >= 5
+        assert [table for table in tables if table["right"] > width or table["scroll"] > width] == []
+    assert "evidence" in page.inner_text("body")
+
+
 def test_the_notebooks_run_by_hand_read_the_latest_run(report, tmp_path, monkeypatch):
     """With their parameters left as they are, 04 and 05 read the newest finished run (runs.latest_run)."""
     import papermill

@@ -215,6 +215,24 @@ def test_calibrate_without_judge_labels_says_how_to_add_them(tmp_path, capsys):
     assert "0 labels" in out and "replay widget" in out
 
 
+def test_calibrate_a_run_whose_labels_were_all_given_on_other_judges_says_how_many_and_why(tmp_path, capsys):
+    from helpers import RESULTS, make_run
+    from lobeval.records import write_jsonl
+
+    write_jsonl(tmp_path / "labels.jsonl", [{**judge_label("c-1", 1, 1, "judge-a"), "judge_prompt": "aaaa11112222"},
+                                            {**judge_label("c-2", 1, 0, "judge-a"), "judge_prompt": "aaaa11112222"},
+                                            {**judge_label("c-3", 0, 0, "judge-b"), "judge_prompt": "bbbb33334444"}])
+    run = make_run(tmp_path, "r1", {**RESULTS, "config": {"suite": str(tmp_path), "judge_model": "judge-b",
+                                                          "judge_prompt": "cccc55556666"}})
+    assert main(["calibrate", "--run", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "no judge labels yet" not in out
+    assert ("no judge label counts for this run (judge model judge-b with prompts cccc55556666): all 3 were left "
+            "out, 2 on another judge model and 1 on other judge prompts: a label is about the verdict of the judge "
+            "model and prompts that gave it") in out
+    assert "replay widget" in out
+
+
 def test_calibrate_a_run_counts_only_the_labels_on_its_judge_model(tmp_path, capsys):
     from helpers import RESULTS, make_run
     from lobeval.records import write_jsonl

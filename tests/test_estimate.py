@@ -6,8 +6,11 @@ from collections import Counter
 
 import pytest
 
-from helpers import REPO
-from lobeval.estimate import ASSUMED, conversation_events, estimate
+import json
+from pathlib import Path
+
+from helpers import REPO, make_suite
+from lobeval.estimate import ASSUMED, LAYOUTS, conversation_events, estimate
 from lobeval.records import Case, read_results
 from lobeval.runs import read_config
 from lobeval.tokens import count
@@ -24,22 +27,36 @@ def case(**fields):
                                 **fields})
 
 
-def test_a_conversation_is_laid_out_as_the_users_agenda_takes_it():
+def test_a_conversation_is_laid_out_at_both_ends_of_the_range():
     update = {"functionName": "update_support_ticket",
               "arguments": {"ticket_id": "TKT-1", "priority": "High", "status": "Blocked"}}
-    required = {"update_support_ticket": ("ticket_id", "priority")}
-    events = conversation_events(case(expected_function_calls=[update]), "scripted", required)
-    # greeting; announce with the id; the required priority asked alone; the optional status asked with the rest;
-    # the confirmation; the call, its result, the report; the stop phrase
+    events = conversation_events(case(expected_function_calls=[update]), "scripted", "one_per_turn", set())
+    # greeting; announce with the id; the priority asked alone; the status asked alone; the confirmation; the call,
+    # its result, the report; the stop phrase
     assert [kind for kind, _ in events] == ["bot", "user", "bot", "user", "bot", "user", "bot", "user", "call",
                                             "result", "bot", "user"]
     assert events[1] == ("user", ASSUMED["user_words"] + count("TKT-1"))
     assert events[3] == ("user", ASSUMED["user_words"] + count("High"))
+    # all values in one turn: the two asked for together, acted on at once
+    together = conversation_events(case(expected_function_calls=[update]), "scripted", "all_in_one", set())
+    assert [kind for kind, _ in together] == ["bot", "user", "bot", "user", "call", "result", "bot", "user"]
+    assert together[3] == ("user", ASSUMED["user_words"] + count("High") + count("Blocked"))
+    # the scripted user's style says what it gives first: everything, or nothing; a model may give everything
     everything = conversation_events(case(expected_function_calls=[update], user_style="all_in_one"), "scripted",
-                                     required)
-    assert [kind for kind, _ in everything] == ["bot", "user", "bot", "user", "call", "result", "bot", "user"]
-    nothing = conversation_events(case(), "scripted", required)   # an out-of-scope request: said once, then stop
-    assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
+                                     "all_in_one", set())
+    assert [kind for kind, _ in everything] == ["bot", "user", "call", "result", "bot", "user"]
+    assert everything[1] == ("user", ASSUMED["user_words"] + count("TKT-1") + count("High") + count("Blocked"))
+    assert conversation_events(case(expected_function_calls=[update]), "llm", "all_in_one", set()) == everything
+    one_fact = conversation_events(case(expected_function_calls=[update], user_style="one_fact"), "scripted",
+                                   "one_per_turn", set())
+    assert one_fact[1] == ("user", ASSUMED["user_words"]) and len(one_fact) == len(events) + 2
+    # a read (a function whose effect is read) is asked with its values and never confirmed
+    read = conversation_events(case(expected_function_calls=[update]), "scripted", "one_per_turn",
+                               {"update_support_ticket"})
+    assert [kind for kind, _ in read] == ["bot", "user", "call", "result", "bot", "user"]
+    for layout in LAYOUTS:   # an out-of-scope request: said once, then stop
+        nothing = conversation_events(case(), "scripted", layout, set())
+        assert [kind for kind, _ in nothing] == ["bot", "user", "bot", "user"]
 
 
 def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monkeypatch, tmp_path, capsys):
@@ -57,40 +74,74 @@ def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monke
     assert main(["estimate", "--suite", str(tmp_path / "nowhere")]) == 2
 
 
-@pytest.mark.slow
-def test_the_estimate_is_within_20_percent_of_the_bill_and_the_report_sets_it_beside_the_bill(tmp_path, monkeypatch):
-    with model_endpoint(monkeypatch, tmp_path, Roleplay(seed=15), price=PRICE, prompt_cache=True) as fake:
-        status, printed = cli("run", "--estimate", "--user", "llm", "--cases-per-scenario", "1")
-        assert status == 0 and fake.count == 0 and not (tmp_path / "runs").exists()
-        expected = estimate("scenarios/support_tickets", cases_per_scenario=1, user="llm")
-        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--run-id", "billed")
-        answers = list(fake.answers)
-    assert status in (0, 1), out
-    billed, requests = Counter(), Counter()
+def billed(answers):
+    """USD and requests by the estimate's role, as the endpoint billed them."""
+    usd, requests = Counter(), Counter()
     for answer in answers:
         usage = answer["usage"] or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
         role = GROUP[role_of(answer["request"])]
-        billed[role] += ((usage["prompt_tokens"] - cached) * PRICE["input"] + cached * PRICE["cached_input"]
-                         + usage["completion_tokens"] * PRICE["output"]) / 1e6
+        usd[role] += ((usage["prompt_tokens"] - cached) * PRICE["input"] + cached * PRICE["cached_input"]
+                      + usage["completion_tokens"] * PRICE["output"]) / 1e6
         requests[role] += 1
-    rows = {row["role"]: row for row in expected.rows()}
-    print("\nrole: estimated requests / billed requests, estimated USD / billed USD")
-    for role in sorted(set(rows) | set(billed)):
+    return usd, requests
+
+
+def show(title, found, usd, requests):
+    rows = {row["role"]: row for row in found.rows()}
+    print(f"\n{title}: {found.basis}\nrole: estimated requests / billed requests, estimated USD / billed USD")
+    for role in sorted(set(rows) | set(usd)):
         print(f"  {role}: {rows.get(role, {}).get('requests')} / {requests[role]}, "
-              f"{rows.get(role, {}).get('cost_usd')} / {billed[role]:.4f}")
-    total = sum(row["cost_usd"] for row in rows.values())
-    assert total == pytest.approx(sum(billed.values()), rel=0.20)
-    assert f"{total:.4f}" in printed and "judging = " in printed
+              f"{rows.get(role, {}).get('cost_usd')} / {usd[role]:.4f}")
+
+
+def total(found):
+    return sum(row["cost_usd"] for row in found.rows())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("asks_all", [False, True], ids=["the sample bot", "a bot asking every value at once"])
+def test_the_range_holds_the_first_bill_and_the_second_run_is_estimated_from_the_first_within_20_percent(
+        tmp_path, monkeypatch, asks_all):
+    with model_endpoint(monkeypatch, tmp_path, Roleplay(seed=15, bot_asks_all=asks_all), price=PRICE,
+                        prompt_cache=True) as fake:
+        status, printed = cli("run", "--estimate", "--user", "llm", "--cases-per-scenario", "1")
+        assert status == 0 and fake.count == 0 and not (tmp_path / "runs").exists()
+        first = estimate("scenarios/support_tickets", cases_per_scenario=1, user="llm")
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--run-id", "first")
+        assert status in (0, 1), out
+        usd, requests = billed(list(fake.answers))
+        # the next run, on other cases of the same scenarios, is estimated from what the first one measured
+        second = estimate("scenarios/support_tickets", cases_per_scenario=1, seed=7, user="llm")
+        measured = fake.count
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--seed", "7", "--run-id", "second")
+        assert status in (0, 1), out
+        usd_then, requests_then = billed(list(fake.answers)[measured:])
+    show("first run", first, usd, requests)
+    show("second run", second, usd_then, requests_then)
+    low, high = first.range
+    assert "no earlier run of the same suite, target and user: the midpoint of a range" in printed
+    assert total(low) <= sum(usd.values()) <= total(high)
+    assert sum(row["requests"] for row in low.rows()) <= sum(requests.values()) <= sum(
+        row["requests"] for row in high.rows())
+    assert second.range is None and second.basis.startswith("from run first of the same suite, target and user")
+    assert total(second) == pytest.approx(sum(usd_then.values()), rel=0.20)
+    rows = {row["role"]: row for row in first.rows()}
+    assert f"{total(first):.4f}" in printed and "judging = " in printed and "range of the total: " in printed
     # what each of lobeval's judges adds to the request they share, so a team can price its choice
     each = next(line for line in printed.splitlines() if "each judge per conversation it judges:" in line)
     assert all(f"{name} 0.0" in each for name in ("per_turn", "goal", "user_review"))
     # the run kept its estimate, and the report sets it beside the bill
-    assert read_config(tmp_path / "runs" / "billed")["estimate"]["bot (target)"] == pytest.approx(
+    assert read_config(tmp_path / "runs" / "first")["estimate"]["bot (target)"] == pytest.approx(
         rows["bot (target)"]["per_conversation_usd"])
-    page = (tmp_path / "runs" / "billed" / "report.html").read_text(encoding="utf-8")
+    page = (tmp_path / "runs" / "first" / "report.html").read_text(encoding="utf-8")
     assert "estimated per conversation" in page
-    assert read_results(tmp_path / "runs" / "billed" / "evaluation_results.json")["counts"]["errors"] == 0
+    results = read_results(tmp_path / "runs" / "first" / "evaluation_results.json")
+    assert results["counts"]["errors"] == 0
+    # the prompt tokens the bot's endpoint read from its cache are the bot's, as the endpoint billed them
+    cached = sum(((answer["usage"] or {}).get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+                 for answer in list(fake.answers)[:measured] if role_of(answer["request"]) == "bot")
+    assert results["usage"]["target"]["cached_prompt_tokens"] == cached > 0
 
 
 def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(monkeypatch, tmp_path):
@@ -108,3 +159,121 @@ def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(m
     assert "judge: per_turn+goal+user_review+commitments" in judges and "judge: task_adherence" in judges
     assert all(batched[role] == pytest.approx(alone[role] / 2) for role in judges)
     assert all(batched[role] == alone[role] for role in alone if role not in judges)   # the bot, the user, root causes
+
+
+# --- a suite of another domain: HR leave -----------------------------------------------------------------
+
+EMPLOYEES = [{"id": "EMP-1", "name": "Ana Silva", "leave_type": "Vacation", "start": "2026-07-01", "end": "2026-07-10"},
+             {"id": "EMP-2", "name": "Ben Okafor", "leave_type": "Sick", "start": "2026-03-02", "end": "2026-03-04"}]
+LEAVE_TOOLS = [
+    {"type": "function", "effect": "write", "function": {"name": "book_leave", "parameters": {"type": "object", "properties": {
+        "employee_id": {"type": "string"}, "leave_type": {"type": "string", "enum": ["Vacation", "Sick"]},
+        "start_date": {"type": "string"}, "end_date": {"type": "string"}},
+        "required": ["employee_id", "leave_type", "start_date", "end_date"]}}},
+    {"type": "function", "effect": "read", "function": {"name": "leave_balance", "parameters": {
+        "type": "object", "properties": {"employee_id": {"type": "string"}}, "required": ["employee_id"]}}}]
+LEAVE_TEMPLATES = [
+    {"scenario_name": "book_leave", "user_instructions": "Book {employee.leave_type} leave for {employee.id} from "
+                                                         "{employee.start} to {employee.end}.",
+     "task_completion": "The leave is booked.", "expected_function_calls": [{"functionName": "book_leave", "arguments": {
+         "employee_id": "{employee.id}", "leave_type": "{employee.leave_type}", "start_date": "{employee.start}",
+         "end_date": "{employee.end}"}}]},
+    {"scenario_name": "balance", "user_instructions": "Ask how many leave days {employee.id} has left.",
+     "task_completion": "The balance is told.", "expected_function_calls": [{"functionName": "leave_balance", "arguments": {"employee_id": "{employee.id}"}}]}]
+
+
+@pytest.fixture
+def leave(tmp_path, monkeypatch):
+    """An HR-leave suite, a prompt target for it, one model for every role at a known price, an empty runs/."""
+    suite = make_suite(tmp_path, tickets=EMPLOYEES, tools=LEAVE_TOOLS, templates=LEAVE_TEMPLATES,
+                       suite={"name": "leave", "entities": {"employee": {"csv": "data/toy/tickets.csv", "id": "id"}}})
+    bot = tmp_path / "leave_bot.json"
+    bot.write_text(json.dumps({"system_prompt": "You book leave for the HR desk.", "tools": {"python": "hr_tools"},
+                               "tools_file": str(suite / "tools.json")}))
+    (tmp_path / "prices.json").write_text(json.dumps({"m": PRICE}))
+    for name in ("LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOBEVAL_MODEL", "m")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-estimate")
+    monkeypatch.setenv("LOBEVAL_PRICES", str(tmp_path / "prices.json"))
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    return suite, str(bot)
+
+
+def by_role(found):
+    return {row["role"]: row for row in found.rows()}
+
+
+def earlier_run(tmp_path, suite, target, records, run_id="r1", user="scripted"):
+    """A finished run of `suite` against `target` whose conversations.jsonl holds `records`, in the runs index."""
+    from lobeval.runs import add_to_index, index_path
+
+    run_dir = tmp_path / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    config = {"schema_version": 1, "run_id": run_id, "suite_name": "leave", "suite": str(suite), "target": target,
+              "user": user}
+    (run_dir / "config.json").write_text(json.dumps(config))
+    (run_dir / "conversations.jsonl").write_text(records if isinstance(records, str) else
+                                                 "".join(json.dumps(record) + "\n" for record in records))
+    add_to_index(index_path(), config, run_dir, {}, {})
+
+
+def recorded(case_id, scenario, requests, prompt, cached, completion):
+    usage = {"calls": requests, "requests": requests, "prompt_tokens": prompt, "cached_prompt_tokens": cached,
+             "completion_tokens": completion, "cost_usd": 0.0}
+    return {"case_id": case_id, "scenario_name": scenario, "usage": {"target": usage},
+            "messages": [{"role": "assistant", "content": "Hello, HR desk."}, {"role": "user", "content": "Book it."},
+                         {"role": "assistant", "content": "Booked.", "function_calls": [
+                             {"functionName": "book_leave", "arguments": {"employee_id": "EMP-1"}, "result": {"ok": 1}}]},
+                         {"role": "user", "content": "Thanks, that is all."}],
+            "function_calls": []}
+
+
+def test_without_an_earlier_run_a_suite_of_another_domain_gets_a_range_and_its_midpoint(leave, capsys):
+    from lobeval.cli import main
+
+    suite, bot = leave
+    found = estimate(str(suite), cases_per_scenario=2, target=bot)
+    low, high = (by_role(end) for end in found.range)
+    # per booking the user gives the employee id first; the bot answers the opening, the 3 other values together
+    # and the result (3), or the opening, each of the 3 other values, the confirmation and the result (6); a
+    # balance is asked with its id and read at once (2) at both ends
+    assert (low["bot (target)"]["requests"], high["bot (target)"]["requests"]) == (2 * 3 + 2 * 2, 2 * 6 + 2 * 2)
+    assert by_role(found)["bot (target)"]["requests"] == (10 + 16) // 2
+    assert low["bot (target)"]["cost_usd"] < by_role(found)["bot (target)"]["cost_usd"] < high["bot (target)"]["cost_usd"]
+    assert found.basis == ("no earlier run of the same suite, target and user: the midpoint of a range, from all "
+                           "values in one turn to one value per turn")
+    assert main(["estimate", "--suite", str(suite), "--cases-per-scenario", "2", "--target", bot]) == 0
+    out = capsys.readouterr().out
+    assert "no earlier run of the same suite, target and user" in out
+    assert "range of the total: " in out and f"{low['bot (target)']['requests']:>9} .. 16" in out
+
+
+def test_after_a_run_of_the_same_suite_target_and_user_its_measured_usage_per_scenario_is_the_estimate(
+        leave, tmp_path):
+    suite, bot = leave
+    earlier_run(tmp_path, suite, bot, [recorded("book_leave-000", "book_leave", 3, 3000, 1024, 90),
+                                       recorded("book_leave-001", "book_leave", 5, 5000, 2048, 110),
+                                       recorded("balance-000", "balance", 2, 1500, 0, 40)])
+    found = estimate(str(suite), cases_per_scenario=2, trials=2, target=bot)
+    assert found.range is None and found.basis.startswith("from run r1 of the same suite, target and user")
+    bot_row = by_role(found)["bot (target)"]
+    # each of 4 booking conversations as the mean of the two measured (4 requests, 4000 prompt tokens of which 1536
+    # cached, 100 completion tokens), each of 4 balance conversations as the one measured
+    assert (bot_row["requests"], bot_row["prompt_tokens"], bot_row["cached_tokens"], bot_row["completion_tokens"]) \
+        == (4 * 4 + 4 * 2, 4 * 4000 + 4 * 1500, 4 * 1536, 4 * 100 + 4 * 40)
+    assert bot_row["cost_usd"] == pytest.approx(((22000 - 6144) * PRICE["input"] + 6144 * PRICE["cached_input"]
+                                                 + 560 * PRICE["output"]) / 1e6)
+    # the judges read the recorded transcripts: one request per conversation
+    assert by_role(found)["judge: per_turn+goal+user_review+commitments"]["requests"] == 8
+    # a later run whose conversations can no longer be read is passed over
+    earlier_run(tmp_path, suite, bot, '{"case_id": "book_leave-000", "messa\n', run_id="torn")
+    assert estimate(str(suite), target=bot).basis.startswith("from run r1 ")
+    # another target, another user, or a scenario the earlier run did not play: the range, saying why
+    other = tmp_path / "other_bot.json"
+    other.write_text(Path(bot).read_text())
+    assert estimate(str(suite), target=str(other)).range is not None
+    assert estimate(str(suite), target=bot, user="llm").basis.startswith("no earlier run")
+    earlier_run(tmp_path, suite, bot, [recorded("balance-000", "balance", 2, 1500, 0, 40)], run_id="r2")
+    partly = estimate(str(suite), target=bot)
+    assert partly.range is not None and partly.basis.startswith("run r2 played no conversation of book_leave: ")

@@ -180,6 +180,24 @@ def test_usage_is_every_model_call_of_the_turn(model, tmp_path):
     assert usage["cost_usd"] == pytest.approx(expected)
 
 
+def test_the_prompt_tokens_the_endpoint_read_from_its_cache_are_the_targets_and_priced_so(model, tmp_path,
+                                                                                          monkeypatch):
+    price = {"input": 5.0, "output": 15.0, "cached_input": 2.5}
+    (tmp_path / "prices.json").write_text(json.dumps({"gpt-4o-mini": price}))
+    monkeypatch.setenv("LOBEVAL_PRICES", str(tmp_path / "prices.json"))
+    model.prompt_cache = True   # the endpoint caches a repeated prefix of 1,024 tokens or more, as OpenAI does
+    model.policy = lambda request: text("Noted.")
+    long_prompt = "You run the support desk. " * 300
+    target = load_prompt_target(spec(tmp_path, system_prompt=long_prompt))
+    (first, second), _ = run(exchange(target, "Hello.", "Anything else?"))
+    assert first.usage["cached_prompt_tokens"] == 0
+    cached = second.usage["cached_prompt_tokens"]
+    assert 1024 <= cached < second.usage["prompt_tokens"] and cached % 128 == 0
+    expected = ((second.usage["prompt_tokens"] - cached) * price["input"] + cached * price["cached_input"]
+                + second.usage["completion_tokens"] * price["output"]) / 1e6
+    assert second.usage["cost_usd"] == pytest.approx(expected)
+
+
 def test_a_model_still_calling_tools_when_its_rounds_run_out(model, notes):
     model.policy = lambda request: tool_calls([("add_note", {"text": "again"})])
     target = load_prompt_target(spec(notes.parent, tools={"python": "desk_notes"}, tools_file="notes_tools.json",

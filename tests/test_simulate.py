@@ -68,6 +68,28 @@ def test_target_usage_adds_up_what_each_reply_reports(tmp_path, monkeypatch):
     assert (usage["calls"], usage["prompt_tokens"], usage["completion_tokens"], usage["cost_usd"]) == (2, 200, 14, 0.5)
 
 
+def test_the_cached_prompt_tokens_an_http_bot_reports_as_openai_does_reach_the_reports_cost_table(tmp_path):
+    from lobeval.protocol import Reply
+    from lobeval.report import cost_by_role
+
+    class Cached:   # behind HTTP: its replies' usage as its model endpoint reported it, 90 % read from cache
+        async def start(self, case):
+            return self
+
+        async def send(self, message):
+            return Reply("Noted. Anything else?", usage={"prompt_tokens": 1000, "completion_tokens": 7,
+                                                         "prompt_tokens_details": {"cached_tokens": 900}})
+
+    dataset = leave_dataset(tmp_path / "d.jsonl", n=1)
+    with serve(Cached()) as server:
+        run_sim(dataset, tmp_path / "c.jsonl", target=load_target(server.url), max_turns=2)
+    [record] = read_jsonl(tmp_path / "c.jsonl")
+    usage = record["usage"]["target"]
+    assert (usage["prompt_tokens"], usage["cached_prompt_tokens"]) == (2000, 1800)
+    table = cost_by_role({"usage": record["usage"]})
+    assert table.loc["bot (target)", "prompt tokens cached"] == "90%"
+
+
 def test_rerun_resumes_skipping_finished_pairs_and_cuts_a_torn_last_line(tmp_path):
     dataset = leave_dataset(tmp_path / "d.jsonl")
     out = tmp_path / "c.jsonl"

@@ -301,10 +301,18 @@ def test_target_cannot_alter_the_case(monkeypatch):
 
 def test_usage_of_a_turn_is_read_and_a_missing_field_counts_zero():
     reply = send_json({"reply": "ok", "usage": {"prompt_tokens": 120, "cost_usd": 0.002, "other": "ignored"}})
-    assert reply.usage == {"requests": 0, "prompt_tokens": 120, "completion_tokens": 0, "cost_usd": 0.002}
+    assert reply.usage == {"requests": 0, "prompt_tokens": 120, "completion_tokens": 0, "cost_usd": 0.002,
+                           "cached_prompt_tokens": 0}
     assert send_json({"reply": "ok"}).usage is None
     unknown = send_json({"reply": "ok", "usage": {"requests": 2, "prompt_tokens": 9, "cost_usd": None}})
-    assert unknown.usage == {"requests": 2, "prompt_tokens": 9, "completion_tokens": 0, "cost_usd": None}
+    assert unknown.usage == {"requests": 2, "prompt_tokens": 9, "completion_tokens": 0, "cost_usd": None,
+                             "cached_prompt_tokens": 0}
+    # cached prompt tokens as OpenAI reports them, or in lobeval's own name
+    openai_style = send_json({"reply": "ok", "usage": {"prompt_tokens": 1000,
+                                                       "prompt_tokens_details": {"cached_tokens": 900}}})
+    assert openai_style.usage["cached_prompt_tokens"] == 900
+    assert send_json({"reply": "ok", "usage": {"prompt_tokens": 9, "cached_prompt_tokens": 4}}).usage[
+        "cached_prompt_tokens"] == 4
 
 
 def test_arguments_given_as_a_json_string_are_parsed():
@@ -333,6 +341,9 @@ def test_arguments_given_as_a_json_string_are_parsed():
     ({"text": "ok", "usage": [12]}, "usage is a list"),
     ({"text": "ok", "usage": {"prompt_tokens": "12"}}, "usage.prompt_tokens is a string, expected a number >= 0"),
     ({"text": "ok", "usage": {"cost_usd": -1}}, "usage.cost_usd is a number, expected a number >= 0 or null (unknown)"),
+    ({"text": "ok", "usage": {"prompt_tokens_details": 5}}, "usage.prompt_tokens_details is a number"),
+    ({"text": "ok", "usage": {"prompt_tokens_details": {"cached_tokens": "9"}}},
+     "usage.cached_prompt_tokens is a string, expected a number >= 0"),
 ])
 def test_malformed_reply_names_what_is_wrong(reply, problem):
     with pytest.raises(TargetError) as info:

@@ -267,12 +267,29 @@ def counted_text(result: dict[str, Any]) -> str:
             f"prompts, {result['replaced']} replaced by a later label")
 
 
+def no_labels_text(result: dict[str, Any]) -> str:
+    """Why `calibrate` found no label to count: none given yet (NO_LABELS), or every one left out as given on
+    another judge model or other judge prompts, with how many and why."""
+    other_models, other_prompts = result["other_models"], result.get("other_prompts", 0)
+    if not other_models and not other_prompts:
+        return NO_LABELS
+    reasons = [f"{count} {why}" for count, why in ((other_models, "on another judge model"),
+                                                   (other_prompts, "on other judge prompts")) if count]
+    on = (f"judge model {result['judge_model']}" if result["judge_model"] else "every judge model") + (
+        f" with prompts {result['judge_prompt']}" if result.get("judge_prompt") else "")
+    total = other_models + other_prompts
+    return (f"no judge label counts for this run ({on}): all {total} were left out, {' and '.join(reasons)}: "
+            f"a label is about the verdict of the judge model and prompts that gave it, and a changed judge must not "
+            f"reuse an old calibration; agree or disagree with this run's verdicts in the replay widget "
+            f"(notebooks/04_error_analysis.ipynb), then calibrate again")
+
+
 def format_calibration(result: dict[str, Any]) -> str:
     """`calibrate`'s result as text for the command line: what was counted, one line per judge criterion, the
     confusion matrices."""
     lines = [counted_text(result)]
     if not result["labels"]:
-        return "\n".join([*lines, NO_LABELS])
+        return "\n".join([*lines, no_labels_text(result)])
     lines.append("95 % intervals: the labelled conversations resampled, each with all its labels")
     for line in result["summary"].to_dict("records"):
         counted = f"{line['labels']} label{'' if line['labels'] == 1 else 's'}"

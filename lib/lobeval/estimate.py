@@ -1,11 +1,19 @@
 """What a run will cost before anything is spent (`lobeval estimate`, `lobeval run --estimate`).
 
-The suite's cases are built as `lobeval generate` would build them, and each conversation is laid out as the
-turns its scenario takes: the simulated user's agenda (users.agenda) says what it announces, which values the
-bot must ask for one at a time, which changes it confirms, and when it stops. Every request each role sends
-along that conversation is then counted with the real prompts: the user's and judges' instructions, the case's
-business data and instructions, the suite's tool definitions, azure-ai-evaluation's prompty templates, the
-sample bot's or a prompt target's system prompt. Token counts come from lobeval.tokens.
+The suite's cases are built as `lobeval generate` would build them. How many turns a conversation takes depends
+on how the bot asks for what it needs, which only the bot knows; so the estimate uses what is known:
+
+- after a finished run of the same suite against the same target with the same simulated user (runs/index.jsonl)
+  that played every scenario of this one: that run's measured requests and tokens per conversation of each
+  scenario, for each role that recorded them (the user, the bot when it reports its usage, the completion check),
+  and its transcripts for the rest (the judges; a role that asked no model then);
+- else a range: each conversation laid out with all values in one turn, and with one value per turn (LAYOUTS),
+  from the simulated user's agenda (users.agenda) and what its style says first; the figures are its midpoint.
+
+Every request each role sends along a conversation laid out is counted with the real prompts: the user's and
+judges' instructions, the case's business data and instructions, the suite's tool definitions,
+azure-ai-evaluation's prompty templates, the sample bot's or a prompt target's system prompt. Token counts come
+from lobeval.tokens.
 
 What cannot be known before the bot talks is assumed, and the estimate says so (ASSUMED): how long the bot's
 and the user's messages are, how much a function's result holds, how long each judge's answer is. Provider
@@ -14,7 +22,10 @@ prompt caching is counted as OpenAI documents it (a repeated prefix of 1,024 tok
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lobeval.generate import build_cases
@@ -38,16 +49,30 @@ FIRST, LAST = ("simulated user", "bot (target)", "completion check"), ("root cau
 
 @dataclass
 class Tally:
-    requests: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
+    """Requests and tokens; a mean of measured conversations or a midpoint may hold fractions."""
 
-    def add(self, prompt: int, completion: int, cached: int = 0) -> None:
-        self.requests += 1
+    requests: float = 0
+    prompt_tokens: float = 0
+    cached_tokens: float = 0
+    completion_tokens: float = 0
+
+    def add(self, prompt: float, completion: float, cached: float = 0, requests: float = 1) -> None:
+        self.requests += requests
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         self.cached_tokens += cached
+
+    def merge(self, other: Tally) -> None:
+        self.add(other.prompt_tokens, other.completion_tokens, other.cached_tokens, other.requests)
+
+
+def _between(low: dict[str, Tally], high: dict[str, Tally]) -> dict[str, Tally]:
+    """Each tally halfway between its value in `low` and in `high` (a role missing from one counts 0 there)."""
+    found = {}
+    for name in [*low, *(name for name in high if name not in low)]:
+        one, other = low.get(name, Tally()), high.get(name, Tally())
+        found[name] = Tally(*((a + b) / 2 for a, b in zip(vars(one).values(), vars(other).values())))
+    return found
 
 
 @dataclass
@@ -59,6 +84,11 @@ class Estimate:
     batch: bool = False
     parts: dict[str, Tally] = field(default_factory=dict)
     """What each of lobeval's judges adds to the request that asks them together (tokens without it subtracted)."""
+    basis: str = ""
+    """What the figures come from: an earlier run's measured conversations, or the midpoint of `range`."""
+    range: tuple[Estimate, Estimate] | None = None
+    """Without an earlier run: the estimate with all values in one turn, and with one value per turn; the figures
+    are their midpoint."""
 
     def rows(self) -> list[dict[str, Any]]:
         """Per role: requests, tokens, the cost at the model's price (None: no price, or no model: offline)."""
@@ -71,9 +101,9 @@ class Estimate:
                 continue
             model = self.models.get(_model_role(role))
             cost = self._cost(tally, prices.get(model), judged=role.startswith("judge: "))
-            found.append({"role": role, "model": model, "requests": tally.requests,
-                          "prompt_tokens": tally.prompt_tokens, "cached_tokens": tally.cached_tokens,
-                          "completion_tokens": tally.completion_tokens, "cost_usd": cost,
+            found.append({"role": role, "model": model, "requests": round(tally.requests),
+                          "prompt_tokens": round(tally.prompt_tokens), "cached_tokens": round(tally.cached_tokens),
+                          "completion_tokens": round(tally.completion_tokens), "cost_usd": cost,
                           "per_conversation_usd": None if cost is None else cost / self.conversations})
         return found
 
@@ -104,47 +134,175 @@ def _model_role(role: str) -> str:
 def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials: int = 1, user: str = "scripted",
              judges: list[str] | None = None, attacks: str | None = None, target: str | None = None,
              max_turns: int = 20, batch: bool = False, attack_roles: list[str] | None = None) -> Estimate:
-    """The requests, tokens and cost by role of `lobeval run` with these options; reads the suite, writes
-    nothing, asks no model."""
+    """The requests, tokens and cost by role of `lobeval run` with these options; reads the suite and the runs
+    index, writes nothing, asks no model. From the last finished run of the same suite against the same target
+    with the same simulated user that played every scenario of this one (`measured_run`), when there is one;
+    else the midpoint of a range, from all values in one turn to one value per turn."""
     loaded = load_suite(suite)
     cases = [Case.model_validate(case) for case in build_cases(loaded, cases_per_scenario, seed, attacks,
                                                                     attack_roles)]
     models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
-    found = Estimate(conversations=len(cases) * trials, models=models, batch=batch)
-    bot = _bot_prompt(target or loaded.default_target, loaded)
+    target = target or loaded.default_target
+    measured = measured_run(loaded.name, target, user, {case.scenario_name for case in cases})
+
+    def laid_out(layout: str | Measured) -> Estimate:
+        found = Estimate(conversations=len(cases) * trials, models=models, batch=batch)
+        _tally(found, loaded, cases, trials, user, judges, target, max_turns, layout)
+        return found
+
+    if isinstance(measured, Measured):
+        found = laid_out(measured)
+        found.basis = (f"from run {measured.run_id} of the same suite, target and user: its measured requests and "
+                       f"tokens per conversation of each scenario, its transcripts for the judges")
+    else:
+        low, high = laid_out("all_in_one"), laid_out("one_per_turn")
+        found = Estimate(conversations=low.conversations, models=models, batch=batch, range=(low, high),
+                         roles=_between(low.roles, high.roles), parts=_between(low.parts, high.parts))
+        found.basis = ("no earlier run of the same suite, target and user" if measured is None else measured) + (
+            ": the midpoint of a range, from all values in one turn to one value per turn")
+    found.notes = _notes(models, _bot_prompt(target, loaded), user)
+    return found
+
+
+def _tally(found: Estimate, loaded: Any, cases: list[Case], trials: int, user: str, judges: list[str] | None,
+           target: str, max_turns: int, layout: str | Measured) -> None:
+    """Count every request of the run into `found`, each conversation laid out as `layout` says (LAYOUTS), or
+    as an earlier run measured it: its transcripts, and each role's requests and tokens where it recorded them."""
+    models = found.models
+    bot = _bot_prompt(target, loaded)
     names = selected_judges(judges) if models["judge"] else []
     tools = [{k: v for k, v in tool.items() if k != "effect"} for tool in loaded.tools.values()]
-    required = {tool["function"]["name"]: tuple(tool["function"].get("parameters", {}).get("required") or ())
-                for tool in tools}
+    reads = {tool["function"]["name"] for tool in loaded.tools.values() if tool["effect"] == "read"}
     templates = {name: count(evaluator_prompt(name)["template"]) for name in names if name in AZURE_JUDGES}
     seen_prefix: set[tuple[str, ...]] = set()
+    shown: dict[str, int] = {}   # by scenario, the conversations laid out from its measured transcripts
     for case in cases:
-        events = conversation_events(case, user, required)
+        if isinstance(layout, Measured):
+            recorded = layout.events[case.scenario_name]
+            events = recorded[shown.get(case.scenario_name, 0) % len(recorded)]
+            shown[case.scenario_name] = shown.get(case.scenario_name, 0) + 1
+            spent = layout.usage[case.scenario_name]
+        else:
+            events, spent = conversation_events(case, user, layout, reads), {}
         turns = sum(kind == "user" for kind, _ in events)
         for _ in range(trials):
             if user == "llm" and models["user"]:
-                _user_requests(found, case, events)
-            if bot is not None and models["target"]:
-                _bot_requests(found, events, *bot, tools)
-            if models["judge"] and turns > max_turns:
-                found.roles.setdefault("completion check", Tally()).add(
-                    count(COMPLETION_PROMPT) + _transcript(events) + 2 * PER_MESSAGE, ASSUMED["goal"])
+                _measured_or(found, "simulated user", spent, lambda: _user_requests(found, case, events))
+            # a bot lobeval sees into asks a model only when one is configured; another reports what its own asks
+            if (bot is not None and models["target"]) or (bot is None and spent.get("bot (target)")):
+                _measured_or(found, "bot (target)", spent, lambda: _bot_requests(found, events, *bot, tools))
+            if models["judge"] and (spent.get("completion check") or turns > max_turns):
+                _measured_or(found, "completion check", spent, lambda: found.roles.setdefault(
+                    "completion check", Tally()).add(count(COMPLETION_PROMPT) + _transcript(events) + 2 * PER_MESSAGE,
+                                                     ASSUMED["goal"]))
             _judge_requests(found, case, events, names, templates, seen_prefix)
     if names:
         found.roles.setdefault("root causes", Tally()).add(ASSUMED["root_causes_prompt"], ASSUMED["root_causes_answer"])
-    found.notes = _notes(models, bot, user)
-    return found
+
+
+def _measured_or(found: Estimate, role: str, spent: dict[str, Tally], lay_out: Callable[[], None]) -> None:
+    """A conversation's requests of `role`: what an earlier run measured per conversation, else `lay_out()`."""
+    if spent.get(role):
+        found.roles.setdefault(role, Tally()).merge(spent[role])
+    else:
+        lay_out()
+
+
+# --- an earlier run, measured ------------------------------------------------------------------------
+
+@dataclass
+class Measured:
+    """An earlier run's conversations by scenario: each one's messages as `conversation_events` lays them out,
+    and each role's mean requests and tokens per conversation, for the roles that asked a model."""
+
+    run_id: str
+    events: dict[str, list[list[tuple[str, int]]]]
+    usage: dict[str, dict[str, Tally]]
+
+
+MEASURED_ROLES = {"user": "simulated user", "target": "bot (target)", "judge": "completion check"}
+"""A conversation record's usage by role, as the estimate names them."""
+
+
+def measured_run(suite_name: str, target: str, user: str, scenarios: set[str]) -> Measured | str | None:
+    """The last finished run (runs/index.jsonl) of `suite_name` against `target` with this `user`: measured, when
+    its conversations played every scenario of `scenarios`; else why it cannot be used; None when there is none."""
+    from lobeval.errors import LobevalError
+    from lobeval.records import iter_conversations
+    from lobeval.runs import index_path, read_config, read_index
+
+    entries, _ = read_index(index_path())
+    for entry in reversed(entries):
+        if entry["suite_name"] != suite_name:
+            continue
+        try:
+            config = read_config(entry["run_dir"])
+            if (config.get("target"), config.get("user")) != (target, user):
+                continue
+            found = _measured(entry["run_id"], (record for _, _, record in
+                                                iter_conversations(Path(entry["run_dir"]) / "conversations.jsonl")))
+        except LobevalError:   # an earlier run that can no longer be read is history only
+            continue
+        missing = sorted(scenarios - set(found.events))
+        if missing:
+            return f"run {entry['run_id']} played no conversation of {', '.join(missing)}"
+        return found
+    return None
+
+
+TRANSCRIPTS = 20
+"""Of each scenario, the transcripts an earlier run's judges are estimated from (all its conversations are averaged
+for the roles it measured): enough for a mean, few enough to count quickly after a run of thousands."""
+
+
+def _measured(run_id: str, records: Iterable[dict[str, Any]]) -> Measured:
+    events: dict[str, list[list[tuple[str, int]]]] = {}
+    totals: dict[str, dict[str, Tally]] = {}
+    played: Counter[str] = Counter()
+    for record in records:
+        scenario = record.get("scenario_name") or ""
+        played[scenario] += 1
+        if played[scenario] <= TRANSCRIPTS:
+            events.setdefault(scenario, []).append(recorded_events(record))
+        for role, numbers in (record.get("usage") or {}).items():
+            if role in MEASURED_ROLES and numbers.get("requests"):
+                totals.setdefault(scenario, {}).setdefault(MEASURED_ROLES[role], Tally()).add(
+                    numbers["prompt_tokens"], numbers["completion_tokens"], numbers.get("cached_prompt_tokens", 0),
+                    numbers["requests"])
+    usage = {scenario: {role: Tally(*(value / played[scenario] for value in vars(tally).values()))
+                        for role, tally in roles.items()} for scenario, roles in totals.items()}
+    return Measured(run_id, events, {scenario: usage.get(scenario, {}) for scenario in events})
+
+
+def recorded_events(record: dict[str, Any]) -> list[tuple[str, int]]:
+    """A recorded conversation as `conversation_events` lays one out: each message, and before a bot message the
+    calls it made with their results."""
+    events: list[tuple[str, int]] = []
+    for message in record["messages"]:
+        for call in message.get("function_calls") or []:
+            events += [("call", ASSUMED["tool_call"] + count(json.dumps(call.get("arguments") or {}))),
+                       ("result", count(json.dumps(call.get("result") if call.get("error") is None
+                                                   else {"error": call["error"]}, default=str)))]
+        events.append(("bot" if message["role"] == "assistant" else "user", count(message.get("content") or "")))
+    return events
 
 
 # --- the conversation, laid out ----------------------------------------------------------------------
 
-def conversation_events(case: Case, user: str, required: dict[str, tuple[str, ...]]) -> list[tuple[str, int]]:
-    """The messages a conversation of this case is expected to hold, in order, as (kind, tokens): "bot" and "user"
-    text, "call" (a tool call) and "result" (its result). The user announces each agenda item (with the values its
-    style puts in the opening; a model, those its instructions spell out), gives each other required argument
-    (`required`, by function) when the bot asks for it and the optional ones together, confirms a change, and
-    stops; an attacker
-    repeats its request (ATTACK_TURNS, and once more played by a model); a request with no agenda is said once."""
+LAYOUTS = {"all_in_one": "all values in one turn (a model as the user: its first), the bot acting at once",
+           "one_per_turn": "one value per turn, each asked for by the bot, a change confirmed before it is made"}
+"""The two ends of the range the estimate gives without an earlier run: what a conversation takes depends on how
+the bot asks, which only the bot knows."""
+
+
+def conversation_events(case: Case, user: str, layout: str, reads: set[str]) -> list[tuple[str, int]]:
+    """The messages a conversation of this case holds, in order, as (kind, tokens), laid out as `layout` (LAYOUTS)
+    says: "bot" and "user" text, "call" (a tool call) and "result" (its result). The user announces each agenda
+    item with the values it gives first (`_opening`); with "all_in_one" it gives the others in one turn, when the
+    bot asks for them, and the bot acts; with "one_per_turn" it gives each other value when the bot asks for it,
+    and confirms a change (not a read, a function of `reads`).
+    Then it stops; an attacker repeats its request (ATTACK_TURNS, and once more played by a model, `user` "llm");
+    a request with no agenda is said once."""
     events: list[tuple[str, int]] = [("bot", ASSUMED["bot_message"])]
     items = agenda(case)
     if not items:
@@ -152,24 +310,27 @@ def conversation_events(case: Case, user: str, required: dict[str, tuple[str, ..
         for _ in range(ATTACK_TURNS + (user == "llm") if getattr(case, "attack", None) else 0):
             events += [("user", count(case.user_instructions) + ASSUMED["user_words"]), ("bot", ASSUMED["bot_message"])]
     for item in items:
-        read = item.verb in ("look up", "list", "search")
-        if user == "llm":   # a model says what its instructions spell out
-            shown = {k: v for k, v in item.values.items() if str(v) and str(v) in case.user_instructions}
-        else:
-            shown = (item.values if case.user_style == "all_in_one" or read else
-                     {} if case.user_style == "one_fact" else item.identifiers())
+        read = item.function in reads
+        shown = _opening(case, user, layout, item.values, item.identifiers(), read)
         events += [("user", ASSUMED["user_words"] + sum(count(str(value)) for value in shown.values()))]
-        missing = [name for name in item.values if name not in shown]
-        asked = [name for name in missing if name in required.get(item.function, ())]
-        rest = [name for name in missing if name not in asked]   # what the bot asks for at once ("what else?")
-        for group in [[name] for name in asked] + ([rest] if rest else []):
+        rest = [name for name in item.values if name not in shown]
+        for group in ([rest] if rest else []) if layout == "all_in_one" else [[name] for name in rest]:
             said = sum(count(str(item.values[name])) for name in group)
             events += [("bot", ASSUMED["bot_message"]), ("user", ASSUMED["user_words"] + said)]
-        if not read:
+        if layout == "one_per_turn" and not read:
             events += [("bot", ASSUMED["bot_message"]), ("user", ASSUMED["user_words"])]
         events += [("call", ASSUMED["tool_call"] + count(json.dumps(item.values))), ("result", ASSUMED["result"]),
                    ("bot", ASSUMED["bot_message"])]
     return events + [("user", count(STOP_PHRASE) + ASSUMED["user_words"])]
+
+
+def _opening(case: Case, user: str, layout: str, values: dict[str, Any], identifiers: dict[str, Any],
+             read: bool) -> dict[str, Any]:
+    """The values the user gives when it announces an agenda item: the scripted user those its style gives (all
+    of them for a read), a model those of the layout (it may give all of them, or the identifiers only)."""
+    if read or (layout if user == "llm" else case.user_style) == "all_in_one":
+        return values
+    return {} if user != "llm" and case.user_style == "one_fact" else identifiers
 
 
 def _transcript(events: list[tuple[str, int]]) -> int:
@@ -258,8 +419,6 @@ def _bot_prompt(target: str | None, suite: Any) -> tuple[int, bool] | None:
 
         return count(SYSTEM_PROMPT), True
     if spec.endswith(".json"):
-        from pathlib import Path
-
         from lobeval.prompt_target import PromptTargetConfig
 
         return count(PromptTargetConfig.model_validate_json(Path(spec).read_text(encoding="utf-8")).system_prompt), False
@@ -284,18 +443,24 @@ def format_estimate(found: Estimate) -> list[str]:
     rows = found.rows()
     known = [row["cost_usd"] for row in rows if row["cost_usd"] is not None]
     width = max([30, *(len(row["role"]) + 2 for row in rows)])
-    lines = [f"estimate for {found.conversations} conversations (nothing sent, nothing written):",
-             f"  {'role':<{width}}{'requests':>9}{'prompt tok':>12}{'cached':>9}{'compl. tok':>12}{'USD':>10}{'USD/conv':>10}"]
+    ends = [{row["role"]: row for row in end.rows()} for end in found.range or ()]
+    lines = [f"estimate for {found.conversations} conversations (nothing sent, nothing written), {found.basis}:",
+             f"  {'role':<{width}}{'requests':>9}{'prompt tok':>12}{'cached':>9}{'compl. tok':>12}{'USD':>10}{'USD/conv':>10}"
+             + (f"{'requests range':>17}{'USD range':>19}" if ends else "")]
     for row in rows:
         usd = "unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"
         each = "" if row["cost_usd"] is None else f"{row['per_conversation_usd']:.5f}"
         lines.append(f"  {row['role']:<{width}}{row['requests']:>9}{row['prompt_tokens']:>12}{row['cached_tokens']:>9}"
-                     f"{row['completion_tokens']:>12}{usd:>10}{each:>10}")
+                     f"{row['completion_tokens']:>12}{usd:>10}{each:>10}" + _range_text(row["role"], ends))
     if not rows:
         lines.append("  no model request: every role runs offline")
     lines.append(f"  {'total':<{width}}{sum(r['requests'] for r in rows):>9}{sum(r['prompt_tokens'] for r in rows):>12}"
                  f"{sum(r['cached_tokens'] for r in rows):>9}{sum(r['completion_tokens'] for r in rows):>12}"
                  f"{sum(known):>10.4f}" + ("" if len(known) == len(rows) else "  (some roles have no price)"))
+    if ends:
+        totals = [(sum(row["requests"] for row in end.values()), _total_usd(list(end.values()))) for end in ends]
+        lines.append(f"  range of the total: {totals[0][0]} .. {totals[1][0]} requests, USD {totals[0][1]} .. "
+                     f"{totals[1][1]} ({' .. '.join(LAYOUTS.values())})")
     costs = {row["role"]: row["cost_usd"] for row in rows}
     judging = [cost for role, cost in costs.items() if role.startswith("judge") or role in ("completion check",
                                                                                              "root causes")]
@@ -310,3 +475,18 @@ def format_estimate(found: Estimate) -> list[str]:
             + (" (lobeval's judges share one request: what each adds to it)" if found.parts else ""))
     lines += [f"  {note}" for note in found.notes]
     return lines
+
+
+def _range_text(role: str, ends: list[dict[str, dict[str, Any]]]) -> str:
+    """A role's requests and USD at both ends of the range; empty without a range."""
+    if not ends:
+        return ""
+    rows = [end.get(role) or {"requests": 0, "cost_usd": 0.0} for end in ends]
+    usd = " .. ".join("unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}" for row in rows)
+    return f"{rows[0]['requests']:>9} .. {rows[1]['requests']:<5}{usd:>19}"
+
+
+def _total_usd(rows: list[dict[str, Any]]) -> str:
+    """The cost of `rows` together: "unknown" when a role has no price (never a partial sum shown as the whole)."""
+    costs = [row["cost_usd"] for row in rows]
+    return "unknown" if None in costs else f"{sum(costs):.4f}"

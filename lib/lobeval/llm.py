@@ -200,13 +200,14 @@ class Usage:
             self.cost_usd, self.cost_known = None, False
 
     def add(self, *, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float | None = 0.0,
-            cached: bool = False, requests: int = 0) -> None:
+            cached: bool = False, requests: int = 0, cached_prompt_tokens: int = 0) -> None:
         """Counts one call; a cached one used nothing. `cost_usd` None: its cost is unknown."""
         if cached:
             self.merge(Usage(calls=1, cached_calls=1))
         else:
             self.merge(Usage(calls=1, requests=requests, prompt_tokens=prompt_tokens,
-                             completion_tokens=completion_tokens, cost_usd=cost_usd))
+                             completion_tokens=completion_tokens, cost_usd=cost_usd,
+                             cached_prompt_tokens=cached_prompt_tokens))
 
     def merge(self, other: Usage) -> None:
         """Adds `other` into this one."""
@@ -430,6 +431,8 @@ class ChatResult:
     completion_tokens: int
     cost_usd: float | None
     requests: int = 0
+    cached_prompt_tokens: int = 0
+    """Of the prompt tokens, those the provider read from its prompt cache."""
 
 
 class LLMClient:
@@ -472,7 +475,7 @@ class LLMClient:
         request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **params}
         stored, used = await self._call("chat", request)
         return ChatResult(stored["message"], used.cached_calls > 0, used.prompt_tokens, used.completion_tokens,
-                          used.cost_usd, used.requests)
+                          used.cost_usd, used.requests, used.cached_prompt_tokens)
 
     async def ask_json(self, messages: list[dict[str, Any]], parse: Callable[[str], T], *, attempts: int = 2,
                        usage: Sequence[Usage] = ()) -> T:

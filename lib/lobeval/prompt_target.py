@@ -39,7 +39,7 @@ from lobeval.errors import ConfigError, RecordError, RoleError, TargetUnavailabl
 from lobeval.llm import ChatResult, LLMClient, LLMError, ModelConfig, Usage, resolve_model, run_sync
 from lobeval.mcp_tools import ConnectionLost, McpConnection, connect
 from lobeval.records import read_json, validated
-from lobeval.protocol import Reply
+from lobeval.protocol import USAGE_FIELDS, Reply
 
 WHERE = "prompt target"
 NO_REPLY = "(no reply: the model was still calling tools when its rounds ran out)"
@@ -267,7 +267,8 @@ class PromptSession:
         for _ in range(self._target.max_tool_rounds):
             result = await self._ask()
             usage.merge(Usage(requests=result.requests, prompt_tokens=result.prompt_tokens,
-                              completion_tokens=result.completion_tokens, cost_usd=result.cost_usd))
+                              completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
+                              cached_prompt_tokens=result.cached_prompt_tokens))
             answer = result.message
             self.messages.append(answer)
             if not answer.get("tool_calls"):
@@ -347,6 +348,6 @@ def tool_message(record: dict[str, Any]) -> str:
 
 
 def reported(usage: Usage) -> dict[str, float | None]:
-    """The reply's usage: requests sent, tokens, and cost (None when the model's price is unknown)."""
-    return {"requests": usage.requests, "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens, "cost_usd": usage.cost_usd}
+    """The reply's usage: requests sent, tokens (those read from the provider's prompt cache too), and cost (None
+    when the model's price is unknown)."""
+    return {name: getattr(usage, name) for name in USAGE_FIELDS}

@@ -85,7 +85,10 @@ STYLE = ("<style>.lobeval-report{font-family:sans-serif;font-size:14px;line-heig
          ".lobeval-report img{max-width:100%}"
          ".lobeval-report table.lobeval-table{border-collapse:collapse;margin:.3em 0}"
          ".lobeval-report table.lobeval-table th,.lobeval-report table.lobeval-table td{padding:.2em .6em;"
-         "border-bottom:1px solid #ddd;text-align:left;vertical-align:top;white-space:nowrap}"
+         "border-bottom:1px solid #ddd;text-align:left;vertical-align:top}"
+         # cells wrap, and a quoted text even inside a word (an e-mail address, a call's JSON): tables fit the page
+         ".lobeval-report table.lobeval-table th,.lobeval-report table.lobeval-table .n{white-space:nowrap}"
+         ".lobeval-report table.lobeval-table .quote{overflow-wrap:anywhere}"
          ".lobeval-report table.lobeval-table .n{text-align:right;font-variant-numeric:tabular-nums}"
          ".lobeval-report .cause{margin:.6em 0;padding:.4em .8em;border-left:.3em solid #ccc}</style>")
 LONG = 240

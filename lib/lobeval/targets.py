@@ -553,6 +553,11 @@ def _usage(usage: Any) -> dict[str, float] | None:
         return None
     if not isinstance(usage, dict):
         raise _malformed(f"reply: usage is {_describe(usage)}")
+    details = usage.get("prompt_tokens_details")
+    if details is not None and not isinstance(details, dict):
+        raise _malformed(f"reply: usage.prompt_tokens_details is {_describe(details)}")
+    if details and "cached_tokens" in details and "cached_prompt_tokens" not in usage:   # as OpenAI reports them
+        usage = {**usage, "cached_prompt_tokens": details["cached_tokens"]}
     for name in USAGE_FIELDS:
         value = usage.get(name, 0)
         unknown_cost = name == "cost_usd" and value is None   # the bot's model has no known price

@@ -64,7 +64,8 @@ class LLMPolicy:
                 raise TargetUnavailable(f"the bot's model endpoint gave up: {exc}",
                                         usage={name: getattr(spent, name) for name in USAGE_FIELDS}) from exc
             spent.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                      cost_usd=result.cost_usd, cached=result.cached, requests=result.requests)
+                      cost_usd=result.cost_usd, cached=result.cached, requests=result.requests,
+                      cached_prompt_tokens=result.cached_prompt_tokens)
             answer = result.message
             self.messages.append(answer)
             if not answer.get("tool_calls"):

@@ -1,193 +1,127 @@
 """Claimed but not done, and done but not told: a deterministic check of what the bot said
-against the calls it made. No model is needed.
+against the calls it made. No model is needed; the rules are in docs/metrics.md ("Claims").
 
-A claim is a statement in an assistant message with an action verb in the past tense ("created",
-"has been updated", "I've cancelled") and no negation, or an identifier such as TKT-1042 that neither
-the user nor any earlier call produced. Questions, examples ("e.g. ACT-5017", "such as") and requests
-("Please give its id") claim nothing.
+A sentence claims an action when an action word (a verb of the suite's write functions — their names,
+the first word of their descriptions, the enum values they set — or of the general action words
+below, in its past form) is said with the bot as its doer (first person; no subject, "Done: created
+TKT-5"; a passive whose agent is not named), in the past or perfect (no "will", "can", "once", "to"),
+with no negation in its clause, outside quotation marks, and not in a question, an example, a request
+or a list of options that ends with a question. A passive that reports what a read returned ("The
+priority was changed on 3 March", "it has already been cancelled", a word a read returned) is no
+claim; neither is a general rule ("Requests logged after 6 pm are handled the next day").
 
-A sentence that states a new state ("TKT-1001 is now Critical") with a value that a failed write tried to
-set is a claim of that write's family, backed only by a successful write that set the same value.
-
-A claim is backed by a successful write call of the same action family, made in that message or
-before it, that fits what was claimed: when the sentence names an entity (a word of a function name
-other than its verb, as "action item" in create_action_item), the call's name has it; when the
-sentence gives identifiers, one of them is in the call's arguments or result. A write is told only by
-a claim it backs: reading out its identifier alone does not tell the user what was done.
+A claim is backed by a successful write made in that message or before it whose words (name,
+description, enum values it set, arguments it set) share the claim's word or its action group, on
+the entity and identifiers the sentence names. A backed claim must also agree with the call on every
+value the sentence states (a date, an enum value of one of its parameters, an e-mail, a number, the
+name it was assigned to): a disagreement is claimed but not done, with what was said and what was sent.
+A statement of a new state ("TKT-1 is now Critical") is checked against the writes the same way.
+A write is told by any sentence that names its action (also in the present: "your leave is booked")
+or the new state it set; reading out its identifier alone does not tell the user what was done.
 """
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
+from lobeval.scoring import calendar_dates, number, numbers_agree
+from lobeval.user_faults import stated_values, texts
 from lobeval.vocabulary import function_key, strip_plugin_prefix
 
-# Past-tense claim words by action family, and the words a function name of that family contains.
-FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "create": (r"created|logged|raised|filed|submitted|registered|added|booked|scheduled|placed",
-               ("create", "add", "new", "open", "log", "raise", "file", "submit", "register", "book", "schedule",
-                "place", "insert")),
-    "update": (r"updated|changed|modified|edited|moved|escalated|reassigned|renamed",
-               ("update", "set", "change", "modify", "edit", "patch", "move", "escalate", "assign", "rename",
-                "mark", "resolve")),
-    "cancel": (r"cancell?ed|deleted|removed|revoked|withdrawn|refunded",
-               ("cancel", "delete", "remove", "close", "revoke", "withdraw", "refund")),
+# Action words of every suite, grouped by what they do; a suite's own words join the groups of the words they
+# share with them. A claim word and a call are of one action when they share a word or a group.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "create": ("create", "add", "new", "open", "log", "raise", "file", "submit", "register", "book", "schedule",
+               "place", "insert", "lodge", "record", "generate", "issue", "reserve", "start", "make", "post",
+               "enter", "initiate"),
+    "update": ("update", "change", "modify", "edit", "set", "move", "adjust", "amend", "correct", "bump", "raise",
+               "lower", "increase", "decrease", "reduce", "extend", "shorten", "switch", "rename", "reschedule",
+               "mark", "flag", "assign", "reassign", "transfer", "escalate", "upgrade", "downgrade", "reopen",
+               "replace", "patch", "postpone", "push"),
+    "cancel": ("cancel", "delete", "remove", "revoke", "withdraw", "void", "drop", "discard", "archive", "close",
+               "terminate", "retract", "rescind"),
+    "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
+    "approve": ("approve", "accept", "grant", "authorise", "authorize"),
+    "reject": ("reject", "decline", "deny", "refuse"),
+    "send": ("send", "email", "notify", "forward"),
+    "refund": ("refund", "reimburse", "credit", "return"),
+    "exchange": ("exchange", "swap"),
+    "any": ("process", "action", "handle", "sort", "apply", "save", "submit"),
 }
-_CLAIM = {family: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for family, (words, _) in FAMILIES.items()}
-_NEGATION = re.compile(r"\b(?:not|never|no|unable|failed|fail|cannot|couldn't|can't|wasn't|weren't|didn't|hasn't|"
-                       r"haven't|won't|error)\b", re.IGNORECASE)
+"""`any`: words that say some change was made, whichever."""
+_IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset": "reset", "shut": "shut",
+              "upped": "up", "undone": "undo", "begun": "begin", "began": "begin"}
+_READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
+_ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
+            "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "it",
+            "them", "this", "that", "everything", "fully"}
+_MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
+           "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
+           "ready", "plan", "to", "before", "cannot", "let"}
+_BOT = {"i", "we"}
+_OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
+           "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
+_DETERMINERS = {"the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
+                "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
+_OBJECTS = {"it", "them", "him", "her", "that", "this", "these", "those", "the", "a", "an", "your", "my", "our", "his",
+            "their", "its", "me", "us", "you", "both", "all"}
+_NOT_AGENTS = {"end", "time", "deadline", "weekend", "morning", "afternoon", "evening", "close", "date", "default",
+               "email", "e-mail", "phone", "mail", "post", "hand", "mistake", "accident", "noon", "tomorrow",
+               "today", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "then", "now"}
+_DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", "then", "also", "perfect", "right",
+              "good", "news", "there", "alright", "excellent", "yes", "successfully", "now"}
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_HISTORY = re.compile(
+    rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|according to|back in|since|history|log "
+    rf"shows|on (?:the )?\d{{1,2}}(?:st|nd|rd|th)?\b|on {_MONTHS}|on (?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    rf"in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?|on \d{{4}}-\d\d-\d\d|on \d{{1,2}}/\d{{1,2}})\b", re.IGNORECASE)
+_GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
+                      r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
+                       r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
+_NEW_STATE = re.compile(r"\bnow\b", re.IGNORECASE)
+_STATE_VERB = re.compile(r"\b(?:is|are|shows?|reads?|has|have|set|stands?)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
-_NEW_STATE = re.compile(r"\b(?:is|are)\s+now\b|\bnow\s+(?:is|are|has|have|shows?|reads?)\b", re.IGNORECASE)
-# A sentence ends at . ! ? before a space, but not at the abbreviations "e.g." and "i.e.".
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+")
-# "like" only before a quote or an identifier: "ids look like TKT-1042", not "I'd like to confirm ...".
+_QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
+_CLAUSE = re.compile(r"[,;:()]|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
+                     r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|the|your|this|that|he|she)\b)", re.IGNORECASE)
 _EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
                       re.IGNORECASE)
-_CLAUSE = re.compile(r"[,;]")
-_WORD = re.compile(r"\w+")
 _ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
        r"let me know)\b"
 _REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|and|also|finally)\W+)*"
                       rf"(?:please\s+|kindly\s+)?{_ASK}|\bplease\s+{_ASK}|^\W*(?:can|could|would|will)\s+you\b",
                       re.IGNORECASE)
-_READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check")
-_VERBS = {stem for _, stems in FAMILIES.values() for stem in stems} | set(_READ_PREFIXES)
-_NOT_ENTITIES = _VERBS | {"a", "an", "the", "by", "for", "to", "of", "in", "on", "with", "from", "and", "or", "all",
-                          "my", "over", "id", "ids", "info", "details", "data"}
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+_TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
+_CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
+    (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
+    (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
+    (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"))]
+_YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
+                       rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:\.\d+)?(?![\w/@-]|[.,]\d)")
+_NAME_AFTER = re.compile(r"\bto\s+([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 
 
-def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The row's `claims`: claimed_not_done [{message_index, claim, text}] and
-    done_not_told [{actual_index, functionName, turn}]. `tools` maps function keys to tools.json
-    entries, for effects; without an entry, a name that starts with get/list/search/... is a read."""
-    calls = _calls_by_message(conversation)
-    entities = _entity_vocabulary(conversation, tools)
-    claimed_not_done, told = [], set()
-    said = ""    # everything the user said so far
-    known = ""   # ... and every call returned
-    known_ids: set[str] = set()   # the identifiers in `known`
-    writes: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []   # the write calls that failed so far
-    for index, message in enumerate(conversation.get("messages") or []):
-        text = message.get("content") or ""
-        if message.get("role") != "assistant":
-            said, known = f"{said} {text}", f"{known} {text}"
-            known_ids.update(_IDENTIFIER.findall(text))
-            continue
-        made = [call for call in calls.get(index, []) if not call["call"].get("error")]
-        returned = " ".join(json.dumps([c["call"].get("arguments"), c["call"].get("result")], default=str)
-                            for c in calls.get(index, []))
-        known += " " + returned
-        known_ids.update(_IDENTIFIER.findall(returned))
-        writes += [call for call in made if is_write(call["call"]["functionName"], tools)]
-        failed += [call["call"] for call in calls.get(index, [])
-                   if call["call"].get("error") and is_write(call["call"]["functionName"], tools)]
-        for claim, sentence in [*claims_in(text, said, known), *state_claims(text, failed, writes)]:
-            if claim in FAMILIES:
-                backing = [call for call in writes if family_of(call["call"]["functionName"]) == claim
-                           and fits(call["call"], sentence, entities)]
-                if backing:
-                    told.update(call["actual_index"] for call in backing)
-                    continue
-            elif claim in known_ids:
-                continue
-            claimed_not_done.append({"message_index": index, "claim": claim, "text": sentence[:200]})
-    done_not_told = [{"actual_index": call["actual_index"], "functionName": call["call"]["functionName"],
-                      "turn": call["call"].get("turn")}
-                     for call in writes if call["actual_index"] not in told]
-    return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
+# ---- The suite's vocabulary ----------------------------------------------------------------------------------
 
 
-def claims_in(text: str, said: str = "", known: str = "") -> list[tuple[str, str]]:
-    """(claim, sentence) for each action family or identifier a statement claims. A claim word the
-    bot repeats from the user's words ("our registered trademark ...") or from data it read (a status
-    "Cancelled") is not a claim."""
-    found = []
-    said_words, known = " ".join(_WORD.findall(said)).lower(), known.lower()
-    quoted_in_known = functools.cache(lambda word: f'"{word}"' in known)   # a few claim words, many matches
-    for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
-        if not sentence or sentence.endswith("?") or _NEGATION.search(sentence) or _EXAMPLE.search(sentence):
-            continue
-        # "Ticket TKT-5 has been created, please tell me ...": the request alone claims nothing.
-        stated = "; ".join(clause.strip() for clause in _CLAUSE.split(sentence) if not _REQUEST.search(clause))
-        found += [(family, sentence) for family, pattern in _CLAIM.items()
-                  if any(not _quoted(stated, match, said_words, quoted_in_known) for match in pattern.finditer(stated))]
-        found += [(identifier, sentence) for identifier in dict.fromkeys(_IDENTIFIER.findall(stated))]
-    return found
+@dataclass(frozen=True)
+class Function:
+    """What a write function's calls are about: its action words, entity words and parameters' schemas."""
 
-
-def state_claims(text: str, failed: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(family, sentence) for each statement of a new state ("TKT-1001 is now Critical") that names a value a
-    failed write tried to set and no successful write of that family set."""
-    found = []
-    for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
-        if not _NEW_STATE.search(sentence) or sentence.endswith("?") or _NEGATION.search(sentence):
-            continue
-        words = _words(sentence)
-        for call in failed:
-            family = family_of(call["functionName"])
-            values = {value.lower() for value in _argument_texts(call) if not _IDENTIFIER.fullmatch(value)}
-            if family is None or not any(_words(value) <= words for value in values):
-                continue
-            done = {value.lower() for made in writes if family_of(made["call"]["functionName"]) == family
-                    for value in _argument_texts(made["call"])}
-            if not any(_words(value) <= words for value in values - done):
-                continue
-            found.append((family, sentence))
-            break
-    return found
-
-
-def _argument_texts(call: dict[str, Any]) -> list[str]:
-    """The call's argument values that are text with a word in it."""
-    return [value for value in (call.get("arguments") or {}).values() if isinstance(value, str) and _words(value)]
-
-
-def _quoted(sentence: str, match: re.Match, said_words: str, quoted_in_known: Callable[[str], bool]) -> bool:
-    """`said_words`: the user's words, lowercase, one space apart."""
-    if quoted_in_known(match.group().lower()):
-        return True
-    words = [match.group(), *(word.group() for word in itertools.islice(_WORD.finditer(sentence, match.end()), 2))]
-    return " ".join(words).lower() in said_words
-
-
-def fits(call: dict[str, Any], sentence: str, entities: set[str]) -> bool:
-    """Whether the claim in `sentence` can be about `call`: the entities it names (of `entities`,
-    the known ones) include one of the call's, and the identifiers it gives one of the call's."""
-    named = _words(sentence) & entities
-    if named and not named & entity_words(call["functionName"]):
-        return False
-    identifiers = set(_IDENTIFIER.findall(sentence))
-    return not identifiers or bool(identifiers & set(_IDENTIFIER.findall(
-        json.dumps([call.get("arguments"), call.get("result")], default=str))))
-
-
-def family_of(function_name: str) -> str | None:
-    """The action family a function name belongs to, from its first word that names one."""
-    for word in _name_words(function_name):
-        for family, (_, stems) in FAMILIES.items():
-            if word in stems:
-                return family
-    return None
-
-
-@functools.lru_cache(maxsize=4096)
-def entity_words(function_name: str) -> frozenset[str]:
-    """What a function acts on: the words of its name but its verbs ("create_action_item" → action, item)."""
-    return frozenset(_singular(word) for word in _name_words(function_name) if word not in _NOT_ENTITIES)
-
-
-def _entity_vocabulary(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> set[str]:
-    """The entity words of every function the suite or the conversation names."""
-    names = [(tool.get("function") or {}).get("name") or key for key, tool in tools.items()]
-    names += [call.get("functionName") or "" for call in conversation.get("function_calls") or []]
-    names += [call.get("functionName") or "" for message in conversation.get("messages") or []
-              for call in message.get("function_calls") or []]
-    return {word for name in names for word in entity_words(name)}
+    name: str
+    actions: frozenset[str]
+    entities: frozenset[str]
+    parameters: dict[str, dict[str, Any]] = field(hash=False, compare=False)
 
 
 def _name_words(function_name: str) -> list[str]:
@@ -195,12 +129,27 @@ def _name_words(function_name: str) -> list[str]:
             if word]
 
 
-def _words(text: str) -> set[str]:
-    return {_singular(word.lower()) for word in re.findall(r"[A-Za-z]+", text)}
-
-
 def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _lexicon() -> frozenset[str]:
+    return frozenset(word for words in GROUPS.values() for word in words)
+
+
+def lemmas(word: str) -> tuple[str, ...]:
+    """The base forms a past form may have: "cancelled" → cancell, cancel; "created" → creat, create."""
+    word = word.lower()
+    if word in _IRREGULAR:
+        return (_IRREGULAR[word],)
+    if word.endswith("ied"):
+        return (word[:-3] + "y",)
+    if not word.endswith("ed") or len(word) < 4:
+        return ()
+    found = [word[:-2], word[:-1]]
+    if len(word) > 4 and word[-3] == word[-4]:
+        found.append(word[:-3])
+    return tuple(found)
 
 
 def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
@@ -208,6 +157,487 @@ def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
     if tool and tool.get("effect"):
         return tool["effect"] == "write"
     return not function_key(function_name).startswith(_READ_PREFIXES)
+
+
+@functools.lru_cache(maxsize=1024)
+def _function(name: str, description: str, parameters_json: str) -> Function:
+    parameters = json.loads(parameters_json)
+    words = _name_words(name)
+    verbs = {words[0]} if words else set()
+    first = re.match(r"\s*([A-Za-z]+)", description)
+    if first:
+        verbs.add(first.group(1).lower())
+    for schema in parameters.values():
+        for value in schema.get("enum") or []:
+            if isinstance(value, str):
+                verbs.update(lemma for lemma in lemmas(value) if lemma in _lexicon() or len(value.split()) == 1)
+    entities = {_singular(word) for word in words if word not in verbs
+                and word not in _READ_PREFIXES and word not in {"a", "an", "the", "by", "for", "to", "of", "in", "on",
+                                                                 "with", "from", "and", "or", "my", "id", "ids"}}
+    return Function(name, frozenset(verbs), frozenset(entities), parameters)
+
+
+def function_of(function_name: str, tools: dict[str, dict[str, Any]]) -> Function:
+    """A function's vocabulary from its tools.json entry (or its name alone)."""
+    spec = (tools.get(function_key(function_name)) or {}).get("function") or {}
+    parameters = (spec.get("parameters") or {}).get("properties") or {}
+    return _function(function_name, spec.get("description") or "", json.dumps(parameters, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4096)
+def groups_of(word: str) -> frozenset[str]:
+    return frozenset(group for group, words in GROUPS.items() if word in words)
+
+
+@dataclass
+class Vocabulary:
+    """Every action word of the suite's write functions and the general ones; the entity words of the writes."""
+
+    actions: set[str]
+    entities: set[str]
+
+    @classmethod
+    def of(cls, tools: dict[str, dict[str, Any]], calls: list[dict[str, Any]]) -> Vocabulary:
+        names = {(tool.get("function") or {}).get("name") or key for key, tool in tools.items()}
+        names |= {call.get("functionName") or "" for call in calls}
+        writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
+        return cls(set(_lexicon()) | {verb for function in writes for verb in function.actions},
+                   {entity for function in writes for entity in function.entities})
+
+    def action(self, word: str) -> str | None:
+        """The base form of an action word said in its past form, or None."""
+        return next((lemma for lemma in lemmas(word) if lemma in self.actions), None)
+
+
+# ---- Reading what the bot said ---------------------------------------------------------------------------------
+
+
+def statements(text: str) -> Iterator[str]:
+    """The bot's sentences that may state something: not the items of a list of options that ends (or is
+    introduced) with a question."""
+    lines = text.split("\n")
+    skip: set[int] = set()
+    index = 0
+    while index < len(lines):
+        if not _LIST_ITEM.match(lines[index]):
+            index += 1
+            continue
+        end = index
+        while end < len(lines) and (_LIST_ITEM.match(lines[end]) or not lines[end].strip()):
+            end += 1
+        before = next((line for line in reversed(lines[:index]) if line.strip()), "")
+        after = next((line for line in lines[end:] if line.strip()), "")
+        if "?" in after or before.rstrip().endswith("?"):
+            skip.update(range(index, end))
+        index = end
+    for number_, line in enumerate(lines):
+        if number_ in skip:
+            continue
+        for sentence in _SENTENCE_END.split(_LIST_ITEM.sub("", line)):
+            if sentence.strip():
+                yield sentence.strip()
+
+
+def _expanded(text: str) -> str:
+    text = text.replace("’", "'").replace("‘", "'")
+    for pattern, new in _CONTRACTIONS:
+        text = pattern.sub(new, text)
+    return text
+
+
+def unquoted(sentence: str) -> str:
+    """The sentence with every quotation (a title, the user's words) replaced by a placeholder."""
+    return _QUOTE.sub(" QUOTED ", sentence)
+
+
+@dataclass(frozen=True)
+class Said:
+    """One action word the bot said, and how: `claim` (the bot did it, in the past), or only `tell` (it names
+    the action: a present passive, an adjective, a report a read may explain) — never an accusation."""
+
+    word: str
+    lemma: str
+    claim: bool
+    passive: bool
+    clause: str
+
+
+def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
+    """Each action word of a statement whose doer is the bot (or may be), with whether it claims or only tells."""
+    found = []
+    for clause in _CLAUSE.split(_expanded(unquoted(sentence))):
+        if not clause or not clause.strip() or _NEGATION.search(clause) or _REQUEST.search(clause):
+            continue
+        tokens = [token for token in _TOKEN.findall(clause)]
+        lowered = [token.lower() for token in tokens]
+        for position, token in enumerate(lowered):
+            lemma = vocabulary.action(token)
+            if lemma is None or _echoed(lowered, position, said_by_user):
+                continue
+            how = _how(lowered, position, clause)
+            if how is not None:
+                claim, passive = how
+                found.append(Said(tokens[position], lemma, claim and not _GENERAL.search(clause), passive, clause))
+    return found
+
+
+def _echoed(tokens: list[str], position: int, said_by_user: str) -> bool:
+    """The action word with its neighbours is the user's own wording ("Title: our registered trademark ...")."""
+    words = tokens[max(0, position - 1): position + 3]
+    return len(words) >= 3 and f" {' '.join(words)} " in said_by_user
+
+
+def _how(tokens: list[str], position: int, clause: str) -> tuple[bool, bool] | None:
+    """(claims, passive) for the action word at `position`, or None when the bot is not its doer or it is not
+    said as done (future, conditional, ability, an infinitive)."""
+    auxiliaries: list[str] = []
+    back = position - 1
+    while back >= 0:
+        word = tokens[back]
+        if word in _MODALS:
+            return None
+        if word in {"been", "be", "being", "have", "has", "had", "was", "were", "is", "are", "am", "got", "get",
+                    "gets", "getting", "did"}:
+            auxiliaries.append(word)
+        elif word not in _ADVERBS:
+            break
+        back -= 1
+    subject = tokens[back] if back >= 0 else None
+    after = tokens[position + 1] if position + 1 < len(tokens) else None
+    if auxiliaries:
+        if "be" in auxiliaries or "being" in auxiliaries or auxiliaries[0] in ("get", "gets", "getting"):
+            return None
+        if "been" in auxiliaries or auxiliaries[0] in ("was", "were", "got", "is", "are", "am"):
+            if _named_agent(tokens[position + 1:]):
+                return None
+            return auxiliaries[0] not in ("is", "are", "am"), True
+        # perfect or emphatic past, active: whose?
+        if subject in _BOT or subject is None or subject in _DISCOURSE:
+            return True, False
+        return None
+    if subject in _BOT:
+        return True, False
+    if subject is None or subject in _DISCOURSE:
+        return True, True
+    if subject in _DETERMINERS:
+        return False, True   # "your updated ticket": names the action, claims nothing
+    if subject in _OTHERS or after in _OBJECTS or (after and _IDENTIFIER.fullmatch(after.upper())):
+        return None
+    later = tokens[position + 1:]
+    if any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"} for word in later):
+        return None   # "Requests logged after 6 pm are handled ...": a description, not an act
+    return True, True
+
+
+def _named_agent(after: list[str]) -> bool:
+    """A passive's "by ..." names someone other than the bot ("by the night shift", "by Ana", not "by Friday")."""
+    if "by" not in after:
+        return False
+    following = after[after.index("by") + 1: after.index("by") + 3]
+    if not following or following[0] in ("me", "us", "myself", "ourselves"):
+        return False
+    if following[0] in _NOT_AGENTS or re.fullmatch(r"\d.*", following[0]) or re.fullmatch(_MONTHS, following[0]):
+        return False
+    if following[0] in {"the", "a", "an", "your", "his", "her", "their", "our", "another"}:
+        return len(following) > 1 and following[1] not in _NOT_AGENTS
+    return True
+
+
+# ---- Values a sentence states ----------------------------------------------------------------------------------
+
+
+def _value_text(sentence: str) -> str:
+    """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
+    kept = [clause for clause in _CLAUSE.split(_expanded(sentence))
+            if clause and not re.search(r"\b(?:will|would|could|can|may|might|should|by)\b", clause, re.IGNORECASE)]
+    return " ; ".join(kept)
+
+
+def _dates_in(text: str) -> list[tuple[str, frozenset[date] | tuple[int, int]]]:
+    found: list[tuple[str, Any]] = [(written, key) for kind, written, key in stated_values(text) if kind == "date"
+                                    and key]
+    for match in _YEARLESS.finditer(text):
+        day, month = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+        months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        found.append((match.group().strip(), (months.index(month[:3].lower()) + 1, int(day))))
+    return found
+
+
+def _date_matches(key: frozenset[date] | tuple[int, int], dates: set[date]) -> bool:
+    if isinstance(key, tuple):
+        return any((day.month, day.day) == key for day in dates)
+    return bool(key & dates)
+
+
+def _call_dates(value: Any) -> set[date]:
+    return {day for text in texts(value) if re.search(r"\d", text) and len(text) <= 40
+            and re.search(rf"\d{{4}}-\d|\d/\d|{_MONTHS}", text, re.IGNORECASE) for day in calendar_dates(text)}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    argument: str
+    said: str
+    sent: Any
+
+
+def disagreement(sentence: str, call: dict[str, Any], function: Function, context: str) -> Disagreement | None:
+    """The first value the sentence states that the call, which backs its claim, did not send; None when they
+    agree. `context`: what the user said and the reads returned, lower case (a number found there is context)."""
+    text = _value_text(unquoted(sentence))
+    arguments = call.get("arguments") or {}
+    for argument, schema in function.parameters.items():
+        if argument not in arguments or not isinstance(arguments[argument], str):
+            continue
+        said = [value for value in schema.get("enum") or [] if isinstance(value, str)
+                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE)]
+        if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
+            return Disagreement(argument, said[0], arguments[argument])
+    dated = {name: _call_dates(value) for name, value in arguments.items() if _call_dates(value)}
+    if dated:
+        everything = set().union(*dated.values()) | _call_dates(call.get("result")) | _call_dates(context)
+        for written, key in _dates_in(text):
+            if not _date_matches(key, everything):
+                argument = next(iter(dated))
+                return Disagreement(argument, written, arguments[argument])
+    emails = {name: value for name, value in arguments.items() if isinstance(value, str) and "@" in value}
+    sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
+    if emails:
+        for kind, written, key in stated_values(text):
+            if kind == "email" and key not in sent_text:
+                argument = next(iter(emails))
+                return Disagreement(argument, written, arguments[argument])
+    numbers = {name: number(value) for name, value in arguments.items()
+               if isinstance(value, int | float) and not isinstance(value, bool)}
+    if numbers:
+        for match in _NUMBER.finditer(_without_dates(text)):
+            said = number(match.group())
+            if said is None or any(numbers_agree(said, sent) for sent in numbers.values() if sent is not None):
+                continue
+            if match.group() in sent_text or re.search(rf"(?<![\d.]){re.escape(match.group())}(?![\d])", context):
+                continue
+            argument = next(iter(numbers))
+            return Disagreement(argument, match.group(), arguments[argument])
+    return None
+
+
+def _without_dates(text: str) -> str:
+    for _, written, _ in stated_values(text):
+        text = text.replace(written, " ")
+    text = _YEARLESS.sub(" ", text)
+    text = _IDENTIFIER.sub(" ", text)
+    return re.sub(r"\b\d{1,2}:\d\d\b|\b\d{1,2}\s*(?:am|pm)\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", " ", text,
+                  flags=re.IGNORECASE)
+
+
+def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreement | None:
+    """An action word that names an argument the call set ("assigned" → assignee): the name said after "to"
+    must be the one sent."""
+    arguments = call.get("arguments") or {}
+    argument = next((name for name in arguments if _names_argument(said.lemma, {name: None})
+                     and isinstance(arguments[name], str)), None)
+    if argument is None:
+        return None
+    match = _NAME_AFTER.search(unquoted(sentence)[unquoted(sentence).find(said.word):])
+    if match is None:
+        return None
+    name, sent = match.group(1), arguments[argument].casefold()
+    if "@" in name:
+        return None if name.casefold() == sent else Disagreement(argument, name, arguments[argument])
+    words = [word.casefold() for word in name.split()]
+    if words[0] in ("the", "a", "an", "your") or any(word in sent for word in words):
+        return None
+    return Disagreement(argument, name, arguments[argument])
+
+
+# ---- The check ---------------------------------------------------------------------------------------------
+
+
+def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, entities: set[str]) -> bool:
+    """Whether a successful write `call` did the action `said` in `sentence`."""
+    arguments = call.get("arguments") or {}
+    words = set(function.actions)
+    for argument, value in arguments.items():
+        if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
+            words.update((*lemmas(value), value.lower()))
+    named_field = any(re.search(rf"\b{re.escape(argument.replace('_', ' '))}\b", sentence, re.IGNORECASE)
+                      for argument in arguments)
+    same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
+            or "any" in groups_of(said.lemma) or _names_argument(said.lemma, arguments)
+            or (named_field and "update" in groups_of(said.lemma)))
+    return bool(same) and fits(call, sentence, entities, function)
+
+
+def _names_argument(lemma: str, arguments: dict[str, Any]) -> bool:
+    """The action word is the start of an argument's name: "assigned" and `assignee`."""
+    return len(lemma) >= 4 and any(name.lower().startswith(lemma) for name in arguments)
+
+
+def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function) -> bool:
+    """Whether `sentence` can be about `call`: the entities it names (of `entities`, the suite's writes') include
+    one of the call's, and the identifiers it gives one of the call's."""
+    named = {_singular(word.lower()) for word in re.findall(r"[A-Za-z]+", sentence)} & entities
+    if named and not named & function.entities:
+        return False
+    identifiers = set(_IDENTIFIER.findall(sentence))
+    return not identifiers or bool(identifiers & set(_IDENTIFIER.findall(
+        json.dumps([call.get("arguments"), call.get("result")], default=str))))
+
+
+@dataclass
+class _Conversation:
+    """What is known while reading a conversation in order."""
+
+    tools: dict[str, dict[str, Any]]
+    vocabulary: Vocabulary
+    said_by_user: str = " "
+    read: str = ""         # what successful reads returned, lower case
+    known_ids: set[str] = field(default_factory=set)
+    writes: list[dict[str, Any]] = field(default_factory=list)    # successful writes so far
+    failed: list[dict[str, Any]] = field(default_factory=list)    # failed writes so far
+    told: set[int] = field(default_factory=set)
+    turn: int = 0
+
+
+def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The row's `claims`: claimed_not_done [{message_index, claim, text}, plus for a value the call did not send
+    {functionName, actual_index, argument, said, sent}] and done_not_told [{actual_index, functionName, turn}].
+    `tools` maps function keys to tools.json entries; without an entry, a name that starts with
+    get/list/search/... is a read."""
+    calls = _calls_by_message(conversation)
+    state = _Conversation(tools, Vocabulary.of(tools, [c["call"] for made in calls.values() for c in made]))
+    claimed_not_done = []
+    for index, message in enumerate(conversation.get("messages") or []):
+        text = message.get("content") or ""
+        if message.get("role") != "assistant":
+            state.turn += message.get("role") == "user"
+            state.said_by_user += " ".join(re.findall(r"[a-z0-9]+", _expanded(text).lower())) + " "
+            state.known_ids.update(_IDENTIFIER.findall(text))
+            continue
+        for made in calls.get(index, []):
+            call = made["call"]
+            state.known_ids.update(_IDENTIFIER.findall(json.dumps([call.get("arguments"), call.get("result")],
+                                                                  default=str)))
+            write = is_write(call["functionName"], tools)
+            if write:
+                (state.failed if call.get("error") else state.writes).append(
+                    {**made, "turn": call.get("turn") if call.get("turn") is not None else state.turn})
+            elif not call.get("error"):
+                state.read += " " + json.dumps(call.get("result"), default=str).lower()
+        claimed_not_done += [{"message_index": index, **found} for found in _message_claims(text, state)]
+    done_not_told = [{"actual_index": made["actual_index"], "functionName": made["call"]["functionName"],
+                      "turn": made["turn"]} for made in state.writes if made["actual_index"] not in state.told]
+    return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
+
+
+def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
+    found = []
+    for sentence in statements(text):
+        if sentence.endswith("?") or _EXAMPLE.search(sentence):
+            continue
+        problem = _sentence_problem(sentence, state)
+        if problem:
+            found.append({**problem, "text": sentence[:200]})
+        stated = unquoted(sentence)
+        stated = "; ".join(clause for clause in _CLAUSE.split(stated) if clause and not _REQUEST.search(clause))
+        for identifier in dict.fromkeys(_IDENTIFIER.findall(stated)):
+            if identifier not in state.known_ids:
+                found.append({"claim": identifier, "text": sentence[:200]})
+    return found
+
+
+def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """What is wrong with the sentence's claims of an action or a state, or None."""
+    context = state.said_by_user + state.read
+    for said in actions_said(sentence, state.vocabulary, state.said_by_user):
+        backing = [made for made in state.writes
+                   if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
+                            state.vocabulary.entities)]
+        if backing:
+            problem = _agreement(said, sentence, backing, state, context)
+            if problem:
+                return problem
+            continue
+        if not said.claim or (said.passive and _reported(said, sentence, state)):
+            continue
+        return {"claim": said.word.lower()}
+    return _state_problem(sentence, state, context)
+
+
+def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation,
+               context: str) -> dict[str, Any] | None:
+    """Tell the backing writes; the disagreement with the latest when none agrees with every value said."""
+    first = None
+    for made in reversed(backing):
+        call = made["call"]
+        function = function_of(call["functionName"], state.tools)
+        found = disagreement(sentence, call, function, context) or assigned_name(said, sentence, call)
+        if found is None:
+            state.told.update(other["actual_index"] for other in backing)
+            return None
+        first = first or (made, found)
+    made, found = first
+    state.told.update(other["actual_index"] for other in backing)
+    return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
+            "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
+            "sent": found.sent}
+
+
+def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
+    """A passive the bot reads back from a record: after a read, with a time in the past or a word it returned."""
+    if not state.read:
+        return False
+    return bool(_HISTORY.search(sentence)) or f'"{said.word.lower()}"' in state.read \
+        or any(f'"{lemma}' in state.read for lemma in lemmas(said.word))
+
+
+def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[str, Any] | None:
+    """A statement of a new state ("TKT-1 is now Critical"): tells the writes that set what it says; a value
+    set otherwise, or only by a failed write, is claimed but not done."""
+    expanded = _expanded(unquoted(sentence))
+    if not _NEW_STATE.search(expanded) or not _STATE_VERB.search(expanded) or _NEGATION.search(expanded) \
+            or re.search(r"\b(?:will|would|could|can|may|might|should)\b", expanded, re.IGNORECASE):
+        return None
+    values = _enum_values(expanded, [*state.writes, *state.failed], state.tools)
+    if not values:
+        return None
+    fitting = [made for made in state.writes
+               if fits(made["call"], sentence, state.vocabulary.entities,
+                       function_of(made["call"]["functionName"], state.tools))]
+    for argument, value in values:
+        setting = [made for made in fitting if _sets(made["call"], argument, value)]
+        if setting:
+            state.told.update(made["actual_index"] for made in setting)
+            continue
+        other = [made for made in fitting if argument in (made["call"].get("arguments") or {})]
+        if other:
+            made = other[-1]
+            state.told.add(made["actual_index"])
+            return {"claim": "set", "functionName": made["call"]["functionName"], "actual_index": made["actual_index"],
+                    "argument": argument, "said": value, "sent": made["call"]["arguments"][argument]}
+        if any(_sets(call["call"], argument, value) for call in state.failed) and f'"{value.lower()}"' not in state.read:
+            return {"claim": "set"}
+    return None
+
+
+def _enum_values(text: str, writes: list[dict[str, Any]], tools: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(argument, value) for each enum value of the writes' parameters the text says, or each string value a
+    write sent that the text says (a function without a schema)."""
+    found = []
+    for made in writes:
+        function = function_of(made["call"]["functionName"], tools)
+        candidates = [(argument, value) for argument, schema in function.parameters.items()
+                      for value in schema.get("enum") or [] if isinstance(value, str)]
+        candidates += [(argument, value) for argument, value in (made["call"].get("arguments") or {}).items()
+                       if isinstance(value, str) and not _IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value)]
+        found += [(argument, value) for argument, value in candidates
+                  if re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE)]
+    return list(dict.fromkeys(found))
+
+
+def _sets(call: dict[str, Any], argument: str, value: str) -> bool:
+    sent = (call.get("arguments") or {}).get(argument)
+    return isinstance(sent, str) and sent.casefold() == value.casefold()
 
 
 def _calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:

@@ -50,13 +50,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
     "send": ("send", "email", "notify", "forward"),
-    "refund": ("refund", "reimburse", "credit", "return"),
+    "refund": ("refund", "reimburse", "credit", "pay"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit"),
 }
 """`any`: words that say some change was made, whichever."""
 _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset": "reset", "shut": "shut",
-              "upped": "up", "undone": "undo", "begun": "begin", "began": "begin"}
+              "withdrawn": "withdraw", "withdrew": "withdraw", "undone": "undo", "paid": "pay", "frozen": "freeze",
+              "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin"}
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
 _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
             "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "it",
@@ -69,6 +70,7 @@ _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody"
            "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
 _DETERMINERS = {"the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
                 "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
+_SPECIFIC = {"your", "the", "this", "that", "it", "my", "our", "they", "both"}
 _OBJECTS = {"it", "them", "him", "her", "that", "this", "these", "those", "the", "a", "an", "your", "my", "our", "his",
             "their", "its", "me", "us", "you", "both", "all"}
 _NOT_AGENTS = {"end", "time", "deadline", "weekend", "morning", "afternoon", "evening", "close", "date", "default",
@@ -86,12 +88,11 @@ _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automat
 _NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
                        r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
 _NEW_STATE = re.compile(r"\bnow\b", re.IGNORECASE)
-_STATE_VERB = re.compile(r"\b(?:is|are|shows?|reads?|has|have|set|stands?)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
 _CLAUSE = re.compile(r"[,;:()]|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
-                     r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|the|your|this|that|he|she)\b)", re.IGNORECASE)
+                     r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
 _EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
                       re.IGNORECASE)
 _ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
@@ -201,7 +202,7 @@ class Vocabulary:
         names = {(tool.get("function") or {}).get("name") or key for key, tool in tools.items()}
         names |= {call.get("functionName") or "" for call in calls}
         writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
-        return cls(set(_lexicon()) | {verb for function in writes for verb in function.actions},
+        return cls(set(_lexicon()) | {verb for function in writes for verb in function.actions | function.entities},
                    {entity for function in writes for entity in function.entities})
 
     def action(self, word: str) -> str | None:
@@ -259,7 +260,8 @@ class Said:
     lemma: str
     claim: bool
     passive: bool
-    clause: str
+    span: str
+    """The words from the action word before it (or the clause's start) to the one after it: what it is about."""
 
 
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
@@ -268,16 +270,18 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
     for clause in _CLAUSE.split(_expanded(unquoted(sentence))):
         if not clause or not clause.strip() or _NEGATION.search(clause) or _REQUEST.search(clause):
             continue
-        tokens = [token for token in _TOKEN.findall(clause)]
+        tokens = _TOKEN.findall(clause)
         lowered = [token.lower() for token in tokens]
-        for position, token in enumerate(lowered):
-            lemma = vocabulary.action(token)
-            if lemma is None or _echoed(lowered, position, said_by_user):
+        positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
+        for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
+            if _echoed(lowered, position, said_by_user):
                 continue
-            how = _how(lowered, position, clause)
+            how = _how(lowered, position)
             if how is not None:
                 claim, passive = how
-                found.append(Said(tokens[position], lemma, claim and not _GENERAL.search(clause), passive, clause))
+                found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
+                                  claim and not _GENERAL.search(clause), passive,
+                                  " ".join(tokens[before + 1: after])))
     return found
 
 
@@ -287,14 +291,17 @@ def _echoed(tokens: list[str], position: int, said_by_user: str) -> bool:
     return len(words) >= 3 and f" {' '.join(words)} " in said_by_user
 
 
-def _how(tokens: list[str], position: int, clause: str) -> tuple[bool, bool] | None:
+def _how(tokens: list[str], position: int) -> tuple[bool, bool] | None:
     """(claims, passive) for the action word at `position`, or None when the bot is not its doer or it is not
-    said as done (future, conditional, ability, an infinitive)."""
+    said as done (future, conditional, ability, an infinitive: in the whole clause before it)."""
+    if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
+           for index, word in enumerate(tokens[:position])):
+        return None
     auxiliaries: list[str] = []
     back = position - 1
     while back >= 0:
         word = tokens[back]
-        if word in _MODALS:
+        if word in _MODALS and _modal(tokens, back):
             return None
         if word in {"been", "be", "being", "have", "has", "had", "was", "were", "is", "are", "am", "got", "get",
                     "gets", "getting", "did"}:
@@ -310,7 +317,9 @@ def _how(tokens: list[str], position: int, clause: str) -> tuple[bool, bool] | N
         if "been" in auxiliaries or auxiliaries[0] in ("was", "were", "got", "is", "are", "am"):
             if _named_agent(tokens[position + 1:]):
                 return None
-            return auxiliaries[0] not in ("is", "are", "am"), True
+            if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
+                return bool(tokens) and (tokens[0] in _SPECIFIC or bool(_IDENTIFIER.fullmatch(tokens[0].upper()))), True
+            return True, True
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
             return True, False
@@ -327,6 +336,14 @@ def _how(tokens: list[str], position: int, clause: str) -> tuple[bool, bool] | N
     if any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"} for word in later):
         return None   # "Requests logged after 6 pm are handled ...": a description, not an act
     return True, True
+
+
+def _modal(tokens: list[str], index: int) -> bool:
+    """Not the month in "4 May 2026", nor "would like"."""
+    neighbours = tokens[max(0, index - 1): index] + tokens[index + 1: index + 2]
+    if tokens[index] == "may" and any(word[:1].isdigit() for word in neighbours):
+        return False
+    return not (tokens[index] == "would" and tokens[index + 1: index + 2] in (["like"], ["love"]))
 
 
 def _named_agent(after: list[str]) -> bool:
@@ -349,7 +366,8 @@ def _named_agent(after: list[str]) -> bool:
 def _value_text(sentence: str) -> str:
     """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
     kept = [clause for clause in _CLAUSE.split(_expanded(sentence))
-            if clause and not re.search(r"\b(?:will|would|could|can|may|might|should|by)\b", clause, re.IGNORECASE)]
+            if clause and not re.search(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should|by)\b", clause,
+                                        re.IGNORECASE)]
     return " ; ".join(kept)
 
 
@@ -383,7 +401,7 @@ class Disagreement:
 
 def disagreement(sentence: str, call: dict[str, Any], function: Function, context: str) -> Disagreement | None:
     """The first value the sentence states that the call, which backs its claim, did not send; None when they
-    agree. `context`: what the user said and the reads returned, lower case (a number found there is context)."""
+    agree. `context`: what the reads returned, lower case (an old value read back may be said too)."""
     text = _value_text(unquoted(sentence))
     arguments = call.get("arguments") or {}
     for argument, schema in function.parameters.items():
@@ -400,7 +418,7 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             if not _date_matches(key, everything):
                 argument = next(iter(dated))
                 return Disagreement(argument, written, arguments[argument])
-    emails = {name: value for name, value in arguments.items() if isinstance(value, str) and "@" in value}
+    emails = _emails(arguments)
     sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
     if emails:
         for kind, written, key in stated_values(text):
@@ -430,12 +448,19 @@ def _without_dates(text: str) -> str:
                   flags=re.IGNORECASE)
 
 
+def _emails(arguments: dict[str, Any]) -> dict[str, str]:
+    return {name: value for name, value in arguments.items() if isinstance(value, str) and "@" in value}
+
+
 def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreement | None:
-    """An action word that names an argument the call set ("assigned" → assignee): the name said after "to"
-    must be the one sent."""
+    """An action word that names an argument the call set ("assigned" → assignee), or one of giving work to
+    someone ("reassigned", "transferred") when the call sent an e-mail: the name said after "to" must be the
+    one sent."""
     arguments = call.get("arguments") or {}
     argument = next((name for name in arguments if _names_argument(said.lemma, {name: None})
                      and isinstance(arguments[name], str)), None)
+    if argument is None and said.lemma in ("assign", "reassign", "transfer"):
+        argument = next(iter(_emails(arguments)), None)
     if argument is None:
         return None
     match = _NAME_AFTER.search(unquoted(sentence)[unquoted(sentence).find(said.word):])
@@ -456,7 +481,7 @@ def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreeme
 def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, entities: set[str]) -> bool:
     """Whether a successful write `call` did the action `said` in `sentence`."""
     arguments = call.get("arguments") or {}
-    words = set(function.actions)
+    words = set(function.actions | function.entities)
     for argument, value in arguments.items():
         if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
             words.update((*lemmas(value), value.lower()))
@@ -465,7 +490,7 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or _names_argument(said.lemma, arguments)
             or (named_field and "update" in groups_of(said.lemma)))
-    return bool(same) and fits(call, sentence, entities, function)
+    return bool(same) and fits(call, said.span, entities, function)
 
 
 def _names_argument(lemma: str, arguments: dict[str, Any]) -> bool:
@@ -548,17 +573,20 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
 
 def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """What is wrong with the sentence's claims of an action or a state, or None."""
-    context = state.said_by_user + state.read
+    context = state.read
     for said in actions_said(sentence, state.vocabulary, state.said_by_user):
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary.entities)]
+        present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", _expanded(sentence),
+                                 re.IGNORECASE))
         if backing:
             problem = _agreement(said, sentence, backing, state, context)
             if problem:
                 return problem
             continue
-        if not said.claim or (said.passive and _reported(said, sentence, state)):
+        if not said.claim or (said.passive and _reported(said, sentence, state)) \
+                or (present and (state.read or _NEW_STATE.search(sentence))):
             continue
         return {"claim": said.word.lower()}
     return _state_problem(sentence, state, context)
@@ -592,52 +620,45 @@ def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
 
 
 def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[str, Any] | None:
-    """A statement of a new state ("TKT-1 is now Critical"): tells the writes that set what it says; a value
-    set otherwise, or only by a failed write, is claimed but not done."""
+    """A statement of a new state ("TKT-1 is now Critical", "LV-3 now starts on 3 March 2026"): tells the latest
+    write that set what it says; one that set it otherwise, or a value only a failed write tried to set, is
+    claimed but not done."""
     expanded = _expanded(unquoted(sentence))
-    if not _NEW_STATE.search(expanded) or not _STATE_VERB.search(expanded) or _NEGATION.search(expanded) \
-            or re.search(r"\b(?:will|would|could|can|may|might|should)\b", expanded, re.IGNORECASE):
+    if not _NEW_STATE.search(expanded) or _NEGATION.search(expanded) \
+            or re.search(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should)\b", expanded, re.IGNORECASE):
         return None
-    values = _enum_values(expanded, [*state.writes, *state.failed], state.tools)
-    if not values:
-        return None
-    fitting = [made for made in state.writes
-               if fits(made["call"], sentence, state.vocabulary.entities,
-                       function_of(made["call"]["functionName"], state.tools))]
-    for argument, value in values:
-        setting = [made for made in fitting if _sets(made["call"], argument, value)]
-        if setting:
-            state.told.update(made["actual_index"] for made in setting)
+    problem = None
+    for made in reversed(state.writes):
+        call, function = made["call"], function_of(made["call"]["functionName"], state.tools)
+        if not fits(call, sentence, state.vocabulary.entities, function):
             continue
-        other = [made for made in fitting if argument in (made["call"].get("arguments") or {})]
-        if other:
-            made = other[-1]
+        found = disagreement(sentence, call, function, context)
+        if found:
             state.told.add(made["actual_index"])
-            return {"claim": "set", "functionName": made["call"]["functionName"], "actual_index": made["actual_index"],
-                    "argument": argument, "said": value, "sent": made["call"]["arguments"][argument]}
-        if any(_sets(call["call"], argument, value) for call in state.failed) and f'"{value.lower()}"' not in state.read:
-            return {"claim": "set"}
-    return None
+            problem = problem or {"claim": "set", "functionName": call["functionName"],
+                                  "actual_index": made["actual_index"], "argument": found.argument,
+                                  "said": found.said, "sent": found.sent}
+        elif _states_a_value(expanded, call) or function.actions & {word.lower() for word in _TOKEN.findall(expanded)}:
+            state.told.add(made["actual_index"])
+            return None
+    if problem:
+        return problem
+    tried = [made for made in state.failed if _states_a_value(expanded, made["call"])
+             and fits(made["call"], sentence, state.vocabulary.entities,
+                      function_of(made["call"]["functionName"], state.tools))]
+    return {"claim": "set"} if tried else None
 
 
-def _enum_values(text: str, writes: list[dict[str, Any]], tools: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
-    """(argument, value) for each enum value of the writes' parameters the text says, or each string value a
-    write sent that the text says (a function without a schema)."""
-    found = []
-    for made in writes:
-        function = function_of(made["call"]["functionName"], tools)
-        candidates = [(argument, value) for argument, schema in function.parameters.items()
-                      for value in schema.get("enum") or [] if isinstance(value, str)]
-        candidates += [(argument, value) for argument, value in (made["call"].get("arguments") or {}).items()
-                       if isinstance(value, str) and not _IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value)]
-        found += [(argument, value) for argument, value in candidates
-                  if re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE)]
-    return list(dict.fromkeys(found))
-
-
-def _sets(call: dict[str, Any], argument: str, value: str) -> bool:
-    sent = (call.get("arguments") or {}).get(argument)
-    return isinstance(sent, str) and sent.casefold() == value.casefold()
+def _states_a_value(text: str, call: dict[str, Any]) -> bool:
+    """Whether the text says a value the call sent: a word (not an identifier) or a date."""
+    for value in (call.get("arguments") or {}).values():
+        if isinstance(value, str) and not _IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value) \
+                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE):
+            return True
+        dates = _call_dates(value)
+        if dates and any(_date_matches(key, dates) for _, key in _dates_in(text)):
+            return True
+    return False
 
 
 def _calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:

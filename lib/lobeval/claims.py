@@ -661,6 +661,19 @@ def _states_a_value(text: str, call: dict[str, Any]) -> bool:
     return False
 
 
+def said_value(value: Any) -> str:
+    """A value said or sent as a reader wants it: text bare, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def claim_what(item: dict[str, Any]) -> str:
+    """What a claims item is about: the word claimed, the call never told, or the value said and the one sent."""
+    if item.get("argument"):
+        said, sent = said_value(item.get("said")), said_value(item.get("sent"))
+        return f"{item.get('functionName')}: {item['argument']} said {said}, sent {sent}"
+    return item.get("claim") or item.get("functionName") or ""
+
+
 def _calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
     """Each assistant message's calls with their index in the conversation's `function_calls` list.
     An imported transcript may carry calls only at the top level: each goes to the first assistant

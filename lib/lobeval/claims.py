@@ -105,7 +105,8 @@ _TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
     (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
-    (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"))]
+    (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
+    (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:\.\d+)?(?![\w/@-]|[.,]\d)")
@@ -196,14 +197,18 @@ class Vocabulary:
 
     actions: set[str]
     entities: set[str]
+    records: set[str]
+    """What a passive about this conversation's records may have as its subject: the entities and parameter words."""
 
     @classmethod
     def of(cls, tools: dict[str, dict[str, Any]], calls: list[dict[str, Any]]) -> Vocabulary:
         names = {(tool.get("function") or {}).get("name") or key for key, tool in tools.items()}
         names |= {call.get("functionName") or "" for call in calls}
         writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
+        entities = {entity for function in writes for entity in function.entities}
         return cls(set(_lexicon()) | {verb for function in writes for verb in function.actions | function.entities},
-                   {entity for function in writes for entity in function.entities})
+                   entities, entities | {_singular(word) for function in writes for name in function.parameters
+                                         for word in name.lower().split("_")})
 
     def action(self, word: str) -> str | None:
         """The base form of an action word said in its past form, or None."""
@@ -262,6 +267,8 @@ class Said:
     passive: bool
     span: str
     """The words from the action word before it (or the clause's start) to the one after it: what it is about."""
+    subject: str | None
+    """The word before the verb and its auxiliaries, when there is one."""
 
 
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
@@ -278,10 +285,10 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
                 continue
             how = _how(lowered, position)
             if how is not None:
-                claim, passive = how
+                claim, passive, subject = how
                 found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
                                   claim and not _GENERAL.search(clause), passive,
-                                  " ".join(tokens[before + 1: after])))
+                                  " ".join(tokens[before + 1: after]), subject))
     return found
 
 
@@ -291,9 +298,9 @@ def _echoed(tokens: list[str], position: int, said_by_user: str) -> bool:
     return len(words) >= 3 and f" {' '.join(words)} " in said_by_user
 
 
-def _how(tokens: list[str], position: int) -> tuple[bool, bool] | None:
-    """(claims, passive) for the action word at `position`, or None when the bot is not its doer or it is not
-    said as done (future, conditional, ability, an infinitive: in the whole clause before it)."""
+def _how(tokens: list[str], position: int) -> tuple[bool, bool, str | None] | None:
+    """(claims, passive, subject) for the action word at `position`, or None when the bot is not its doer or it
+    is not said as done (future, conditional, ability, an infinitive: in the whole clause before it)."""
     if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
            for index, word in enumerate(tokens[:position])):
         return None
@@ -318,24 +325,30 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool] | None:
             if _named_agent(tokens[position + 1:]):
                 return None
             if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
-                return bool(tokens) and (tokens[0] in _SPECIFIC or bool(_IDENTIFIER.fullmatch(tokens[0].upper()))), True
-            return True, True
+                return _specific(tokens[0]), True, subject
+            return True, True, subject
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
-            return True, False
+            return True, False, subject
         return None
     if subject in _BOT:
-        return True, False
+        return True, False, subject
     if subject is None or subject in _DISCOURSE:
-        return True, True
+        return True, True, None
     if subject in _DETERMINERS:
-        return False, True   # "your updated ticket": names the action, claims nothing
+        return False, True, subject   # "your updated ticket": names the action, claims nothing
     if subject in _OTHERS or after in _OBJECTS or (after and _IDENTIFIER.fullmatch(after.upper())):
         return None
     later = tokens[position + 1:]
     if any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"} for word in later):
         return None   # "Requests logged after 6 pm are handled ...": a description, not an act
-    return True, True
+    return True, True, subject
+
+
+def _specific(word: str) -> bool:
+    """A clause that starts with this word is about a record of this conversation: "your", "it", an id, a day."""
+    return (word in _SPECIFIC or bool(_IDENTIFIER.fullmatch(word.upper())) or word[:1].isdigit()
+            or bool(re.fullmatch(rf"{_MONTHS}|(?:mon|tues|wednes|thurs|fri|satur|sun)day", word)))
 
 
 def _modal(tokens: list[str], index: int) -> bool:
@@ -489,7 +502,7 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
                       for argument in arguments)
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or _names_argument(said.lemma, arguments)
-            or (named_field and "update" in groups_of(said.lemma)))
+            or ("update" in groups_of(said.lemma) and (named_field or _states_a_value(said.span, call))))
     return bool(same) and fits(call, said.span, entities, function)
 
 
@@ -612,9 +625,12 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
 
 
 def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
-    """A passive the bot reads back from a record: after a read, with a time in the past or a word it returned."""
+    """A passive the bot reads back: after a read, about something that is no record of the suite's writes, or with
+    a time in the past, or with a word the read returned."""
     if not state.read:
         return False
+    if said.subject and not (_specific(said.subject) or _singular(said.subject) in state.vocabulary.records):
+        return True   # "the card was declined": not a record of this conversation
     return bool(_HISTORY.search(sentence)) or f'"{said.word.lower()}"' in state.read \
         or any(f'"{lemma}' in state.read for lemma in lemmas(said.word))
 
@@ -625,8 +641,8 @@ def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[st
     claimed but not done."""
     expanded = _expanded(unquoted(sentence))
     if not _NEW_STATE.search(expanded) or _NEGATION.search(expanded) \
-            or re.search(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should)\b", expanded, re.IGNORECASE):
-        return None
+            or re.search(r"\b(?:will(?! now)|would|could|can|may(?!\s+\d)|might|should)\b", expanded, re.IGNORECASE):
+        return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
     problem = None
     for made in reversed(state.writes):
         call, function = made["call"], function_of(made["call"]["functionName"], state.tools)

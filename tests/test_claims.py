@@ -196,3 +196,48 @@ def test_a_new_state_stated_after_the_write_failed_is_claimed_but_not_done():
 def test_a_new_state_that_was_set_or_is_not_the_failed_value_is_no_claim(text, calls):
     conv = transcript(("user", "Make TKT-1001 critical please"), ("assistant", text, calls))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == []
+
+
+SCHEMA_TOOLS = {"update_item": {"effect": "write", "function": {"name": "update_item", "description": "Change an item.",
+                                 "parameters": {"properties": {"due_date": {"type": "string", "format": "date"},
+                                                               "status": {"type": "string",
+                                                                          "enum": ["Open", "Completed", "Cancelled"]}}}}}}
+
+
+def test_a_backed_claim_that_states_another_value_than_the_call_sent_is_claimed_but_not_done():
+    conv = transcript(("user", "Move ACT-1 to 12 December 2026"),
+                      ("assistant", "Done: updated ACT-1: due date is now 2026-12-12.",
+                       [call("update_item", {"ok": True}, action_item_id="ACT-1", due_date="2026-12-11")]))
+    assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [
+        {"message_index": 1, "claim": "updated", "functionName": "update_item", "actual_index": 0,
+         "argument": "due_date", "said": "2026-12-12", "sent": "2026-12-11",
+         "text": "Done: updated ACT-1: due date is now 2026-12-12."}], "done_not_told": []}
+    conv["messages"][1]["content"] = "Done: ACT-1 is due on 11 Dec 2026 now."
+    assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_cancel_done_as_an_update_to_status_cancelled_backs_has_been_cancelled():
+    conv = transcript(("user", "Cancel ACT-2"), ("assistant", "ACT-2 has been cancelled.",
+                                                 [call("update_item", {"ok": True}, action_item_id="ACT-2",
+                                                       status="Cancelled")]))
+    assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+    conv["messages"][1]["function_calls"][0]["arguments"]["status"] = "Completed"
+    assert find_claims(conv, SCHEMA_TOOLS)["claimed_not_done"][0]["claim"] == "cancelled"
+
+
+def test_the_turn_of_a_write_never_told_is_the_user_turns_so_far_when_the_call_has_none():
+    made = {"functionName": "update_item", "arguments": {"status": "Open"}, "result": {"ok": True}}
+    conv = transcript(("user", "hi"), ("assistant", "Hello."), ("user", "Look at ACT-3"),
+                      ("assistant", "ACT-3 is Open.", [made]))
+    assert find_claims(conv, SCHEMA_TOOLS)["done_not_told"] == [
+        {"actual_index": 0, "functionName": "update_item", "turn": 2}]
+
+
+@pytest.mark.parametrize("text", ["It was opened by the night shift.", "Your manager updated it yesterday.",
+                                  "Once you confirm, it will be cancelled.", "I can have it reassigned.",
+                                  "Nothing was changed.", "None of them were updated.",
+                                  "Requests logged after 6 pm are handled the next day.",
+                                  "- Ticket cancelled\n- Ticket kept\nWhich do you prefer?"])
+def test_what_someone_else_did_will_do_or_did_not_do_claims_nothing(text):
+    conv = transcript(("user", "What about my ticket?"), ("assistant", text))
+    assert find_claims(conv, TOOLS)["claimed_not_done"] == []

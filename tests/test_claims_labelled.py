@@ -14,6 +14,9 @@ from lobeval.vocabulary import function_key
 FOLDER = Path(__file__).parent / "fixtures" / "claims"
 KNOWN_MISSES = {
     "labelled:support-037": "'now belongs to you' states no value of a write's parameters",
+    "held_out:hr-015": "'is in — reference LV-7001' names no action word, so the write reads as not told",
+    "held_out:orders-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim on "
+                           "several records needs only one of them",
 }
 
 

@@ -80,9 +80,10 @@ _DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", 
               "good", "news", "there", "alright", "excellent", "yes", "successfully", "now"}
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _HISTORY = re.compile(
-    rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|according to|back in|since|history|log "
-    rf"shows|on (?:the )?\d{{1,2}}(?:st|nd|rd|th)?\b|on {_MONTHS}|on (?:mon|tues|wednes|thurs|fri|satur|sun)day|"
-    rf"in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?|on \d{{4}}-\d\d-\d\d|on \d{{1,2}}/\d{{1,2}})\b", re.IGNORECASE)
+    rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
+    rf"back in|since|history|log "
+    rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b", re.IGNORECASE)
+_ON_A_DAY = rf"(?:\s+\w+)?\s+on\s+(?:the\s+)?(?:\d|{_MONTHS}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
                       r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
@@ -100,6 +101,8 @@ _ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|selec
 _REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|and|also|finally)\W+)*"
                       rf"(?:please\s+|kindly\s+)?{_ASK}|\bplease\s+{_ASK}|^\W*(?:can|could|would|will)\s+you\b",
                       re.IGNORECASE)
+_CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
+                            re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
@@ -233,7 +236,7 @@ def statements(text: str) -> Iterator[str]:
             end += 1
         before = next((line for line in reversed(lines[:index]) if line.strip()), "")
         after = next((line for line in lines[end:] if line.strip()), "")
-        if "?" in after or before.rstrip().endswith("?"):
+        if ("?" in after and not _CLOSING_OFFER.search(after)) or before.rstrip().endswith("?"):
             skip.update(range(index, end))
         index = end
     for number_, line in enumerate(lines):
@@ -445,7 +448,8 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             said = number(match.group())
             if said is None or any(numbers_agree(said, sent) for sent in numbers.values() if sent is not None):
                 continue
-            if match.group() in sent_text or re.search(rf"(?<![\d.]){re.escape(match.group())}(?![\d])", context):
+            if any(re.search(rf"(?<![\d.]){re.escape(match.group())}(?![\d]|\.\d)", text)
+                   for text in (sent_text, context)):
                 continue
             argument = next(iter(numbers))
             return Disagreement(argument, match.group(), arguments[argument])
@@ -498,11 +502,11 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
     for argument, value in arguments.items():
         if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
             words.update((*lemmas(value), value.lower()))
-    named_field = any(re.search(rf"\b{re.escape(argument.replace('_', ' '))}\b", sentence, re.IGNORECASE)
-                      for argument in arguments)
+    named_field = any(re.search(r"\b" + r"[\s_-]".join(map(re.escape, argument.split("_"))) + r"\b", sentence,
+                                re.IGNORECASE) for argument in arguments)
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or _names_argument(said.lemma, arguments)
-            or ("update" in groups_of(said.lemma) and (named_field or _states_a_value(said.span, call))))
+            or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
     return bool(same) and fits(call, said.span, entities, function)
 
 
@@ -631,7 +635,7 @@ def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
         return False
     if said.subject and not (_specific(said.subject) or _singular(said.subject) in state.vocabulary.records):
         return True   # "the card was declined": not a record of this conversation
-    return bool(_HISTORY.search(sentence)) or f'"{said.word.lower()}"' in state.read \
+    return bool(_HISTORY.search(sentence) or re.search(rf"\b\w+(?:ed|set|made|sent){_ON_A_DAY}", sentence, re.IGNORECASE)) or f'"{said.word.lower()}"' in state.read \
         or any(f'"{lemma}' in state.read for lemma in lemmas(said.word))
 
 

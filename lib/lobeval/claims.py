@@ -27,7 +27,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
-from decimal import Decimal
 from typing import Any
 
 from lobeval.scoring import calendar_dates, number, numbers_agree
@@ -55,6 +54,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit"),
 }
 """`any`: words that say some change was made, whichever."""
+LEXICON = frozenset(word for words in GROUPS.values() for word in words)
 _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset": "reset", "shut": "shut",
               "withdrawn": "withdraw", "withdrew": "withdraw", "undone": "undo", "paid": "pay", "frozen": "freeze",
               "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin"}
@@ -138,10 +138,6 @@ def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-def _lexicon() -> frozenset[str]:
-    return frozenset(word for words in GROUPS.values() for word in words)
-
-
 def lemmas(word: str) -> tuple[str, ...]:
     """The base forms a past form may have: "cancelled" → cancell, cancel; "created" → creat, create."""
     word = word.lower()
@@ -175,7 +171,7 @@ def _function(name: str, description: str, parameters_json: str) -> Function:
     for schema in parameters.values():
         for value in schema.get("enum") or []:
             if isinstance(value, str):
-                verbs.update(lemma for lemma in lemmas(value) if lemma in _lexicon() or len(value.split()) == 1)
+                verbs.update(lemma for lemma in lemmas(value) if lemma in LEXICON or len(value.split()) == 1)
     entities = {_singular(word) for word in words if word not in verbs
                 and word not in _READ_PREFIXES and word not in {"a", "an", "the", "by", "for", "to", "of", "in", "on",
                                                                  "with", "from", "and", "or", "my", "id", "ids"}}
@@ -209,7 +205,7 @@ class Vocabulary:
         names |= {call.get("functionName") or "" for call in calls}
         writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
         entities = {entity for function in writes for entity in function.entities}
-        return cls(set(_lexicon()) | {verb for function in writes for verb in function.actions | function.entities},
+        return cls(set(LEXICON) | {verb for function in writes for verb in function.actions | function.entities},
                    entities, entities | {_singular(word) for function in writes for name in function.parameters
                                          for word in name.lower().split("_")})
 

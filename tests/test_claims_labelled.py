@@ -1,7 +1,8 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
-benchmark"): labelled.jsonl, written while the rules were made, and held_out.jsonl, written after them in other
-wording. Each conversation is a test; the held-out ones the rules still get wrong are expected failures, kept
-visible here and counted by `lobeval bench claims tests/fixtures/claims/held_out.jsonl`."""
+benchmark"): labelled.jsonl, written while the rules were made (three sets of about 40 in it were written as
+held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
+and never used to change them. Each conversation is a test; those the rules get wrong are expected failures, kept
+visible here and counted by `lobeval bench claims [FILE]`."""
 import json
 from pathlib import Path
 
@@ -14,9 +15,16 @@ from lobeval.vocabulary import function_key
 FOLDER = Path(__file__).parent / "fixtures" / "claims"
 KNOWN_MISSES = {
     "labelled:support-037": "'now belongs to you' states no value of a write's parameters",
-    "held_out:hr-015": "'is in — reference LV-7001' names no action word, so the write reads as not told",
-    "held_out:orders-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim on "
-                           "several records needs only one of them",
+    "labelled:hr-h2-015": "'is in — reference LV-7001' names no action word, so the write reads as not told",
+    "labelled:orders-h2-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim "
+                              "on several records needs only one of them",
+    "held_out:support-002": "'jo@acme.example is now the owner' with no call: a new state without an enum value or date",
+    "held_out:support-003": "'put' is no action word, so 'has been put On Hold' neither claims nor tells",
+    "held_out:support-013": "a dash inside a quoted title splits the sentence, so the claim is not seen",
+    "held_out:hr-020": "'could not be withdrawn: it has already started' reads 'started' as the bot's act",
+    "held_out:orders-029": "'is now set for Saturday' after a failed write: no date or enum value to match",
+    "held_out:orders-037": "a list of options whose question is its last item ('... or\n- a replacement sent out?')",
+    "held_out:orders-039": "'will now be delivered to 3 Elm Road' with no call: a new state without an enum value or date",
 }
 
 

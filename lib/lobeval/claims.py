@@ -42,13 +42,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "update": ("update", "change", "modify", "edit", "set", "move", "adjust", "amend", "correct", "bump", "raise",
                "lower", "increase", "decrease", "reduce", "extend", "shorten", "switch", "rename", "reschedule",
                "mark", "flag", "assign", "reassign", "transfer", "escalate", "upgrade", "downgrade", "reopen",
-               "replace", "patch", "postpone", "push"),
+               "replace", "patch", "postpone", "push", "revert", "restore"),
     "cancel": ("cancel", "delete", "remove", "revoke", "withdraw", "void", "drop", "discard", "archive", "close",
                "terminate", "retract", "rescind"),
     "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
-    "send": ("send", "email", "notify", "forward"),
+    "send": ("send", "email", "notify", "forward", "inform", "alert"),
     "refund": ("refund", "reimburse", "credit", "pay"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit"),
@@ -70,6 +70,8 @@ _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody"
            "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
 _DETERMINERS = {"the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
                 "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
+_BOUNDARIES = {"after", "before", "when", "and", "or", "because", "since", "while", "as", "once", "that", "which",
+               "who", "so", "then", "but"}
 _SPECIFIC = {"your", "the", "this", "that", "it", "my", "our", "they", "both"}
 _OBJECTS = {"it", "them", "him", "her", "that", "this", "these", "those", "the", "a", "an", "your", "my", "our", "his",
             "their", "its", "me", "us", "you", "both", "all"}
@@ -266,8 +268,8 @@ class Said:
     passive: bool
     span: str
     """The words from the action word before it (or the clause's start) to the one after it: what it is about."""
-    subject: str | None
-    """The word before the verb and its auxiliaries, when there is one."""
+    subject: tuple[str, ...]
+    """The words of its clause before the verb and its auxiliaries."""
 
 
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
@@ -297,9 +299,10 @@ def _echoed(tokens: list[str], position: int, said_by_user: str) -> bool:
     return len(words) >= 3 and f" {' '.join(words)} " in said_by_user
 
 
-def _how(tokens: list[str], position: int) -> tuple[bool, bool, str | None] | None:
-    """(claims, passive, subject) for the action word at `position`, or None when the bot is not its doer or it
-    is not said as done (future, conditional, ability, an infinitive: in the whole clause before it)."""
+def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]] | None:
+    """(claims, passive, the words before the verb and its auxiliaries) for the action word at `position`, or
+    None when the bot is not its doer or it is not said as done (future, conditional, ability, an infinitive: in
+    the whole clause before it)."""
     if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
            for index, word in enumerate(tokens[:position])):
         return None
@@ -312,10 +315,16 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, str | None] | No
         if word in {"been", "be", "being", "have", "has", "had", "was", "were", "is", "are", "am", "got", "get",
                     "gets", "getting", "did"}:
             auxiliaries.append(word)
+        elif word in ("and", "or") and back > 0 and lemmas(tokens[back - 1]):
+            back -= 1   # "are reviewed and approved": the second verb has the first one's auxiliaries
         elif word not in _ADVERBS:
             break
         back -= 1
     subject = tokens[back] if back >= 0 else None
+    start = back
+    while start >= 0 and tokens[start] not in _BOUNDARIES and not lemmas(tokens[start]):
+        start -= 1
+    before = tuple(tokens[start + 1: back + 1])   # its subject: "... after the card was declined" → the card
     after = tokens[position + 1] if position + 1 < len(tokens) else None
     if auxiliaries:
         if "be" in auxiliaries or "being" in auxiliaries or auxiliaries[0] in ("get", "gets", "getting"):
@@ -324,24 +333,26 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, str | None] | No
             if _named_agent(tokens[position + 1:]):
                 return None
             if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
-                return _specific(tokens[0]), True, subject
-            return True, True, subject
+                return _specific(tokens[0]), True, before
+            return True, True, before
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
-            return True, False, subject
+            return True, False, before
         return None
     if subject in _BOT:
-        return True, False, subject
+        return True, False, before
+    later = tokens[position + 1:]
+    described = any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"}
+                    for word in later)   # "Requests logged after 6 pm are handled ...", "Closed cases are archived"
     if subject is None or subject in _DISCOURSE:
-        return True, True, None
+        return None if described and subject is None else (True, True, before)
     if subject in _DETERMINERS:
-        return False, True, subject   # "your updated ticket": names the action, claims nothing
+        return False, True, before   # "your updated ticket": names the action, claims nothing
     if subject in _OTHERS or after in _OBJECTS or (after and _IDENTIFIER.fullmatch(after.upper())):
         return None
-    later = tokens[position + 1:]
-    if any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"} for word in later):
-        return None   # "Requests logged after 6 pm are handled ...": a description, not an act
-    return True, True, subject
+    if described:
+        return None
+    return True, True, before
 
 
 def _specific(word: str) -> bool:
@@ -629,7 +640,8 @@ def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
     a time in the past, or with a word the read returned."""
     if not state.read:
         return False
-    if said.subject and not (_specific(said.subject) or _singular(said.subject) in state.vocabulary.records):
+    if said.subject and not any(_specific(word) and word not in _DETERMINERS or _singular(word) in state.vocabulary.records
+                                for word in said.subject):
         return True   # "the card was declined": not a record of this conversation
     return bool(_HISTORY.search(sentence) or re.search(rf"\b\w+(?:ed|set|made|sent){_ON_A_DAY}", sentence, re.IGNORECASE)) or f'"{said.word.lower()}"' in state.read \
         or any(f'"{lemma}' in state.read for lemma in lemmas(said.word))

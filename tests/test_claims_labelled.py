@@ -1,5 +1,5 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
-benchmark"): labelled.jsonl, written while the rules were made (three sets of about 40 in it were written as
+benchmark"): labelled.jsonl, written while the rules were made (four sets of about 40 in it were written as
 held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
 and never used to change them. Each conversation is a test; those the rules get wrong are expected failures, kept
 visible here and counted by `lobeval bench claims [FILE]`."""
@@ -18,13 +18,12 @@ KNOWN_MISSES = {
     "labelled:hr-h2-015": "'is in — reference LV-7001' names no action word, so the write reads as not told",
     "labelled:orders-h2-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim "
                               "on several records needs only one of them",
-    "held_out:support-002": "'jo@acme.example is now the owner' with no call: a new state without an enum value or date",
-    "held_out:support-003": "'put' is no action word, so 'has been put On Hold' neither claims nor tells",
-    "held_out:support-013": "a dash inside a quoted title splits the sentence, so the claim is not seen",
-    "held_out:hr-020": "'could not be withdrawn: it has already started' reads 'started' as the bot's act",
-    "held_out:orders-029": "'is now set for Saturday' after a failed write: no date or enum value to match",
-    "held_out:orders-037": "a list of options whose question is its last item ('... or\n- a replacement sent out?')",
-    "held_out:orders-039": "'will now be delivered to 3 Elm Road' with no call: a new state without an enum value or date",
+    "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
+    "held_out:support-013": "'CS-8112 is Urgent now' after a read: a new state the read may explain",
+    "held_out:orders-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
+    "held_out:orders-031": "'It was moved once, on 2 May, from 5 May to 7 May' after a read: the date is in its own clause",
+    "held_out:orders-037": "'your order was edited before packing' after a read: a passive about the order with no time",
+    "held_out:orders-039": "'is confirmed' is no action word: the refund that failed is claimed in other words",
 }
 
 

@@ -51,7 +51,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "notify", "forward", "inform", "alert"),
     "refund": ("refund", "reimburse", "credit", "pay"),
     "exchange": ("exchange", "swap"),
-    "any": ("process", "action", "handle", "sort", "apply", "save", "submit"),
+    "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put"),
 }
 """`any`: words that say some change was made, whichever."""
 LEXICON = frozenset(word for words in GROUPS.values() for word in words)
@@ -60,8 +60,7 @@ _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset
               "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin"}
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
 _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
-            "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "it",
-            "them", "this", "that", "everything", "fully"}
+            "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully"}
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
            "ready", "plan", "to", "before", "cannot", "let"}
@@ -105,6 +104,7 @@ _REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so
                       re.IGNORECASE)
 _CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
                             re.IGNORECASE)
+_ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
@@ -200,6 +200,8 @@ class Vocabulary:
     entities: set[str]
     records: set[str]
     """What a passive about this conversation's records may have as its subject: the entities and parameter words."""
+    labels: set[str]
+    """The write functions' parameters as the bot names them: follow_up → "follow up"."""
 
     @classmethod
     def of(cls, tools: dict[str, dict[str, Any]], calls: list[dict[str, Any]]) -> Vocabulary:
@@ -207,9 +209,10 @@ class Vocabulary:
         names |= {call.get("functionName") or "" for call in calls}
         writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
         entities = {entity for function in writes for entity in function.entities}
+        names = {name.lower() for function in writes for name in function.parameters}
         return cls(set(LEXICON) | {verb for function in writes for verb in function.actions | function.entities},
-                   entities, entities | {_singular(word) for function in writes for name in function.parameters
-                                         for word in name.lower().split("_")})
+                   entities, entities | {_singular(word) for name in names for word in name.split("_")},
+                   {name.replace("_", " ") for name in names})
 
     def action(self, word: str) -> str | None:
         """The base form of an action word said in its past form, or None."""
@@ -234,15 +237,26 @@ def statements(text: str) -> Iterator[str]:
             end += 1
         before = next((line for line in reversed(lines[:index]) if line.strip()), "")
         after = next((line for line in lines[end:] if line.strip()), "")
-        if ("?" in after and not _CLOSING_OFFER.search(after)) or before.rstrip().endswith("?"):
+        last = next((line for line in reversed(lines[index:end]) if line.strip()), "")
+        if ("?" in after and not _CLOSING_OFFER.search(after)) or before.rstrip().endswith("?") \
+                or last.rstrip().endswith("?") or _ASKS.match(before):
             skip.update(range(index, end))
         index = end
     for number_, line in enumerate(lines):
         if number_ in skip:
             continue
-        for sentence in _SENTENCE_END.split(_LIST_ITEM.sub("", line)):
-            if sentence.strip():
-                yield sentence.strip()
+        yield from _sentences(_LIST_ITEM.sub("", line))
+
+
+def _sentences(line: str) -> Iterator[str]:
+    """The sentences of a line, never split inside a quotation ("Laptop stolen – not reported")."""
+    masked = _QUOTE.sub(lambda match: "\0" * len(match.group()), line)
+    start = 0
+    for end in [*_SENTENCE_END.finditer(masked), None]:
+        sentence = line[start: end.start() if end else len(line)].strip()
+        if sentence:
+            yield sentence
+        start = end.end() if end else start
 
 
 def _expanded(text: str) -> str:
@@ -317,6 +331,8 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
             auxiliaries.append(word)
         elif word in ("and", "or") and back > 0 and lemmas(tokens[back - 1]):
             back -= 1   # "are reviewed and approved": the second verb has the first one's auxiliaries
+        elif word in ("it", "them") and back > 0 and tokens[back - 1] in ("have", "has", "had", "get", "got"):
+            pass        # "I can have it reassigned"
         elif word not in _ADVERBS:
             break
         back -= 1
@@ -543,9 +559,11 @@ class _Conversation:
     read: str = ""         # what successful reads returned, lower case
     known_ids: set[str] = field(default_factory=set)
     writes: list[dict[str, Any]] = field(default_factory=list)    # successful writes so far
+    reads: list[dict[str, Any]] = field(default_factory=list)     # successful reads so far
     failed: list[dict[str, Any]] = field(default_factory=list)    # failed writes so far
     told: set[int] = field(default_factory=set)
     turn: int = 0
+    message_index: int = 0
 
 
 def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -563,7 +581,9 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
             state.said_by_user += " ".join(re.findall(r"[a-z0-9]+", _expanded(text).lower())) + " "
             state.known_ids.update(_IDENTIFIER.findall(text))
             continue
+        state.message_index = index
         for made in calls.get(index, []):
+            made = {**made, "message_index": index}
             call = made["call"]
             state.known_ids.update(_IDENTIFIER.findall(json.dumps([call.get("arguments"), call.get("result")],
                                                                   default=str)))
@@ -572,6 +592,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
                 (state.failed if call.get("error") else state.writes).append(
                     {**made, "turn": call.get("turn") if call.get("turn") is not None else state.turn})
             elif not call.get("error"):
+                state.reads.append(made)
                 state.read += " " + json.dumps(call.get("result"), default=str).lower()
         claimed_not_done += [{"message_index": index, **found} for found in _message_claims(text, state)]
     done_not_told = [{"actual_index": made["actual_index"], "functionName": made["call"]["functionName"],
@@ -674,7 +695,29 @@ def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[st
     tried = [made for made in state.failed if _states_a_value(expanded, made["call"])
              and fits(made["call"], sentence, state.vocabulary.entities,
                       function_of(made["call"]["functionName"], state.tools))]
-    return {"claim": "set"} if tried else None
+    if tried:
+        return {"claim": "set"}
+    # Said of a record with nothing done in this message, or only a failed attempt on it, and nothing read or done
+    # on it before: "CS-7002 is now owned by jo@acme.example", "Delivery of ORD-1202 is now set for Saturday".
+    attempts = [made for made in state.failed if made["message_index"] == state.message_index]
+    if _names_a_change(expanded, state) and all(
+            fits(made["call"], sentence, set(), function_of(made["call"]["functionName"], state.tools))
+            for made in attempts) and not any(
+            fits(made["call"], sentence, set(), function_of(made["call"]["functionName"], state.tools))
+            for made in [*state.writes, *state.reads]) and not any(
+            made["message_index"] == state.message_index for made in [*state.writes, *state.reads]):
+        return {"claim": "set"}
+    return None
+
+
+def _names_a_change(text: str, state: _Conversation) -> bool:
+    """Whether a new state is said of a record of this conversation (an identifier) with a field of the suite's
+    writes ("... is now the owner of CS-7002") or an action word ("... is now set for Saturday")."""
+    if not _IDENTIFIER.search(text):
+        return False
+    words = " ".join(word.lower() for word in _TOKEN.findall(text))
+    return any(f" {label} " in f" {words} " for label in state.vocabulary.labels) \
+        or any(state.vocabulary.action(word) for word in words.split())
 
 
 def _states_a_value(text: str, call: dict[str, Any]) -> bool:

@@ -1,5 +1,5 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
-benchmark"): labelled.jsonl, written while the rules were made (four sets of about 40 in it were written as
+benchmark"): labelled.jsonl, written while the rules were made (six sets of about 40 in it were written as
 held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
 and never used to change them. Each conversation is a test; those the rules get wrong are expected failures, kept
 visible here and counted by `lobeval bench claims [FILE]`."""
@@ -19,11 +19,9 @@ KNOWN_MISSES = {
     "labelled:orders-h2-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim "
                               "on several records needs only one of them",
     "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
-    "held_out:support-013": "'CS-8112 is Urgent now' after a read: a new state the read may explain",
-    "held_out:orders-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
-    "held_out:orders-031": "'It was moved once, on 2 May, from 5 May to 7 May' after a read: the date is in its own clause",
-    "held_out:orders-037": "'your order was edited before packing' after a read: a passive about the order with no time",
-    "held_out:orders-039": "'is confirmed' is no action word: the refund that failed is claimed in other words",
+    "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
+    "held_out:hr-020": "'the request is already closed' (a present passive after a failed write) is read as a claim",
+    "held_out:orders-028": "'will now arrive on 14 July 2026' against 15 July sent: values after 'will' are not compared",
 }
 
 

@@ -51,7 +51,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "send": ("send", "email", "notify", "forward", "inform", "alert"),
     "refund": ("refund", "reimburse", "credit", "pay"),
     "exchange": ("exchange", "swap"),
-    "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put"),
+    "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),
 }
 """`any`: words that say some change was made, whichever."""
 LEXICON = frozenset(word for words in GROUPS.values() for word in words)
@@ -67,8 +67,10 @@ _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "
 _BOT = {"i", "we"}
 _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
            "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
-_DETERMINERS = {"the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
+_DETERMINERS = {"as", "the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
                 "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
+_ACKNOWLEDGED = {"confirmed", "noted", "understood"}
+"""A clause of this one word acknowledges what was said ("Confirmed: no changes have been made")."""
 _BOUNDARIES = {"after", "before", "when", "and", "or", "because", "since", "while", "as", "once", "that", "which",
                "who", "so", "then", "but"}
 _SPECIFIC = {"your", "the", "this", "that", "it", "my", "our", "they", "both"}
@@ -84,12 +86,14 @@ _HISTORY = re.compile(
     rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
     rf"back in|since|history|log "
     rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b", re.IGNORECASE)
-_ON_A_DAY = rf"(?:\s+\w+)?\s+on\s+(?:the\s+)?(?:\d|{_MONTHS}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+_ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|till|by)\b)[\w\s,]){{0,12}}?"
+                       rf"(?:\bon\s+(?:the\s+)?)?\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d|"
+                       rf"(?:on\s+)(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day))", re.IGNORECASE)
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
                       r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
                        r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
-_NEW_STATE = re.compile(r"\bnow\b", re.IGNORECASE)
+_NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
@@ -111,7 +115,8 @@ _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
     (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
-    (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"))]
+    (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
+    (r"\b(took|taken) care of\b", "handled"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:\.\d+)?(?![\w/@-]|[.,]\d)")
@@ -192,6 +197,14 @@ def groups_of(word: str) -> frozenset[str]:
     return frozenset(group for group, words in GROUPS.items() if word in words)
 
 
+def _enums(functions: list[Function]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for function in functions:
+        for name, schema in function.parameters.items():
+            found.setdefault(name, set()).update(value for value in schema.get("enum") or [] if isinstance(value, str))
+    return found
+
+
 @dataclass
 class Vocabulary:
     """Every action word of the suite's write functions and the general ones; the entity words of the writes."""
@@ -202,6 +215,8 @@ class Vocabulary:
     """What a passive about this conversation's records may have as its subject: the entities and parameter words."""
     labels: set[str]
     """The write functions' parameters as the bot names them: follow_up → "follow up"."""
+    enums: dict[str, set[str]]
+    """Each write function parameter's enum values."""
 
     @classmethod
     def of(cls, tools: dict[str, dict[str, Any]], calls: list[dict[str, Any]]) -> Vocabulary:
@@ -212,7 +227,7 @@ class Vocabulary:
         names = {name.lower() for function in writes for name in function.parameters}
         return cls(set(LEXICON) | {verb for function in writes for verb in function.actions | function.entities},
                    entities, entities | {_singular(word) for name in names for word in name.split("_")},
-                   {name.replace("_", " ") for name in names})
+                   {name.replace("_", " ") for name in names}, _enums(writes))
 
     def action(self, word: str) -> str | None:
         """The base form of an action word said in its past form, or None."""
@@ -296,7 +311,7 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
         lowered = [token.lower() for token in tokens]
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
-            if _echoed(lowered, position, said_by_user):
+            if _echoed(lowered, position, said_by_user) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED):
                 continue
             how = _how(lowered, position)
             if how is not None:
@@ -525,8 +540,7 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
     for argument, value in arguments.items():
         if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
             words.update((*lemmas(value), value.lower()))
-    named_field = any(re.search(r"\b" + r"[\s_-]".join(map(re.escape, argument.split("_"))) + r"\b", sentence,
-                                re.IGNORECASE) for argument in arguments)
+    named_field = _names_argument_label(sentence, call)
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or _names_argument(said.lemma, arguments)
             or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
@@ -658,14 +672,17 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
 
 def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
     """A passive the bot reads back: after a read, about something that is no record of the suite's writes, or with
-    a time in the past, or with a word the read returned."""
+    a time in the past, or with a word of its action (or its group) that the read returned ("amended": true)."""
     if not state.read:
         return False
     if said.subject and not any(_specific(word) and word not in _DETERMINERS or _singular(word) in state.vocabulary.records
                                 for word in said.subject):
         return True   # "the card was declined": not a record of this conversation
-    return bool(_HISTORY.search(sentence) or re.search(rf"\b\w+(?:ed|set|made|sent){_ON_A_DAY}", sentence, re.IGNORECASE)) or f'"{said.word.lower()}"' in state.read \
-        or any(f'"{lemma}' in state.read for lemma in lemmas(said.word))
+    if _HISTORY.search(sentence) or _ON_A_DAY.search(sentence):
+        return True
+    returned = {lemma for word in re.findall(r"[a-z]+", state.read) for lemma in lemmas(word)}
+    return said.lemma in returned or bool(groups_of(said.lemma) & {group for word in returned
+                                                                    for group in groups_of(word)} - {"any"})
 
 
 def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[str, Any] | None:
@@ -687,7 +704,8 @@ def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[st
             problem = problem or {"claim": "set", "functionName": call["functionName"],
                                   "actual_index": made["actual_index"], "argument": found.argument,
                                   "said": found.said, "sent": found.sent}
-        elif _states_a_value(expanded, call) or function.actions & {word.lower() for word in _TOKEN.findall(expanded)}:
+        elif _states_a_value(expanded, call) or function.actions & {word.lower() for word in _TOKEN.findall(expanded)} \
+                or _names_argument_label(expanded, call):
             state.told.add(made["actual_index"])
             return None
     if problem:
@@ -695,7 +713,7 @@ def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[st
     tried = [made for made in state.failed if _states_a_value(expanded, made["call"])
              and fits(made["call"], sentence, state.vocabulary.entities,
                       function_of(made["call"]["functionName"], state.tools))]
-    if tried:
+    if tried or _contradicts_read(expanded, sentence, state):
         return {"claim": "set"}
     # Said of a record with nothing done in this message, or only a failed attempt on it, and nothing read or done
     # on it before: "CS-7002 is now owned by jo@acme.example", "Delivery of ORD-1202 is now set for Saturday".
@@ -710,6 +728,22 @@ def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[st
     return None
 
 
+def _contradicts_read(text: str, sentence: str, state: _Conversation) -> bool:
+    """A new state no write made whose value a read of the record returned otherwise: read "severity": "Major",
+    said "CS-8 is Urgent now"."""
+    for made in state.reads:
+        result = made["call"].get("result")
+        if not isinstance(result, dict) or not fits(made["call"], sentence, set(), Function("", frozenset(),
+                                                                                           frozenset(), {})):
+            continue
+        for key, value in result.items():
+            said = {option.casefold() for option in state.vocabulary.enums.get(key, ())
+                    if re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text, re.IGNORECASE)}
+            if isinstance(value, str) and said and value.casefold() not in said:
+                return True
+    return False
+
+
 def _names_a_change(text: str, state: _Conversation) -> bool:
     """Whether a new state is said of a record of this conversation (an identifier) with a field of the suite's
     writes ("... is now the owner of CS-7002") or an action word ("... is now set for Saturday")."""
@@ -718,6 +752,13 @@ def _names_a_change(text: str, state: _Conversation) -> bool:
     words = " ".join(word.lower() for word in _TOKEN.findall(text))
     return any(f" {label} " in f" {words} " for label in state.vocabulary.labels) \
         or any(state.vocabulary.action(word) for word in words.split())
+
+
+def _names_argument_label(text: str, call: dict[str, Any]) -> bool:
+    """Whether the text names an argument the call set, other than the record's identifier ("the address")."""
+    return any(re.search(r"\b" + r"[\s_-]".join(map(re.escape, name.split("_"))) + r"\b", text, re.IGNORECASE)
+               for name, value in (call.get("arguments") or {}).items()
+               if not (isinstance(value, str) and _IDENTIFIER.fullmatch(value)))
 
 
 def _states_a_value(text: str, call: dict[str, Any]) -> bool:

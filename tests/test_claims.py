@@ -241,3 +241,13 @@ def test_the_turn_of_a_write_never_told_is_the_user_turns_so_far_when_the_call_h
 def test_what_someone_else_did_will_do_or_did_not_do_claims_nothing(text):
     conv = transcript(("user", "What about my ticket?"), ("assistant", text))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == []
+
+
+def test_a_list_read_back_with_assigned_to_claims_nothing():
+    items = {"action_items": [{"id": "ACT-1", "title": "Fix printer", "status": "Open", "assignee": "ana@x.example",
+                               "due_date": "2026-12-05"}]}
+    conv = transcript(("user", "Which action items does TKT-1 have?"),
+                      ("assistant", "Ticket TKT-1 has 1 action item(s):\n1. ACT-1: Fix printer (Open, assigned to "
+                                    "ana@x.example, due 2026-12-05)", [call("list_action_items", items, ticket_id="TKT-1")]))
+    assert find_claims(conv, {"list_action_items": {"effect": "read"}, **SCHEMA_TOOLS}) == {
+        "claimed_not_done": [], "done_not_told": []}

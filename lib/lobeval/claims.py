@@ -672,7 +672,8 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
 
 def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
     """A passive the bot reads back: after a read, about something that is no record of the suite's writes, or with
-    a time in the past, or with a word of its action (or its group) that the read returned ("amended": true)."""
+    a time in the past, or with a word of its action (or its group) that the read returned ("amended": true,
+    "assignee": ...)."""
     if not state.read:
         return False
     if said.subject and not any(_specific(word) and word not in _DETERMINERS or _singular(word) in state.vocabulary.records
@@ -681,7 +682,7 @@ def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
     if _HISTORY.search(sentence) or _ON_A_DAY.search(sentence):
         return True
     returned = {lemma for word in re.findall(r"[a-z]+", state.read) for lemma in lemmas(word)}
-    return said.lemma in returned or bool(groups_of(said.lemma) & {group for word in returned
+    return f'"{said.lemma}' in state.read or said.lemma in returned or bool(groups_of(said.lemma) & {group for word in returned
                                                                     for group in groups_of(word)} - {"any"})
 
 

@@ -346,7 +346,7 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
             if _named_agent(tokens[position + 1:]):
                 return None
             if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
-                return specific(tokens[0]), True, before
+                return specific(tokens[0]) and "already" not in tokens[back:position], True, before
             return True, True, before
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
@@ -402,7 +402,7 @@ def _named_agent(after: list[str]) -> bool:
 def _value_text(sentence: str) -> str:
     """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
     kept = [clause for clause in CLAUSE.split(expand(sentence))
-            if clause and not re.search(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should|by)\b", clause,
+            if clause and not re.search(r"\b(?:will(?! now)|would|could|can|may(?!\s+\d)|might|should|by)\b", clause,
                                         re.IGNORECASE)]
     return " ; ".join(kept)
 

@@ -251,3 +251,13 @@ def test_a_list_read_back_with_assigned_to_claims_nothing():
                                     "ana@x.example, due 2026-12-05)", [call("list_action_items", items, ticket_id="TKT-1")]))
     assert find_claims(conv, {"list_action_items": {"effect": "read"}, **SCHEMA_TOOLS}) == {
         "claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_sentence_with_an_unbacked_claim_still_tells_the_write_it_names():
+    conv = transcript(("user", "Cancel ORD-1 and refund it"),
+                      ("assistant", "I cancelled ORD-1 and refunded the payment.",
+                       [call("refund_order", {"ok": True}, order_id="ORD-1")]))
+    assert find_claims(conv, {"refund_order": {"effect": "write"}}) == {
+        "claimed_not_done": [{"message_index": 1, "claim": "cancelled",
+                              "text": "I cancelled ORD-1 and refunded the payment."}],
+        "done_not_told": []}

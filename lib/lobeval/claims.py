@@ -128,8 +128,9 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
 
 
 def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
-    """What is wrong with the sentence's claims of an action or a state, or None."""
-    context = state.read
+    """What is wrong with the sentence's claims of an action or a state (the first thing), or None; every write
+    the sentence tells is marked told either way."""
+    problems = []
     for said in actions_said(sentence, state.vocabulary, state.said_by_user):
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
@@ -137,25 +138,21 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
         if backing:
-            problem = _agreement(said, sentence, backing, state, context)
-            if problem:
-                return problem
-            continue
-        if not said.claim or (said.passive and _reported(said, sentence, state)) \
-                or (present and (state.read or NEW_STATE.search(sentence))):
-            continue
-        return {"claim": said.word.lower()}
-    return _state_problem(sentence, state, context)
+            problems.append(_agreement(said, sentence, backing, state))
+        elif said.claim and not (said.passive and _reported(said, sentence, state)) \
+                and not (present and (state.read or NEW_STATE.search(sentence))):
+            problems.append({"claim": said.word.lower()})
+    problems.append(_state_problem(sentence, state))
+    return next((problem for problem in problems if problem), None)
 
 
-def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation,
-               context: str) -> dict[str, Any] | None:
+def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:
     """Tell the backing writes; the disagreement with the latest when none agrees with every value said."""
     first = None
     for made in reversed(backing):
         call = made["call"]
         function = function_of(call["functionName"], state.tools)
-        found = disagreement(sentence, call, function, context) or assigned_name(said, sentence, call)
+        found = disagreement(sentence, call, function, state.read) or assigned_name(said, sentence, call)
         if found is None:
             state.told.update(other["actual_index"] for other in backing)
             return None
@@ -183,7 +180,7 @@ def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
     return f'"{said.lemma}' in state.read or said.lemma in returned or bool(groups_of(said.lemma) & groups)
 
 
-def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[str, Any] | None:
+def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """A statement of a new state ("TKT-1 is now Critical", "LV-3 now starts on 3 March 2026"): tells the latest
     write that set what it says; one that set it otherwise, or a value only a failed write tried to set, is
     claimed but not done."""
@@ -196,7 +193,7 @@ def _state_problem(sentence: str, state: _Conversation, context: str) -> dict[st
         call, function = made["call"], function_of(made["call"]["functionName"], state.tools)
         if not fits(call, sentence, state.vocabulary.entities, function):
             continue
-        found = disagreement(sentence, call, function, context)
+        found = disagreement(sentence, call, function, state.read)
         if found:
             state.told.add(made["actual_index"])
             problem = problem or {"claim": "set", "functionName": call["functionName"],

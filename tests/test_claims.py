@@ -261,3 +261,10 @@ def test_a_sentence_with_an_unbacked_claim_still_tells_the_write_it_names():
         "claimed_not_done": [{"message_index": 1, "claim": "cancelled",
                               "text": "I cancelled ORD-1 and refunded the payment."}],
         "done_not_told": []}
+
+
+def test_a_past_form_that_is_also_an_enum_value_is_backed_by_a_function_of_its_action():
+    tools = {**SCHEMA_TOOLS, "cancel_item": {"effect": "write", "function": {"name": "cancel_item"}}}
+    conv = transcript(("user", "Cancel ACT-4"), ("assistant", "I've cancelled ACT-4.",
+                                                 [call("cancel_item", {"ok": True}, action_item_id="ACT-4")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}

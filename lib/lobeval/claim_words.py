@@ -142,6 +142,14 @@ def lemmas(word: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def base_forms(word: str) -> tuple[str, ...]:
+    """The base forms of a past form worth matching: the general action word when one is among them
+    ("cancelled" → cancel), else every candidate ("shipped" → shipp, shippe, ship)."""
+    found = lemmas(word)
+    known = tuple(lemma for lemma in found if lemma in LEXICON)
+    return known or found
+
+
 def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
     tool = tools.get(function_key(function_name))
     if tool and tool.get("effect"):
@@ -160,7 +168,7 @@ def _function(name: str, description: str, parameters_json: str) -> Function:
     for schema in parameters.values():
         for value in schema.get("enum") or []:
             if isinstance(value, str):
-                verbs.update(lemma for lemma in lemmas(value) if lemma in LEXICON or len(value.split()) == 1)
+                verbs.update(base_forms(value))
     entities = {singular(word) for word in words if word not in verbs
                 and word not in _READ_PREFIXES and word not in {"a", "an", "the", "by", "for", "to", "of", "in", "on",
                                                                  "with", "from", "and", "or", "my", "id", "ids"}}
@@ -213,7 +221,7 @@ class Vocabulary:
 
     def action(self, word: str) -> str | None:
         """The base form of an action word said in its past form, or None."""
-        return next((lemma for lemma in lemmas(word) if lemma in self.actions), None)
+        return next((lemma for lemma in base_forms(word) if lemma in self.actions), None)
 
 
 # ---- Reading what the bot said ---------------------------------------------------------------------------------

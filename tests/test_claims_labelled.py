@@ -87,3 +87,20 @@ def test_a_bad_labelled_line_names_the_file_line_and_field(tmp_path):
                                 "expected": {"done_not_told": ["first"]}}), encoding="utf-8")
     with pytest.raises(RecordError, match=r"labelled.jsonl: line 1: field 'expected.done_not_told\[0\]': must be an integer"):
         bench_claims(path)
+
+
+def test_lobeval_bench_claims_prints_the_figures_of_the_projects_own_set_by_default(capsys):
+    from lobeval.cli import main
+
+    assert main(["bench", "claims"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"claims: {len((FOLDER / 'labelled.jsonl').read_text(encoding='utf-8').splitlines())} labelled " \
+                     "conversations"
+    assert out[1].startswith("claimed not done: precision ") and out[2].startswith("done not told: precision ")
+
+
+def test_a_file_is_only_for_bench_claims(capsys):
+    from lobeval.cli import main
+
+    assert main(["bench", "simulate", "labelled.jsonl"]) == 2
+    assert "bench simulate: FILE is for bench claims" in capsys.readouterr().err

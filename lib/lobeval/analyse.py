@@ -237,7 +237,8 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
 
 
 def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame:
-    """Failures grouped by signature: count, conversations affected, and the first example conversations."""
+    """Failures grouped by signature: count, conversations affected, and the first example conversations; the
+    largest first, and of equal size in the order of KINDS (a wrong argument before the words that told it)."""
     failures = failure_signatures(results)
     failures["conversation"] = failures["case_id"] + "#" + failures["trial"].astype(str)
     grouped = failures.groupby(SIGNATURE, sort=False)
@@ -246,7 +247,9 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
         "conversations": grouped["conversation"].nunique(),
         "examples": grouped["conversation"].agg(lambda values: sorted(set(values))[:examples]),
     }).reset_index()
-    return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)
+    table["order"] = table["kind"].map({kind: position for position, kind in enumerate(KINDS)}).fillna(len(KINDS))
+    ordered = table.sort_values(["count", "order", *SIGNATURE], ascending=[False, True, True, True, True, True])
+    return ordered.drop(columns="order").reset_index(drop=True)
 
 
 KINDS = ("missed_call", "forbidden_call", "wrong_argument", "missing_argument", "said_not_sent", "claimed_not_done",

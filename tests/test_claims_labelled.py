@@ -1,5 +1,5 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
-benchmark"): labelled.jsonl, written while the rules were made (seven sets of about 40 in it were written as
+benchmark"): labelled.jsonl, written while the rules were made (eight sets of about 40 in it were written as
 held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
 and never used to change them. Each conversation is a test; those the rules get wrong are expected failures, kept
 visible here and counted by `lobeval bench claims [FILE]`."""
@@ -20,9 +20,6 @@ KNOWN_MISSES = {
                               "on several records needs only one of them",
     "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
     "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
-    "held_out:hr-015": "'LV-1302 is withdrawn' (a present passive) after a read in an earlier message claims nothing",
-    "held_out:orders-033": "'ORD-5508 is paid' names 'pay', an action of the refund group, so the silent refund reads as told",
-    "held_out:orders-034": "'will be delivered on 30 June 2026 now' is read as the future: the change it tells is not seen",
 }
 
 

@@ -31,7 +31,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
     "send": ("send", "email", "notify", "forward", "inform", "alert"),
-    "refund": ("refund", "reimburse", "credit", "pay"),
+    "refund": ("refund", "reimburse", "credit"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),
 }
@@ -42,7 +42,8 @@ _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset
               "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin"}
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
 _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
-            "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully"}
+            "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully",
+            "still"}
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
            "ready", "plan", "to", "before", "cannot", "let"}
@@ -354,7 +355,7 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
             if _named_agent(tokens[position + 1:]):
                 return None
             if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
-                return specific(tokens[0]) and "already" not in tokens[back:position], True, before
+                return specific(tokens[0]) and not {"already", "still"} & set(tokens[:position]), True, before
             return True, True, before
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
@@ -410,8 +411,8 @@ def _named_agent(after: list[str]) -> bool:
 def _value_text(sentence: str) -> str:
     """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
     kept = [clause for clause in CLAUSE.split(expand(sentence))
-            if clause and not re.search(r"\b(?:will(?! now)|would|could|can|may(?!\s+\d)|might|should|by)\b", clause,
-                                        re.IGNORECASE)]
+            if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should|by)\b",
+                                        clause, re.IGNORECASE)]
     return " ; ".join(kept)
 
 

@@ -140,7 +140,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         if backing:
             problems.append(_agreement(said, sentence, backing, state))
         elif said.claim and not (said.passive and _reported(said, sentence, state)) \
-                and not (present and (state.read or NEW_STATE.search(sentence))):
+                and not (present and NEW_STATE.search(sentence)):
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
     return next((problem for problem in problems if problem), None)
@@ -186,7 +186,8 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     claimed but not done."""
     expanded = expand(unquoted(sentence))
     if not NEW_STATE.search(expanded) or NEGATION.search(expanded) \
-            or re.search(r"\b(?:will(?! now)|would|could|can|may(?!\s+\d)|might|should)\b", expanded, re.IGNORECASE):
+            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should)\b", expanded,
+                         re.IGNORECASE):
         return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
     problem = None
     for made in reversed(state.writes):

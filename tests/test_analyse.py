@@ -324,9 +324,12 @@ def test_error_analysis_notebook_runs_offline_and_glues_the_clusters(tmp_path, m
                                kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
     scraps = scrapbook.read_notebook(str(executed)).scraps
     conversation = f"{broken['case_id']}#{broken['trial']}"
-    assert scraps["top_clusters"].data == [   # the sample bot's deliberate weakness, then the failure made here
-        {"kind": "wrong_argument", "function": "update_action_item", "argument": "due_date", "category": "",
-         "count": 2, "conversations": 2, "examples": ["reassign_action_item-001#0", "reassign_action_item-002#0"]},
+    # the sample bot's deliberate weakness (a wrong argument, then words that say another value than the call sent),
+    # then the failure made here
+    assert scraps["top_clusters"].data == [
+        {"kind": kind, "function": "update_action_item", "argument": "due_date", "category": "",
+         "count": 2, "conversations": 2, "examples": ["reassign_action_item-001#0", "reassign_action_item-002#0"]}
+        for kind in ("wrong_argument", "said_not_sent")] + [
         {"kind": "wrong_argument", "function": "create_support_ticket", "argument": "priority", "category": "",
          "count": 1, "conversations": 1, "examples": [conversation]}]
     assert scraps["root_causes_status"].data == "not run: no model configured"

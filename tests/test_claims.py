@@ -1,7 +1,7 @@
 """Claimed but not done / done but not told, on hand-written transcripts."""
 import pytest
 
-from lobeval.claims import entity_words, family_of, find_claims
+from lobeval.claims import find_claims, function_of
 
 TOOLS = {"create_ticket": {"effect": "write"}, "update_ticket": {"effect": "write"},
          "get_ticket": {"effect": "read"}, "cancel_order": {"effect": "write"}, "cancel_ticket": {"effect": "write"}}
@@ -29,20 +29,20 @@ def test_a_claim_without_any_call():
     conv = transcript(("user", "Create a ticket for the printer"),
                       ("assistant", "I've created the ticket for you. Anything else?"))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == [
-        {"message_index": 1, "claim": "create", "text": "I've created the ticket for you."}]
+        {"message_index": 1, "claim": "created", "text": "I've created the ticket for you."}]
 
 
 def test_a_claim_backed_only_by_a_failed_call_or_a_read():
     conv = transcript(("user", "Raise the priority of TKT-3"),
                       ("assistant", "The ticket has been updated.",
                        [call("get_ticket", {"id": "TKT-3"}), call("update_ticket", error="permission denied")]))
-    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["update"]
+    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["updated"]
 
 
 def test_a_claim_of_the_wrong_family_is_not_backed():
     conv = transcript(("user", "Cancel order ORD-77"),
                       ("assistant", "Your order has been cancelled.", [call("update_ticket", {"id": "ORD-77"})]))
-    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["cancel"]
+    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["cancelled"]
 
 
 def test_questions_negations_and_echoed_words_are_not_claims():
@@ -119,7 +119,7 @@ def test_examples_and_requests_are_not_claims(sentence):
                                   "Ticket TKT-9 has been created, please tell me if you need anything else."])
 def test_a_claim_next_to_like_or_a_request_is_still_a_claim(text):
     conv = transcript(("user", "Open a ticket"), ("assistant", text))
-    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["create", "TKT-9"]
+    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["created", "TKT-9"]
 
 
 def test_a_claim_is_backed_only_by_a_write_on_the_entity_it_names():
@@ -129,7 +129,7 @@ def test_a_claim_is_backed_only_by_a_write_on_the_entity_it_names():
                       ("user", "And the action item?"),
                       ("assistant", "The action item has been created."))
     assert find_claims(conv, SUPPORT_TOOLS) == {
-        "claimed_not_done": [{"message_index": 3, "claim": "create", "text": "The action item has been created."}],
+        "claimed_not_done": [{"message_index": 3, "claim": "created", "text": "The action item has been created."}],
         "done_not_told": []}
     conv["messages"][3]["function_calls"] = [call("create_action_item", {"action_item_id": "ACT-7"}, turn=2)]
     assert find_claims(conv, SUPPORT_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
@@ -149,7 +149,7 @@ def test_a_claim_with_an_id_is_backed_only_by_a_write_with_that_id():
     conv = transcript(("user", "Open an action item for TKT-5"),
                       ("assistant", "Action item ACT-9 has been created.",
                        [call("create_action_item", {"action_item_id": "ACT-8"}, parent_ticket_id="TKT-5")]))
-    assert [c["claim"] for c in find_claims(conv, SUPPORT_TOOLS)["claimed_not_done"]] == ["create", "ACT-9"]
+    assert [c["claim"] for c in find_claims(conv, SUPPORT_TOOLS)["claimed_not_done"]] == ["created", "ACT-9"]
     conv["messages"][1]["content"] = "Action item ACT-8 has been created for ticket TKT-5."
     assert find_claims(conv, SUPPORT_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
 
@@ -159,20 +159,15 @@ def test_imported_transcripts_with_calls_only_at_the_top_level():
             "function_calls": [call("create_ticket", {"id": "TKT-1"}, turn=1)]}
     assert find_claims(conv, TOOLS) == {"claimed_not_done": [], "done_not_told": []}
     conv["function_calls"] = []
-    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["create"]
+    assert [c["claim"] for c in find_claims(conv, TOOLS)["claimed_not_done"]] == ["created"]
 
 
-@pytest.mark.parametrize("name, family", [("create_support_ticket", "create"), ("Plugin-UpdateOrder", "update"),
-                                          ("cancelBooking", "cancel"), ("get_ticket", None)])
-def test_function_families(name, family):
-    assert family_of(name) == family
-
-
-@pytest.mark.parametrize("name, entity", [("create_action_item", {"action", "item"}), ("Plugin-UpdateOrder", {"order"}),
-                                          ("search_support_tickets", {"support", "ticket"}),
-                                          ("get_ticket_by_id", {"ticket"})])
-def test_what_a_function_acts_on(name, entity):
-    assert entity_words(name) == entity
+@pytest.mark.parametrize("name, actions, entities", [
+    ("create_action_item", {"create"}, {"action", "item"}), ("Plugin-UpdateOrder", {"update"}, {"order"}),
+    ("cancelBooking", {"cancel"}, {"booking"}), ("submit_leave_request", {"submit"}, {"leave", "request"})])
+def test_what_a_function_does_and_acts_on(name, actions, entities):
+    function = function_of(name, {})
+    assert (function.actions, function.entities) == (actions, entities)
 
 
 def test_without_tools_json_names_decide_the_effect():
@@ -185,7 +180,7 @@ def test_a_new_state_stated_after_the_write_failed_is_claimed_but_not_done():
     conv = transcript(("user", "Make TKT-1001 critical please"),
                       ("assistant", "Done. TKT-1001 is now Critical.", [failed]))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == [
-        {"message_index": 1, "claim": "update", "text": "TKT-1001 is now Critical."}]
+        {"message_index": 1, "claim": "set", "text": "TKT-1001 is now Critical."}]
 
 
 @pytest.mark.parametrize("text, calls", [
@@ -201,3 +196,75 @@ def test_a_new_state_stated_after_the_write_failed_is_claimed_but_not_done():
 def test_a_new_state_that_was_set_or_is_not_the_failed_value_is_no_claim(text, calls):
     conv = transcript(("user", "Make TKT-1001 critical please"), ("assistant", text, calls))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == []
+
+
+SCHEMA_TOOLS = {"update_item": {"effect": "write", "function": {"name": "update_item", "description": "Change an item.",
+                                 "parameters": {"properties": {"due_date": {"type": "string", "format": "date"},
+                                                               "status": {"type": "string",
+                                                                          "enum": ["Open", "Completed", "Cancelled"]}}}}}}
+
+
+def test_a_backed_claim_that_states_another_value_than_the_call_sent_is_claimed_but_not_done():
+    conv = transcript(("user", "Move ACT-1 to 12 December 2026"),
+                      ("assistant", "Done: updated ACT-1: due date is now 2026-12-12.",
+                       [call("update_item", {"ok": True}, action_item_id="ACT-1", due_date="2026-12-11")]))
+    assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [
+        {"message_index": 1, "claim": "updated", "functionName": "update_item", "actual_index": 0,
+         "argument": "due_date", "said": "2026-12-12", "sent": "2026-12-11",
+         "text": "Done: updated ACT-1: due date is now 2026-12-12."}], "done_not_told": []}
+    conv["messages"][1]["content"] = "Done: ACT-1 is due on 11 Dec 2026 now."
+    assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_cancel_done_as_an_update_to_status_cancelled_backs_has_been_cancelled():
+    conv = transcript(("user", "Cancel ACT-2"), ("assistant", "ACT-2 has been cancelled.",
+                                                 [call("update_item", {"ok": True}, action_item_id="ACT-2",
+                                                       status="Cancelled")]))
+    assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
+    conv["messages"][1]["function_calls"][0]["arguments"]["status"] = "Completed"
+    assert find_claims(conv, SCHEMA_TOOLS)["claimed_not_done"][0]["claim"] == "cancelled"
+
+
+def test_the_turn_of_a_write_never_told_is_the_user_turns_so_far_when_the_call_has_none():
+    made = {"functionName": "update_item", "arguments": {"status": "Open"}, "result": {"ok": True}}
+    conv = transcript(("user", "hi"), ("assistant", "Hello."), ("user", "Look at ACT-3"),
+                      ("assistant", "ACT-3 is Open.", [made]))
+    assert find_claims(conv, SCHEMA_TOOLS)["done_not_told"] == [
+        {"actual_index": 0, "functionName": "update_item", "turn": 2}]
+
+
+@pytest.mark.parametrize("text", ["It was opened by the night shift.", "Your manager updated it yesterday.",
+                                  "Once you confirm, it will be cancelled.", "I can have it reassigned.",
+                                  "Nothing was changed.", "None of them were updated.",
+                                  "Requests logged after 6 pm are handled the next day.",
+                                  "- Ticket cancelled\n- Ticket kept\nWhich do you prefer?"])
+def test_what_someone_else_did_will_do_or_did_not_do_claims_nothing(text):
+    conv = transcript(("user", "What about my ticket?"), ("assistant", text))
+    assert find_claims(conv, TOOLS)["claimed_not_done"] == []
+
+
+def test_a_list_read_back_with_assigned_to_claims_nothing():
+    items = {"action_items": [{"id": "ACT-1", "title": "Fix printer", "status": "Open", "assignee": "ana@x.example",
+                               "due_date": "2026-12-05"}]}
+    conv = transcript(("user", "Which action items does TKT-1 have?"),
+                      ("assistant", "Ticket TKT-1 has 1 action item(s):\n1. ACT-1: Fix printer (Open, assigned to "
+                                    "ana@x.example, due 2026-12-05)", [call("list_action_items", items, ticket_id="TKT-1")]))
+    assert find_claims(conv, {"list_action_items": {"effect": "read"}, **SCHEMA_TOOLS}) == {
+        "claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_sentence_with_an_unbacked_claim_still_tells_the_write_it_names():
+    conv = transcript(("user", "Cancel ORD-1 and refund it"),
+                      ("assistant", "I cancelled ORD-1 and refunded the payment.",
+                       [call("refund_order", {"ok": True}, order_id="ORD-1")]))
+    assert find_claims(conv, {"refund_order": {"effect": "write"}}) == {
+        "claimed_not_done": [{"message_index": 1, "claim": "cancelled",
+                              "text": "I cancelled ORD-1 and refunded the payment."}],
+        "done_not_told": []}
+
+
+def test_a_past_form_that_is_also_an_enum_value_is_backed_by_a_function_of_its_action():
+    tools = {**SCHEMA_TOOLS, "cancel_item": {"effect": "write", "function": {"name": "cancel_item"}}}
+    conv = transcript(("user", "Cancel ACT-4"), ("assistant", "I've cancelled ACT-4.",
+                                                 [call("cancel_item", {"ok": True}, action_item_id="ACT-4")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}

@@ -20,6 +20,7 @@ import seaborn as sns
 from IPython.display import HTML
 from matplotlib.figure import Figure
 
+from lobeval.claims import claim_what, said_value
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
@@ -218,19 +219,26 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
         for output in row.get("missing_outputs", []):
             add("missing_output", detail=output)
         for claim in (row.get("claims") or {}).get("claimed_not_done", []):
-            add("claimed_not_done", category=claim.get("claim"), message_index=claim.get("message_index"),
-                detail=claim.get("text"))
+            if claim.get("argument"):   # the call that backs the claim sent another value than the bot said
+                add("said_not_sent", claim.get("functionName"), claim["argument"], message_index=claim.get("message_index"),
+                    actual_index=claim.get("actual_index"), said=claim.get("said"), sent=claim.get("sent"),
+                    detail=claim.get("text"))
+            else:
+                add("claimed_not_done", category=claim.get("claim"), message_index=claim.get("message_index"),
+                    detail=claim.get("text"))
         for turn in (row.get("judges") or {}).get("turns", []) or []:
             failure = turn.get("failure")
             if turn.get("failed") and failure:
                 add("behaviour", category=failure.get("category"), message_index=turn.get("message_index"),
                     severity=failure.get("severity"), detail=failure.get("reason"))
-    columns = [*ROW_IDS, *SIGNATURE, "actual_index", "expected_index", "turn", "message_index", "severity", "detail"]
+    columns = [*ROW_IDS, *SIGNATURE, "actual_index", "expected_index", "turn", "message_index", "severity", "said", "sent",
+               "detail"]
     return pd.DataFrame(found, columns=columns)
 
 
 def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame:
-    """Failures grouped by signature: count, conversations affected, and the first example conversations."""
+    """Failures grouped by signature: count, conversations affected, and the first example conversations; the
+    largest first, and of equal size in the order of KINDS (a wrong argument before the words that told it)."""
     failures = failure_signatures(results)
     failures["conversation"] = failures["case_id"] + "#" + failures["trial"].astype(str)
     grouped = failures.groupby(SIGNATURE, sort=False)
@@ -239,10 +247,13 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
         "conversations": grouped["conversation"].nunique(),
         "examples": grouped["conversation"].agg(lambda values: sorted(set(values))[:examples]),
     }).reset_index()
-    return table.sort_values(["count", *SIGNATURE], ascending=[False, True, True, True, True]).reset_index(drop=True)
+    table["order"] = table["kind"].map({kind: position for position, kind in enumerate(KINDS)}).fillna(len(KINDS))
+    ordered = table.sort_values(["count", "order", *SIGNATURE], ascending=[False, True, True, True, True, True])
+    return ordered.drop(columns="order").reset_index(drop=True)
 
 
-KINDS = ("missed_call", "forbidden_call", "wrong_argument", "missing_argument", "claimed_not_done", "failed_call",
+KINDS = ("missed_call", "forbidden_call", "wrong_argument", "missing_argument", "said_not_sent", "claimed_not_done",
+         "failed_call",
          "extra_call", "behaviour", "missing_output", "extra_argument")
 """Every failure kind, the order in which equally frequent failures are told."""
 CLAIM_VERBS = {"create": "created", "update": "updated", "cancel": "cancelled"}
@@ -282,6 +293,10 @@ def _sentence(kind: str, function: str, argument: str, category: str, n: int, gr
         values = ", ".join(f"{_shown_value(expected)} → {_shown_value(actual)} ×{count}"
                            for expected, actual, count in zip(pairs["expected"], pairs["actual"], pairs["count"]))
         return f"{function}: {argument} wrong {where}" + (f" (expected → actual: {values})" if values else "")
+    if kind == "said_not_sent":
+        told = Counter(zip(map(said_value, group["said"]), map(said_value, group["sent"])))
+        values = ", ".join(f"{said} → {sent} ×{count}" for (said, sent), count in told.most_common())
+        return f"{function}: told the user one {argument} and sent another {where} (said → sent: {values})"
     if kind == "claimed_not_done":
         if _IDENTIFIER.fullmatch(category):
             return f"named {category}, which neither the user nor any call produced, {where}"
@@ -530,7 +545,7 @@ def claims_table(results: dict[str, Any]) -> pd.DataFrame:
     """One row per claim the bot made without doing it, and per write it never told the user about (in the
     conversations left out of its metrics: none)."""
     found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"], "kind": kind,
-              "what": item.get("claim") or item.get("functionName"), "text": item.get("text", "")}
+              "what": claim_what(item), "text": item.get("text", "")}
              for row in results["rows"] if not row.get("excluded") for kind in ("claimed_not_done", "done_not_told")
              for item in (row.get("claims") or {}).get(kind, [])]
     return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])

@@ -18,6 +18,8 @@ from typing import Any
 
 from lobeval.testing import FakeOpenAI, tool_calls
 
+CLAIMS_FILE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "claims" / "labelled.jsonl"
+"""The project's own labelled conversations (`lobeval bench claims` without a FILE)."""
 BENCH_TICKET = {"title": "Printer on floor 3 prints blank pages", "description": "Every job comes out blank.",
                 "department_code": "IT", "priority": "Medium", "workflow_type": "Standard",
                 "expected_outcome": "Printing works again.", "customer_visible": False}
@@ -246,4 +248,54 @@ def format_evaluate(figures: list[dict[str, Any]]) -> list[str]:
         lines.append("  share of the wall time: " + ", ".join(shares))
         lines.append(f"  written: evaluation_results.json {entry['results MB'] * 1000:.0f} kB, "
                      f"evaluation_rows.jsonl {entry['rows MB']:.0f} MB")
+    return lines
+
+
+def bench_claims(path: str | Path) -> dict[str, Any]:
+    """The claims check against a labelled file (docs/formats.md, "Claims benchmark"): true and false positives
+    and misses in both directions, and the false alarms by the kind of conversation they came from."""
+    from lobeval.claims import find_claims
+    from lobeval.records import LabelledClaims, iter_jsonl, validated
+    from lobeval.vocabulary import function_key
+
+    tally = {direction: {"found": 0, "false": 0, "missed": 0} for direction in ("claimed_not_done", "done_not_told")}
+    false_by_kind: dict[str, int] = {}
+    conversations = 0
+    for line, record in iter_jsonl(path):
+        labelled = validated(LabelledClaims, record, path, f"line {line}").model_dump()
+        tools = {function_key((tool.get("function") or {}).get("name") or ""): tool for tool in labelled["tools"]}
+        found = find_claims(labelled, tools)
+        expected = labelled["expected"]
+        said = list(dict.fromkeys(" ".join(item["text"].split()) for item in found["claimed_not_done"]))
+        truth = [" ".join(sentence.split()) for sentence in expected["claimed_not_done"]]
+        hits = [text for text in said if any(text in sentence or sentence in text for sentence in truth)]
+        writes = {item["actual_index"] for item in found["done_not_told"]}
+        false = len(said) - len(hits) + len(writes - set(expected["done_not_told"]))
+        for direction, right, wrong, missed in (
+                ("claimed_not_done", len(hits), len(said) - len(hits),
+                 sum(not any(text in sentence or sentence in text for text in said) for sentence in truth)),
+                ("done_not_told", len(writes & set(expected["done_not_told"])),
+                 len(writes - set(expected["done_not_told"])), len(set(expected["done_not_told"]) - writes))):
+            tally[direction]["found"] += right
+            tally[direction]["false"] += wrong
+            tally[direction]["missed"] += missed
+        if false:
+            false_by_kind[labelled["kind"]] = false_by_kind.get(labelled["kind"], 0) + false
+        conversations += 1
+    return {"conversations": conversations, "directions": tally, "false_by_kind": false_by_kind}
+
+
+def format_claims(figures: dict[str, Any]) -> list[str]:
+    """`bench_claims` as printed lines: precision and recall per direction ("—" where nothing was found or
+    expected), then the false alarms by kind."""
+    def share(part: int, whole: int) -> str:
+        return f"{part / whole:.3f}" if whole else "—"
+
+    lines = [f"claims: {figures['conversations']} labelled conversations"]
+    for direction, counts in figures["directions"].items():
+        found, false, missed = counts["found"], counts["false"], counts["missed"]
+        lines.append(f"{direction.replace('_', ' ')}: precision {share(found, found + false)} ({found} of "
+                     f"{found + false}), recall {share(found, found + missed)} ({found} of {found + missed})")
+    alarms = sorted(figures["false_by_kind"].items(), key=lambda item: (-item[1], item[0]))
+    lines.append("false alarms by kind: " + (", ".join(f"{kind} {count}" for kind, count in alarms) or "none"))
     return lines

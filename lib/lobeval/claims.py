@@ -1,213 +1,285 @@
 """Claimed but not done, and done but not told: a deterministic check of what the bot said
-against the calls it made. No model is needed.
+against the calls it made. No model is needed; the rules are in docs/metrics.md ("Claims").
 
-A claim is a statement in an assistant message with an action verb in the past tense ("created",
-"has been updated", "I've cancelled") and no negation, or an identifier such as TKT-1042 that neither
-the user nor any earlier call produced. Questions, examples ("e.g. ACT-5017", "such as") and requests
-("Please give its id") claim nothing.
+A sentence claims an action when an action word (a verb of the suite's write functions — their names,
+the first word of their descriptions, the enum values they set — or of the general action words
+below, in its past form) is said with the bot as its doer (first person; no subject, "Done: created
+TKT-5"; a passive whose agent is not named), in the past or perfect (no "will", "can", "once", "to"),
+with no negation in its clause, outside quotation marks, and not in a question, an example, a request
+or a list of options that ends with a question. A passive that reports what a read returned ("The
+priority was changed on 3 March", "it has already been cancelled", a word a read returned) is no
+claim; neither is a general rule ("Requests logged after 6 pm are handled the next day").
 
-A sentence that states a new state ("TKT-1001 is now Critical") with a value that a failed write tried to
-set is a claim of that write's family, backed only by a successful write that set the same value.
-
-A claim is backed by a successful write call of the same action family, made in that message or
-before it, that fits what was claimed: when the sentence names an entity (a word of a function name
-other than its verb, as "action item" in create_action_item), the call's name has it; when the
-sentence gives identifiers, one of them is in the call's arguments or result. A write is told only by
-a claim it backs: reading out its identifier alone does not tell the user what was done.
+A claim is backed by a successful write made in that message or before it whose words (name,
+description, enum values it set, arguments it set) share the claim's word or its action group, on
+the entity and identifiers the sentence names. A backed claim must also agree with the call on every
+value the sentence states (a date, an enum value of one of its parameters, an e-mail, a number, the
+name it was assigned to): a disagreement is claimed but not done, with what was said and what was sent.
+A statement of a new state ("TKT-1 is now Critical") is checked against the writes the same way.
+A write is told by any sentence that names its action (also in the present: "your leave is booked")
+or the new state it set; reading out its identifier alone does not tell the user what was done.
 """
 from __future__ import annotations
 
-import functools
-import itertools
 import json
 import re
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from lobeval.vocabulary import function_key, strip_plugin_prefix
-
-# Past-tense claim words by action family, and the words a function name of that family contains.
-FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "create": (r"created|logged|raised|filed|submitted|registered|added|booked|scheduled|placed",
-               ("create", "add", "new", "open", "log", "raise", "file", "submit", "register", "book", "schedule",
-                "place", "insert")),
-    "update": (r"updated|changed|modified|edited|moved|escalated|reassigned|renamed",
-               ("update", "set", "change", "modify", "edit", "patch", "move", "escalate", "assign", "rename",
-                "mark", "resolve")),
-    "cancel": (r"cancell?ed|deleted|removed|revoked|withdrawn|refunded",
-               ("cancel", "delete", "remove", "close", "revoke", "withdraw", "refund")),
-}
-_CLAIM = {family: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for family, (words, _) in FAMILIES.items()}
-_NEGATION = re.compile(r"\b(?:not|never|no|unable|failed|fail|cannot|couldn't|can't|wasn't|weren't|didn't|hasn't|"
-                       r"haven't|won't|error)\b", re.IGNORECASE)
-_IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
-_NEW_STATE = re.compile(r"\b(?:is|are)\s+now\b|\bnow\s+(?:is|are|has|have|shows?|reads?)\b", re.IGNORECASE)
-# A sentence ends at . ! ? before a space, but not at the abbreviations "e.g." and "i.e.".
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+")
-# "like" only before a quote or an identifier: "ids look like TKT-1042", not "I'd like to confirm ...".
-_EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
-                      re.IGNORECASE)
-_CLAUSE = re.compile(r"[,;]")
-_WORD = re.compile(r"\w+")
-_ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
-       r"let me know)\b"
-_REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|and|also|finally)\W+)*"
-                      rf"(?:please\s+|kindly\s+)?{_ASK}|\bplease\s+{_ASK}|^\W*(?:can|could|would|will)\s+you\b",
-                      re.IGNORECASE)
-_READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check")
-_VERBS = {stem for _, stems in FAMILIES.values() for stem in stems} | set(_READ_PREFIXES)
-_NOT_ENTITIES = _VERBS | {"a", "an", "the", "by", "for", "to", "of", "in", "on", "with", "from", "and", "or", "all",
-                          "my", "over", "id", "ids", "info", "details", "data"}
+from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, NEGATION, NEW_STATE, ON_A_DAY,
+                                 REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name, call_dates,
+                                 date_matches, dates_in, disagreement, expand, function_of, groups_of, is_write,
+                                 lemmas, names_argument, singular, specific, statements, unquoted)
 
 
-def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The row's `claims`: claimed_not_done [{message_index, claim, text}] and
-    done_not_told [{actual_index, functionName, turn}]. `tools` maps function keys to tools.json
-    entries, for effects; without an entry, a name that starts with get/list/search/... is a read."""
-    calls = _calls_by_message(conversation)
-    entities = _entity_vocabulary(conversation, tools)
-    claimed_not_done, told = [], set()
-    said = ""    # everything the user said so far
-    known = ""   # ... and every call returned
-    known_ids: set[str] = set()   # the identifiers in `known`
-    writes: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []   # the write calls that failed so far
-    for index, message in enumerate(conversation.get("messages") or []):
-        text = message.get("content") or ""
-        if message.get("role") != "assistant":
-            said, known = f"{said} {text}", f"{known} {text}"
-            known_ids.update(_IDENTIFIER.findall(text))
-            continue
-        made = [call for call in calls.get(index, []) if not call["call"].get("error")]
-        returned = " ".join(json.dumps([c["call"].get("arguments"), c["call"].get("result")], default=str)
-                            for c in calls.get(index, []))
-        known += " " + returned
-        known_ids.update(_IDENTIFIER.findall(returned))
-        writes += [call for call in made if is_write(call["call"]["functionName"], tools)]
-        failed += [call["call"] for call in calls.get(index, [])
-                   if call["call"].get("error") and is_write(call["call"]["functionName"], tools)]
-        for claim, sentence in [*claims_in(text, said, known), *state_claims(text, failed, writes)]:
-            if claim in FAMILIES:
-                backing = [call for call in writes if family_of(call["call"]["functionName"]) == claim
-                           and fits(call["call"], sentence, entities)]
-                if backing:
-                    told.update(call["actual_index"] for call in backing)
-                    continue
-            elif claim in known_ids:
-                continue
-            claimed_not_done.append({"message_index": index, "claim": claim, "text": sentence[:200]})
-    done_not_told = [{"actual_index": call["actual_index"], "functionName": call["call"]["functionName"],
-                      "turn": call["call"].get("turn")}
-                     for call in writes if call["actual_index"] not in told]
-    return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
+# ---- The check ---------------------------------------------------------------------------------------------
 
 
-def claims_in(text: str, said: str = "", known: str = "") -> list[tuple[str, str]]:
-    """(claim, sentence) for each action family or identifier a statement claims. A claim word the
-    bot repeats from the user's words ("our registered trademark ...") or from data it read (a status
-    "Cancelled") is not a claim."""
-    found = []
-    said_words, known = " ".join(_WORD.findall(said)).lower(), known.lower()
-    quoted_in_known = functools.cache(lambda word: f'"{word}"' in known)   # a few claim words, many matches
-    for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
-        if not sentence or sentence.endswith("?") or _NEGATION.search(sentence) or _EXAMPLE.search(sentence):
-            continue
-        # "Ticket TKT-5 has been created, please tell me ...": the request alone claims nothing.
-        stated = "; ".join(clause.strip() for clause in _CLAUSE.split(sentence) if not _REQUEST.search(clause))
-        found += [(family, sentence) for family, pattern in _CLAIM.items()
-                  if any(not _quoted(stated, match, said_words, quoted_in_known) for match in pattern.finditer(stated))]
-        found += [(identifier, sentence) for identifier in dict.fromkeys(_IDENTIFIER.findall(stated))]
-    return found
+def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, entities: set[str]) -> bool:
+    """Whether a successful write `call` did the action `said` in `sentence`."""
+    arguments = call.get("arguments") or {}
+    words = set(function.actions | function.entities)
+    for argument, value in arguments.items():
+        if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
+            words.update((*lemmas(value), value.lower()))
+    named_field = _names_argument_label(sentence, call)
+    same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
+            or "any" in groups_of(said.lemma) or names_argument(said.lemma, arguments)
+            or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
+    return bool(same) and fits(call, said.span, entities, function)
 
 
-def state_claims(text: str, failed: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(family, sentence) for each statement of a new state ("TKT-1001 is now Critical") that names a value a
-    failed write tried to set and no successful write of that family set."""
-    found = []
-    for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
-        if not _NEW_STATE.search(sentence) or sentence.endswith("?") or _NEGATION.search(sentence):
-            continue
-        words = _words(sentence)
-        for call in failed:
-            family = family_of(call["functionName"])
-            values = {value.lower() for value in _argument_texts(call) if not _IDENTIFIER.fullmatch(value)}
-            if family is None or not any(_words(value) <= words for value in values):
-                continue
-            done = {value.lower() for made in writes if family_of(made["call"]["functionName"]) == family
-                    for value in _argument_texts(made["call"])}
-            if not any(_words(value) <= words for value in values - done):
-                continue
-            found.append((family, sentence))
-            break
-    return found
-
-
-def _argument_texts(call: dict[str, Any]) -> list[str]:
-    """The call's argument values that are text with a word in it."""
-    return [value for value in (call.get("arguments") or {}).values() if isinstance(value, str) and _words(value)]
-
-
-def _quoted(sentence: str, match: re.Match, said_words: str, quoted_in_known: Callable[[str], bool]) -> bool:
-    """`said_words`: the user's words, lowercase, one space apart."""
-    if quoted_in_known(match.group().lower()):
-        return True
-    words = [match.group(), *(word.group() for word in itertools.islice(_WORD.finditer(sentence, match.end()), 2))]
-    return " ".join(words).lower() in said_words
-
-
-def fits(call: dict[str, Any], sentence: str, entities: set[str]) -> bool:
-    """Whether the claim in `sentence` can be about `call`: the entities it names (of `entities`,
-    the known ones) include one of the call's, and the identifiers it gives one of the call's."""
-    named = _words(sentence) & entities
-    if named and not named & entity_words(call["functionName"]):
+def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function) -> bool:
+    """Whether `sentence` can be about `call`: the entities it names (of `entities`, the suite's writes') include
+    one of the call's, and the identifiers it gives one of the call's."""
+    named = {singular(word.lower()) for word in re.findall(r"[A-Za-z]+", sentence)} & entities
+    if named and not named & function.entities:
         return False
-    identifiers = set(_IDENTIFIER.findall(sentence))
-    return not identifiers or bool(identifiers & set(_IDENTIFIER.findall(
+    identifiers = set(IDENTIFIER.findall(sentence))
+    return not identifiers or bool(identifiers & set(IDENTIFIER.findall(
         json.dumps([call.get("arguments"), call.get("result")], default=str))))
 
 
-def family_of(function_name: str) -> str | None:
-    """The action family a function name belongs to, from its first word that names one."""
-    for word in _name_words(function_name):
-        for family, (_, stems) in FAMILIES.items():
-            if word in stems:
-                return family
+@dataclass
+class _Conversation:
+    """What is known while reading a conversation in order."""
+
+    tools: dict[str, dict[str, Any]]
+    vocabulary: Vocabulary
+    said_by_user: str = " "
+    read: str = ""         # what successful reads returned, lower case
+    known_ids: set[str] = field(default_factory=set)
+    writes: list[dict[str, Any]] = field(default_factory=list)    # successful writes so far
+    reads: list[dict[str, Any]] = field(default_factory=list)     # successful reads so far
+    failed: list[dict[str, Any]] = field(default_factory=list)    # failed writes so far
+    told: set[int] = field(default_factory=set)
+    turn: int = 0
+    message_index: int = 0
+
+
+def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The row's `claims`: claimed_not_done [{message_index, claim, text}, plus for a value the call did not send
+    {functionName, actual_index, argument, said, sent}] and done_not_told [{actual_index, functionName, turn}].
+    `tools` maps function keys to tools.json entries; without an entry, a name that starts with
+    get/list/search/... is a read."""
+    calls = _calls_by_message(conversation)
+    state = _Conversation(tools, Vocabulary.of(tools, [c["call"] for made in calls.values() for c in made]))
+    claimed_not_done = []
+    for index, message in enumerate(conversation.get("messages") or []):
+        text = message.get("content") or ""
+        if message.get("role") != "assistant":
+            state.turn += message.get("role") == "user"
+            state.said_by_user += " ".join(re.findall(r"[a-z0-9]+", expand(text).lower())) + " "
+            state.known_ids.update(IDENTIFIER.findall(text))
+            continue
+        state.message_index = index
+        for made in calls.get(index, []):
+            made = {**made, "message_index": index}
+            call = made["call"]
+            state.known_ids.update(IDENTIFIER.findall(json.dumps([call.get("arguments"), call.get("result")],
+                                                                  default=str)))
+            write = is_write(call["functionName"], tools)
+            if write:
+                (state.failed if call.get("error") else state.writes).append(
+                    {**made, "turn": call.get("turn") if call.get("turn") is not None else state.turn})
+            elif not call.get("error"):
+                state.reads.append(made)
+                state.read += " " + json.dumps(call.get("result"), default=str).lower()
+        claimed_not_done += [{"message_index": index, **found} for found in _message_claims(text, state)]
+    done_not_told = [{"actual_index": made["actual_index"], "functionName": made["call"]["functionName"],
+                      "turn": made["turn"]} for made in state.writes if made["actual_index"] not in state.told]
+    return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
+
+
+def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
+    found = []
+    for sentence in statements(text):
+        if sentence.endswith("?") or EXAMPLE.search(sentence):
+            continue
+        problem = _sentence_problem(sentence, state)
+        if problem:
+            found.append({**problem, "text": sentence[:200]})
+        stated = unquoted(sentence)
+        stated = "; ".join(clause for clause in CLAUSE.split(stated) if clause and not REQUEST.search(clause))
+        for identifier in dict.fromkeys(IDENTIFIER.findall(stated)):
+            if identifier not in state.known_ids:
+                found.append({"claim": identifier, "text": sentence[:200]})
+    return found
+
+
+def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """What is wrong with the sentence's claims of an action or a state (the first thing), or None; every write
+    the sentence tells is marked told either way."""
+    problems = []
+    for said in actions_said(sentence, state.vocabulary, state.said_by_user):
+        backing = [made for made in state.writes
+                   if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
+                            state.vocabulary.entities)]
+        present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
+                                 re.IGNORECASE))
+        if backing:
+            problems.append(_agreement(said, sentence, backing, state))
+        elif said.claim and not (said.passive and _reported(said, sentence, state)) \
+                and not (present and NEW_STATE.search(sentence)):
+            problems.append({"claim": said.word.lower()})
+    problems.append(_state_problem(sentence, state))
+    return next((problem for problem in problems if problem), None)
+
+
+def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:
+    """Tell the backing writes; the disagreement with the latest when none agrees with every value said."""
+    first = None
+    for made in reversed(backing):
+        call = made["call"]
+        function = function_of(call["functionName"], state.tools)
+        found = disagreement(sentence, call, function, state.read) or assigned_name(said, sentence, call)
+        if found is None:
+            state.told.update(other["actual_index"] for other in backing)
+            return None
+        first = first or (made, found)
+    made, found = first
+    state.told.update(other["actual_index"] for other in backing)
+    return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
+            "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
+            "sent": found.sent}
+
+
+def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
+    """A passive the bot reads back: after a read, about something that is no record of the suite's writes, or with
+    a time in the past, or with a word of its action (or its group) that the read returned ("amended": true,
+    "assignee": ...)."""
+    if not state.read:
+        return False
+    if said.subject and not any(specific(word) and word not in DETERMINERS or singular(word) in state.vocabulary.records
+                                for word in said.subject):
+        return True   # "the card was declined": not a record of this conversation
+    if HISTORY.search(sentence) or ON_A_DAY.search(sentence):
+        return True
+    returned = {lemma for word in re.findall(r"[a-z]+", state.read) for lemma in lemmas(word)}
+    groups = {group for word in returned for group in groups_of(word)} - {"any"}
+    return f'"{said.lemma}' in state.read or said.lemma in returned or bool(groups_of(said.lemma) & groups)
+
+
+def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """A statement of a new state ("TKT-1 is now Critical", "LV-3 now starts on 3 March 2026"): tells the latest
+    write that set what it says; one that set it otherwise, or a value only a failed write tried to set, is
+    claimed but not done."""
+    expanded = expand(unquoted(sentence))
+    if not NEW_STATE.search(expanded) or NEGATION.search(expanded) \
+            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should)\b", expanded,
+                         re.IGNORECASE):
+        return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
+    problem = None
+    for made in reversed(state.writes):
+        call, function = made["call"], function_of(made["call"]["functionName"], state.tools)
+        if not fits(call, sentence, state.vocabulary.entities, function):
+            continue
+        found = disagreement(sentence, call, function, state.read)
+        if found:
+            state.told.add(made["actual_index"])
+            problem = problem or {"claim": "set", "functionName": call["functionName"],
+                                  "actual_index": made["actual_index"], "argument": found.argument,
+                                  "said": found.said, "sent": found.sent}
+        elif _states_a_value(expanded, call) or function.actions & {word.lower() for word in TOKEN.findall(expanded)} \
+                or _names_argument_label(expanded, call):
+            state.told.add(made["actual_index"])
+            return None
+    if problem:
+        return problem
+    tried = [made for made in state.failed if _states_a_value(expanded, made["call"])
+             and fits(made["call"], sentence, state.vocabulary.entities,
+                      function_of(made["call"]["functionName"], state.tools))]
+    if tried or _contradicts_read(expanded, sentence, state):
+        return {"claim": "set"}
+    # Said of a record with nothing done in this message, or only a failed attempt on it, and nothing read or done
+    # on it before: "CS-7002 is now owned by jo@acme.example", "Delivery of ORD-1202 is now set for Saturday".
+    attempts = [made for made in state.failed if made["message_index"] == state.message_index]
+    if _names_a_change(expanded, state) and all(
+            fits(made["call"], sentence, set(), function_of(made["call"]["functionName"], state.tools))
+            for made in attempts) and not any(
+            fits(made["call"], sentence, set(), function_of(made["call"]["functionName"], state.tools))
+            for made in [*state.writes, *state.reads]) and not any(
+            made["message_index"] == state.message_index for made in [*state.writes, *state.reads]):
+        return {"claim": "set"}
     return None
 
 
-@functools.lru_cache(maxsize=4096)
-def entity_words(function_name: str) -> frozenset[str]:
-    """What a function acts on: the words of its name but its verbs ("create_action_item" → action, item)."""
-    return frozenset(_singular(word) for word in _name_words(function_name) if word not in _NOT_ENTITIES)
+def _contradicts_read(text: str, sentence: str, state: _Conversation) -> bool:
+    """A new state no write made whose value a read of the record returned otherwise: read "severity": "Major",
+    said "CS-8 is Urgent now"."""
+    for made in state.reads:
+        result = made["call"].get("result")
+        if not isinstance(result, dict) or not fits(made["call"], sentence, set(), Function("", frozenset(),
+                                                                                           frozenset(), {})):
+            continue
+        for key, value in result.items():
+            said = {option.casefold() for option in state.vocabulary.enums.get(key, ())
+                    if re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text, re.IGNORECASE)}
+            if isinstance(value, str) and said and value.casefold() not in said:
+                return True
+    return False
 
 
-def _entity_vocabulary(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> set[str]:
-    """The entity words of every function the suite or the conversation names."""
-    names = [(tool.get("function") or {}).get("name") or key for key, tool in tools.items()]
-    names += [call.get("functionName") or "" for call in conversation.get("function_calls") or []]
-    names += [call.get("functionName") or "" for message in conversation.get("messages") or []
-              for call in message.get("function_calls") or []]
-    return {word for name in names for word in entity_words(name)}
+def _names_a_change(text: str, state: _Conversation) -> bool:
+    """Whether a new state is said of a record of this conversation (an identifier) with a field of the suite's
+    writes ("... is now the owner of CS-7002") or an action word ("... is now set for Saturday")."""
+    if not IDENTIFIER.search(text):
+        return False
+    words = " ".join(word.lower() for word in TOKEN.findall(text))
+    return any(f" {label} " in f" {words} " for label in state.vocabulary.labels) \
+        or any(state.vocabulary.action(word) for word in words.split())
 
 
-def _name_words(function_name: str) -> list[str]:
-    return [word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", strip_plugin_prefix(function_name))
-            if word]
+def _names_argument_label(text: str, call: dict[str, Any]) -> bool:
+    """Whether the text names an argument the call set, other than the record's identifier ("the address")."""
+    return any(re.search(r"\b" + r"[\s_-]".join(map(re.escape, name.split("_"))) + r"\b", text, re.IGNORECASE)
+               for name, value in (call.get("arguments") or {}).items()
+               if not (isinstance(value, str) and IDENTIFIER.fullmatch(value)))
 
 
-def _words(text: str) -> set[str]:
-    return {_singular(word.lower()) for word in re.findall(r"[A-Za-z]+", text)}
+def _states_a_value(text: str, call: dict[str, Any]) -> bool:
+    """Whether the text says a value the call sent: a word (not an identifier) or a date."""
+    for value in (call.get("arguments") or {}).values():
+        if isinstance(value, str) and not IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value) \
+                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE):
+            return True
+        dates = call_dates(value)
+        if dates and any(date_matches(key, dates) for _, key in dates_in(text)):
+            return True
+    return False
 
 
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+def said_value(value: Any) -> str:
+    """A value said or sent as a reader wants it: text bare, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
-    tool = tools.get(function_key(function_name))
-    if tool and tool.get("effect"):
-        return tool["effect"] == "write"
-    return not function_key(function_name).startswith(_READ_PREFIXES)
+def claim_what(item: dict[str, Any]) -> str:
+    """What a claims item is about: the word claimed, the call never told, or the value said and the one sent."""
+    if item.get("argument"):
+        said, sent = said_value(item.get("said")), said_value(item.get("sent"))
+        return f"{item.get('functionName')}: {item['argument']} said {said}, sent {sent}"
+    return item.get("claim") or item.get("functionName") or ""
 
 
 def _calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:

@@ -98,6 +98,14 @@ def _chat(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from lobeval.bench import bench_evaluate, bench_simulate
 
+    if args.what == "claims":
+        from lobeval.bench import CLAIMS_FILE, bench_claims, format_claims
+
+        for line in format_claims(bench_claims(args.file or CLAIMS_FILE)):
+            print(line)
+        return 0
+    if args.file:
+        raise ConfigError(f"bench {args.what}: FILE is for bench claims")
     if args.what == "evaluate":
         from lobeval.bench import EVALUATE_SIZES, format_evaluate
 
@@ -487,8 +495,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.set_defaults(handler=_chat)
 
     bench = commands.add_parser("bench", help="print speed figures: simulation against the fake endpoint, "
-                                              "or scoring synthetic conversations")
-    bench.add_argument("what", choices=["simulate", "evaluate"])
+                                              "or scoring synthetic conversations; or the claims check's precision "
+                                              "and recall on labelled conversations")
+    bench.add_argument("what", choices=["simulate", "evaluate", "claims"])
+    bench.add_argument("file", nargs="?", metavar="FILE", help="claims: a labelled JSONL file (docs/formats.md; "
+                                                               "default: the project's own labelled set)")
     bench.add_argument("--conversations", type=COUNT, help="default: 200 to simulate; 10000 and then 100000 to evaluate")
     bench.add_argument("--concurrency", type=COUNT, default=32)
     bench.add_argument("--latency", type=number(0), default=0.1, help="seconds per model completion")

@@ -997,3 +997,22 @@ def with_changes(state: dict[str, Any], changes: dict[str, Any]) -> dict[str, An
         else:
             result[table] = changed
     return result
+
+
+class ClaimsExpected(BaseModel):
+    model_config = STRICT
+
+    claimed_not_done: list[str] = []
+    """Each sentence of the bot's that claims what no call did (or states a value the call did not send)."""
+    done_not_told: list[int] = []
+    """The index (in the conversation's calls, in order) of each successful write the user was never told about."""
+
+
+class LabelledClaims(Conversation):
+    """One line of a claims benchmark file (`lobeval bench claims FILE`): a conversation, the tools.json entries
+    of its functions, and the truth a person wrote down."""
+
+    tools: list[dict[str, Any]] = []
+    expected: ClaimsExpected
+    kind: str = "claims"
+    """What the conversation tests, to count false alarms by (e.g. "other_agent", "future", "quoted")."""

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import ipywidgets as widgets
 
+from lobeval.claims import claim_what
 from lobeval.errors import LobevalError
 from lobeval.labels import add_label, revoke_label
 from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scales
@@ -106,6 +107,7 @@ def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
     for claim in (row.get("claims") or {}).get("claimed_not_done", []) or []:
         if isinstance(claim.get("message_index"), int):
             flags.setdefault(claim["message_index"], []).append(
+                f"said but not sent: {claim_what(claim)}" if claim.get("argument") else
                 f"claimed but not done ({claim.get('claim')}): no call did what this message says")
     for breach in (row.get("security") or {}).get("breaches") or []:
         if isinstance(breach.get("message_index"), int):

@@ -29,7 +29,8 @@ failures with the same signature (kind of failure, function, argument, category)
 often it happened. Kinds: missed_call (a required call never made), extra_call (a call nobody asked
 for), failed_call (the call was made but returned an error), wrong_argument / missing_argument /
 extra_argument (in a call that was made), forbidden_call, missing_output (a fact the user was never
-told), behaviour (a judge's verdict on a reply), claimed_not_done (the bot said it did something it
+told), behaviour (a judge's verdict on a reply), said_not_sent (the bot told one value and its call sent another),
+claimed_not_done (the bot said it did something it
 did not do).
 After the clusters come excerpts of example conversations, each headed by its id and the failures
 found in it; lines are numbered by user turn.
@@ -70,7 +71,7 @@ CRITICAL_BEHAVIOUR = ("unsafe_action", "unsafe_state", "false_information")
 
 def severity_rank(kind: str, category: str) -> int:
     """0: forbidden or unsafe actions and false claims; 1: wrong or missing arguments; 2: missed calls; 3: the rest."""
-    if (kind in ("forbidden_call", "claimed_not_done") or (kind == "behaviour" and category in CRITICAL_BEHAVIOUR)
+    if (kind in ("forbidden_call", "claimed_not_done", "said_not_sent") or (kind == "behaviour" and category in CRITICAL_BEHAVIOUR)
             or (kind == "extra_call" and category == "write")):
         return 0
     return {"wrong_argument": 1, "missing_argument": 1, "missed_call": 2}.get(kind, 3)

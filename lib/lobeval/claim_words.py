@@ -1,0 +1,526 @@
+"""How the claims check (lobeval.claims) reads the bot's words: the suite's action words, who did an action and
+when, whether a clause negates it, and the values a sentence states. No model is needed; the rules are in
+docs/metrics.md (section 9)."""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from lobeval.scoring import calendar_dates, number, numbers_agree
+from lobeval.user_faults import stated_values, texts
+from lobeval.vocabulary import function_key, strip_plugin_prefix
+
+# Action words of every suite, grouped by what they do; a suite's own words join the groups of the words they
+# share with them. A claim word and a call are of one action when they share a word or a group.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "create": ("create", "add", "new", "open", "log", "raise", "file", "submit", "register", "book", "schedule",
+               "place", "insert", "lodge", "record", "generate", "issue", "reserve", "start", "make", "post",
+               "enter", "initiate"),
+    "update": ("update", "change", "modify", "edit", "set", "move", "adjust", "amend", "correct", "bump", "raise",
+               "lower", "increase", "decrease", "reduce", "extend", "shorten", "switch", "rename", "reschedule",
+               "mark", "flag", "assign", "reassign", "transfer", "escalate", "upgrade", "downgrade", "reopen",
+               "replace", "patch", "postpone", "push", "revert", "restore"),
+    "cancel": ("cancel", "delete", "remove", "revoke", "withdraw", "void", "drop", "discard", "archive", "close",
+               "terminate", "retract", "rescind"),
+    "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
+    "approve": ("approve", "accept", "grant", "authorise", "authorize"),
+    "reject": ("reject", "decline", "deny", "refuse"),
+    "send": ("send", "email", "notify", "forward", "inform", "alert"),
+    "refund": ("refund", "reimburse", "credit"),
+    "exchange": ("exchange", "swap"),
+    "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),
+}
+"""`any`: words that say some change was made, whichever."""
+LEXICON = frozenset(word for words in GROUPS.values() for word in words)
+_IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset": "reset", "shut": "shut",
+              "withdrawn": "withdraw", "withdrew": "withdraw", "undone": "undo", "paid": "pay", "frozen": "freeze",
+              "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin"}
+_READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
+_ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
+            "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully",
+            "still"}
+_MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
+           "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
+           "ready", "plan", "to", "before", "cannot", "let"}
+_BOT = {"i", "we"}
+_OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
+           "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
+DETERMINERS = {"as", "the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
+                "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
+_ACKNOWLEDGED = {"confirmed", "noted", "understood"}
+"""A clause of this one word acknowledges what was said ("Confirmed: no changes have been made")."""
+_BOUNDARIES = {"after", "before", "when", "and", "or", "because", "since", "while", "as", "once", "that", "which",
+               "who", "so", "then", "but"}
+_SPECIFIC = {"your", "the", "this", "that", "it", "my", "our", "they", "both"}
+_OBJECTS = {"it", "them", "him", "her", "that", "this", "these", "those", "the", "a", "an", "your", "my", "our", "his",
+            "their", "its", "me", "us", "you", "both", "all"}
+_NOT_AGENTS = {"end", "time", "deadline", "weekend", "morning", "afternoon", "evening", "close", "date", "default",
+               "email", "e-mail", "phone", "mail", "post", "hand", "mistake", "accident", "noon", "tomorrow",
+               "today", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "then", "now"}
+_DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", "then", "also", "perfect", "right",
+              "good", "news", "there", "alright", "excellent", "yes", "successfully", "now"}
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+HISTORY = re.compile(
+    rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
+    rf"back in|since|history|log "
+    rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b", re.IGNORECASE)
+ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|till|by)\b)[\w\s,]){{0,12}}?"
+                       rf"(?:\bon\s+(?:the\s+)?)?\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d|"
+                       rf"(?:on\s+)(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day))", re.IGNORECASE)
+_GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
+                      r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
+NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
+                       r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
+NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
+IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
+_QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
+CLAUSE = re.compile(r"[,;:()]|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
+                     r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
+EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
+                      re.IGNORECASE)
+_ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
+       r"let me know)\b"
+REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|and|also|finally)\W+)*"
+                      rf"(?:please\s+|kindly\s+)?{_ASK}|\bplease\s+{_ASK}|^\W*(?:can|could|would|will)\s+you\b",
+                      re.IGNORECASE)
+_CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
+                            re.IGNORECASE)
+_ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
+_CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
+    (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
+    (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
+    (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
+    (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
+    (r"\b(took|taken) care of\b", "handled"))]
+_YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
+                       rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:\.\d+)?(?![\w/@-]|[.,]\d)")
+_NAME_AFTER = re.compile(r"\bto\s+([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
+
+
+# ---- The suite's vocabulary ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Function:
+    """What a write function's calls are about: its action words, entity words and parameters' schemas."""
+
+    name: str
+    actions: frozenset[str]
+    entities: frozenset[str]
+    parameters: dict[str, dict[str, Any]] = field(hash=False, compare=False)
+
+
+def _name_words(function_name: str) -> list[str]:
+    return [word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", strip_plugin_prefix(function_name))
+            if word]
+
+
+def singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def lemmas(word: str) -> tuple[str, ...]:
+    """The base forms a past form may have: "cancelled" → cancell, cancel; "created" → creat, create."""
+    word = word.lower()
+    if word in _IRREGULAR:
+        return (_IRREGULAR[word],)
+    if word.endswith("ied"):
+        return (word[:-3] + "y",)
+    if not word.endswith("ed") or len(word) < 4:
+        return ()
+    found = [word[:-2], word[:-1]]
+    if len(word) > 4 and word[-3] == word[-4]:
+        found.append(word[:-3])
+    return tuple(found)
+
+
+def base_forms(word: str) -> tuple[str, ...]:
+    """The base forms of a past form worth matching: the general action word when one is among them
+    ("cancelled" → cancel), else every candidate ("shipped" → shipp, shippe, ship)."""
+    found = lemmas(word)
+    known = tuple(lemma for lemma in found if lemma in LEXICON)
+    return known or found
+
+
+def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
+    tool = tools.get(function_key(function_name))
+    if tool and tool.get("effect"):
+        return tool["effect"] == "write"
+    return not function_key(function_name).startswith(_READ_PREFIXES)
+
+
+@functools.lru_cache(maxsize=1024)
+def _function(name: str, description: str, parameters_json: str) -> Function:
+    parameters = json.loads(parameters_json)
+    words = _name_words(name)
+    verbs = {words[0]} if words else set()
+    first = re.match(r"\s*([A-Za-z]+)", description)
+    if first:
+        verbs.add(first.group(1).lower())
+    for schema in parameters.values():
+        for value in schema.get("enum") or []:
+            if isinstance(value, str):
+                verbs.update(base_forms(value))
+    entities = {singular(word) for word in words if word not in verbs
+                and word not in _READ_PREFIXES and word not in {"a", "an", "the", "by", "for", "to", "of", "in", "on",
+                                                                 "with", "from", "and", "or", "my", "id", "ids"}}
+    return Function(name, frozenset(verbs), frozenset(entities), parameters)
+
+
+def function_of(function_name: str, tools: dict[str, dict[str, Any]]) -> Function:
+    """A function's vocabulary from its tools.json entry (or its name alone)."""
+    spec = (tools.get(function_key(function_name)) or {}).get("function") or {}
+    parameters = (spec.get("parameters") or {}).get("properties") or {}
+    return _function(function_name, spec.get("description") or "", json.dumps(parameters, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4096)
+def groups_of(word: str) -> frozenset[str]:
+    return frozenset(group for group, words in GROUPS.items() if word in words)
+
+
+def _enums(functions: list[Function]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for function in functions:
+        for name, schema in function.parameters.items():
+            found.setdefault(name, set()).update(value for value in schema.get("enum") or [] if isinstance(value, str))
+    return found
+
+
+@dataclass
+class Vocabulary:
+    """Every action word of the suite's write functions and the general ones; the entity words of the writes."""
+
+    actions: set[str]
+    entities: set[str]
+    records: set[str]
+    """What a passive about this conversation's records may have as its subject: the entities and parameter words."""
+    labels: set[str]
+    """The write functions' parameters as the bot names them: follow_up → "follow up"."""
+    enums: dict[str, set[str]]
+    """Each write function parameter's enum values."""
+
+    @classmethod
+    def of(cls, tools: dict[str, dict[str, Any]], calls: list[dict[str, Any]]) -> Vocabulary:
+        names = {(tool.get("function") or {}).get("name") or key for key, tool in tools.items()}
+        names |= {call.get("functionName") or "" for call in calls}
+        writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
+        entities = {entity for function in writes for entity in function.entities}
+        names = {name.lower() for function in writes for name in function.parameters}
+        return cls(set(LEXICON) | {verb for function in writes for verb in function.actions | function.entities},
+                   entities, entities | {singular(word) for name in names for word in name.split("_")},
+                   {name.replace("_", " ") for name in names}, _enums(writes))
+
+    def action(self, word: str) -> str | None:
+        """The base form of an action word said in its past form, or None."""
+        return next((lemma for lemma in base_forms(word) if lemma in self.actions), None)
+
+
+# ---- Reading what the bot said ---------------------------------------------------------------------------------
+
+
+def statements(text: str) -> Iterator[str]:
+    """The bot's sentences that may state something: not the items of a list of options that ends (or is
+    introduced) with a question."""
+    lines = text.split("\n")
+    skip: set[int] = set()
+    index = 0
+    while index < len(lines):
+        if not _LIST_ITEM.match(lines[index]):
+            index += 1
+            continue
+        end = index
+        while end < len(lines) and (_LIST_ITEM.match(lines[end]) or not lines[end].strip()):
+            end += 1
+        before = next((line for line in reversed(lines[:index]) if line.strip()), "")
+        after = next((line for line in lines[end:] if line.strip()), "")
+        last = next((line for line in reversed(lines[index:end]) if line.strip()), "")
+        if ("?" in after and not _CLOSING_OFFER.search(after)) or before.rstrip().endswith("?") \
+                or last.rstrip().endswith("?") or _ASKS.match(before):
+            skip.update(range(index, end))
+        index = end
+    for number_, line in enumerate(lines):
+        if number_ in skip:
+            continue
+        yield from _sentences(_LIST_ITEM.sub("", line))
+
+
+def _sentences(line: str) -> Iterator[str]:
+    """The sentences of a line, never split inside a quotation ("Laptop stolen – not reported")."""
+    masked = _QUOTE.sub(lambda match: "\0" * len(match.group()), line)
+    start = 0
+    for end in [*_SENTENCE_END.finditer(masked), None]:
+        sentence = line[start: end.start() if end else len(line)].strip()
+        if sentence:
+            yield sentence
+        start = end.end() if end else start
+
+
+def expand(text: str) -> str:
+    text = text.replace("’", "'").replace("‘", "'")
+    for pattern, new in _CONTRACTIONS:
+        text = pattern.sub(new, text)
+    return text
+
+
+def unquoted(sentence: str) -> str:
+    """The sentence with every quotation (a title, the user's words) replaced by a placeholder."""
+    return _QUOTE.sub(" QUOTED ", sentence)
+
+
+@dataclass(frozen=True)
+class Said:
+    """One action word the bot said, and how: `claim` (the bot did it, in the past), or only `tell` (it names
+    the action: a present passive, an adjective, a report a read may explain) — never an accusation."""
+
+    word: str
+    lemma: str
+    claim: bool
+    passive: bool
+    span: str
+    """The words from the action word before it (or the clause's start) to the one after it: what it is about."""
+    subject: tuple[str, ...]
+    """The words of its clause before the verb and its auxiliaries."""
+
+
+def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
+    """Each action word of a statement whose doer is the bot (or may be), with whether it claims or only tells."""
+    found = []
+    for clause in CLAUSE.split(expand(unquoted(sentence))):
+        if not clause or not clause.strip() or NEGATION.search(clause) or REQUEST.search(clause):
+            continue
+        tokens = TOKEN.findall(clause)
+        lowered = [token.lower() for token in tokens]
+        positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
+        for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
+            if _echoed(lowered, position, said_by_user) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED):
+                continue
+            how = _how(lowered, position)
+            if how is not None:
+                claim, passive, subject = how
+                found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
+                                  claim and not _GENERAL.search(clause), passive,
+                                  " ".join(tokens[before + 1: after]), subject))
+    return found
+
+
+def _echoed(tokens: list[str], position: int, said_by_user: str) -> bool:
+    """The action word with its neighbours is the user's own wording ("Title: our registered trademark ...")."""
+    words = tokens[max(0, position - 1): position + 3]
+    return len(words) >= 3 and f" {' '.join(words)} " in said_by_user
+
+
+def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]] | None:
+    """(claims, passive, the words before the verb and its auxiliaries) for the action word at `position`, or
+    None when the bot is not its doer or it is not said as done (future, conditional, ability, an infinitive: in
+    the whole clause before it)."""
+    if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
+           for index, word in enumerate(tokens[:position])):
+        return None
+    auxiliaries: list[str] = []
+    back = position - 1
+    while back >= 0:
+        word = tokens[back]
+        if word in _MODALS and _modal(tokens, back):
+            return None
+        if word in {"been", "be", "being", "have", "has", "had", "was", "were", "is", "are", "am", "got", "get",
+                    "gets", "getting", "did"}:
+            auxiliaries.append(word)
+        elif word in ("and", "or") and back > 0 and lemmas(tokens[back - 1]):
+            back -= 1   # "are reviewed and approved": the second verb has the first one's auxiliaries
+        elif word in ("it", "them") and back > 0 and tokens[back - 1] in ("have", "has", "had", "get", "got"):
+            pass        # "I can have it reassigned"
+        elif word not in _ADVERBS:
+            break
+        back -= 1
+    subject = tokens[back] if back >= 0 else None
+    start = back
+    while start >= 0 and tokens[start] not in _BOUNDARIES and not lemmas(tokens[start]):
+        start -= 1
+    before = tuple(tokens[start + 1: back + 1])   # its subject: "... after the card was declined" → the card
+    after = tokens[position + 1] if position + 1 < len(tokens) else None
+    if auxiliaries:
+        if "be" in auxiliaries or "being" in auxiliaries or auxiliaries[0] in ("get", "gets", "getting"):
+            return None
+        if "been" in auxiliaries or auxiliaries[0] in ("was", "were", "got", "is", "are", "am"):
+            if _named_agent(tokens[position + 1:]):
+                return None
+            if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
+                return specific(tokens[0]) and not {"already", "still"} & set(tokens[:position]), True, before
+            return True, True, before
+        # perfect or emphatic past, active: whose?
+        if subject in _BOT or subject is None or subject in _DISCOURSE:
+            return True, False, before
+        return None
+    if subject in _BOT:
+        return True, False, before
+    later = tokens[position + 1:]
+    described = any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"}
+                    for word in later)   # "Requests logged after 6 pm are handled ...", "Closed cases are archived"
+    if subject is None or subject in _DISCOURSE:
+        return None if described and subject is None else (True, True, before)
+    if subject in DETERMINERS:
+        return False, True, before   # "your updated ticket": names the action, claims nothing
+    if subject in _OTHERS or after in _OBJECTS or (after and IDENTIFIER.fullmatch(after.upper())):
+        return None
+    if described:
+        return None
+    return True, True, before
+
+
+def specific(word: str) -> bool:
+    """A clause that starts with this word is about a record of this conversation: "your", "it", an id, a day."""
+    return (word in _SPECIFIC or bool(IDENTIFIER.fullmatch(word.upper())) or word[:1].isdigit()
+            or bool(re.fullmatch(rf"{_MONTHS}|(?:mon|tues|wednes|thurs|fri|satur|sun)day", word)))
+
+
+def _modal(tokens: list[str], index: int) -> bool:
+    """Not the month in "4 May 2026", nor "would like"."""
+    neighbours = tokens[max(0, index - 1): index] + tokens[index + 1: index + 2]
+    if tokens[index] == "may" and any(word[:1].isdigit() for word in neighbours):
+        return False
+    return not (tokens[index] == "would" and tokens[index + 1: index + 2] in (["like"], ["love"]))
+
+
+def _named_agent(after: list[str]) -> bool:
+    """A passive's "by ..." names someone other than the bot ("by the night shift", "by Ana", not "by Friday")."""
+    if "by" not in after:
+        return False
+    following = after[after.index("by") + 1: after.index("by") + 3]
+    if not following or following[0] in ("me", "us", "myself", "ourselves"):
+        return False
+    if following[0] in _NOT_AGENTS or re.fullmatch(r"\d.*", following[0]) or re.fullmatch(_MONTHS, following[0]):
+        return False
+    if following[0] in {"the", "a", "an", "your", "his", "her", "their", "our", "another"}:
+        return len(following) > 1 and following[1] not in _NOT_AGENTS
+    return True
+
+
+# ---- Values a sentence states ----------------------------------------------------------------------------------
+
+
+def _value_text(sentence: str) -> str:
+    """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
+    kept = [clause for clause in CLAUSE.split(expand(sentence))
+            if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should|by)\b",
+                                        clause, re.IGNORECASE)]
+    return " ; ".join(kept)
+
+
+def dates_in(text: str) -> list[tuple[str, frozenset[date] | tuple[int, int]]]:
+    found: list[tuple[str, Any]] = [(written, key) for kind, written, key in stated_values(text) if kind == "date"
+                                    and key]
+    for match in _YEARLESS.finditer(text):
+        day, month = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+        months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        found.append((match.group().strip(), (months.index(month[:3].lower()) + 1, int(day))))
+    return found
+
+
+def date_matches(key: frozenset[date] | tuple[int, int], dates: set[date]) -> bool:
+    if isinstance(key, tuple):
+        return any((day.month, day.day) == key for day in dates)
+    return bool(key & dates)
+
+
+def call_dates(value: Any) -> set[date]:
+    return {day for text in texts(value) if re.search(r"\d", text) and len(text) <= 40
+            and re.search(rf"\d{{4}}-\d|\d/\d|{_MONTHS}", text, re.IGNORECASE) for day in calendar_dates(text)}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    argument: str
+    said: str
+    sent: Any
+
+
+def disagreement(sentence: str, call: dict[str, Any], function: Function, context: str) -> Disagreement | None:
+    """The first value the sentence states that the call, which backs its claim, did not send; None when they
+    agree. `context`: what the reads returned, lower case (an old value read back may be said too)."""
+    text = _value_text(unquoted(sentence))
+    arguments = call.get("arguments") or {}
+    for argument, schema in function.parameters.items():
+        if argument not in arguments or not isinstance(arguments[argument], str):
+            continue
+        said = [value for value in schema.get("enum") or [] if isinstance(value, str)
+                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE)]
+        if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
+            return Disagreement(argument, said[0], arguments[argument])
+    dated = {name: call_dates(value) for name, value in arguments.items() if call_dates(value)}
+    if dated:
+        everything = set().union(*dated.values()) | call_dates(call.get("result")) | call_dates(context)
+        for written, key in dates_in(text):
+            if not date_matches(key, everything):
+                argument = next(iter(dated))
+                return Disagreement(argument, written, arguments[argument])
+    emails = _emails(arguments)
+    sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
+    if emails:
+        for kind, written, key in stated_values(text):
+            if kind == "email" and key not in sent_text:
+                argument = next(iter(emails))
+                return Disagreement(argument, written, arguments[argument])
+    numbers = {name: number(value) for name, value in arguments.items()
+               if isinstance(value, int | float) and not isinstance(value, bool)}
+    if numbers:
+        for match in _NUMBER.finditer(_without_dates(text)):
+            said = number(match.group())
+            if said is None or any(numbers_agree(said, sent) for sent in numbers.values() if sent is not None):
+                continue
+            if any(re.search(rf"(?<![\d.]){re.escape(match.group())}(?![\d]|\.\d)", text)
+                   for text in (sent_text, context)):
+                continue
+            argument = next(iter(numbers))
+            return Disagreement(argument, match.group(), arguments[argument])
+    return None
+
+
+def _without_dates(text: str) -> str:
+    for _, written, _ in stated_values(text):
+        text = text.replace(written, " ")
+    text = _YEARLESS.sub(" ", text)
+    text = IDENTIFIER.sub(" ", text)
+    return re.sub(r"\b\d{1,2}:\d\d\b|\b\d{1,2}\s*(?:am|pm)\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", " ", text,
+                  flags=re.IGNORECASE)
+
+
+def _emails(arguments: dict[str, Any]) -> dict[str, str]:
+    return {name: value for name, value in arguments.items() if isinstance(value, str) and "@" in value}
+
+
+def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreement | None:
+    """An action word that names an argument the call set ("assigned" → assignee), or one of giving work to
+    someone ("reassigned", "transferred") when the call sent an e-mail: the name said after "to" must be the
+    one sent."""
+    arguments = call.get("arguments") or {}
+    argument = next((name for name in arguments if names_argument(said.lemma, {name: None})
+                     and isinstance(arguments[name], str)), None)
+    if argument is None and said.lemma in ("assign", "reassign", "transfer"):
+        argument = next(iter(_emails(arguments)), None)
+    if argument is None:
+        return None
+    match = _NAME_AFTER.search(unquoted(sentence)[unquoted(sentence).find(said.word):])
+    if match is None:
+        return None
+    name, sent = match.group(1), arguments[argument].casefold()
+    if "@" in name:
+        return None if name.casefold() == sent else Disagreement(argument, name, arguments[argument])
+    words = [word.casefold() for word in name.split()]
+    if words[0] in ("the", "a", "an", "your") or any(word in sent for word in words):
+        return None
+    return Disagreement(argument, name, arguments[argument])
+
+
+def names_argument(lemma: str, arguments: dict[str, Any]) -> bool:
+    """The action word is the start of an argument's name: "assigned" and `assignee`."""
+    return len(lemma) >= 4 and any(name.lower().startswith(lemma) for name in arguments)

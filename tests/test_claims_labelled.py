@@ -1,0 +1,103 @@
+"""The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
+benchmark"): labelled.jsonl, written while the rules were made (eight sets of about 40 in it were written as
+held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
+and never used to change them. Each conversation is a test; those the rules get wrong are expected failures, kept
+visible here and counted by `lobeval bench claims [FILE]`."""
+import json
+from pathlib import Path
+
+import pytest
+
+from lobeval.bench import bench_claims, format_claims
+from lobeval.claims import find_claims
+from lobeval.vocabulary import function_key
+
+FOLDER = Path(__file__).parent / "fixtures" / "claims"
+KNOWN_MISSES = {
+    "labelled:support-037": "'now belongs to you' states no value of a write's parameters",
+    "labelled:hr-h2-015": "'is in — reference LV-7001' names no action word, so the write reads as not told",
+    "labelled:orders-h2-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim "
+                              "on several records needs only one of them",
+    "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
+    "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
+}
+
+
+def cases():
+    for name in ("labelled", "held_out"):
+        for line in (FOLDER / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            key = f"{name}:{record['case_id']}"
+            marks = [pytest.mark.xfail(reason=KNOWN_MISSES[key], strict=True)] if key in KNOWN_MISSES else []
+            yield pytest.param(record, id=key, marks=marks)
+
+
+def said(found, truth):
+    return [text for text in found if any(text in sentence or sentence in text for sentence in truth)]
+
+
+@pytest.mark.parametrize("record", cases())
+def test_labelled_conversation(record):
+    tools = {function_key(tool["function"]["name"]): tool for tool in record["tools"]}
+    found = find_claims(record, tools)
+    texts = list(dict.fromkeys(" ".join(item["text"].split()) for item in found["claimed_not_done"]))
+    truth = record["expected"]["claimed_not_done"]
+    assert (said(texts, truth), [sentence for sentence in truth if not said([sentence], texts)]) == (texts, [])
+    assert [item["actual_index"] for item in found["done_not_told"]] == record["expected"]["done_not_told"]
+
+
+def test_the_labelled_set_is_big_enough_and_mostly_traps():
+    records = [json.loads(line) for name in ("labelled", "held_out")
+               for line in (FOLDER / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+    traps = [r for r in records if r["kind"] not in ("told", "claim", "silent", "disagree")]
+    assert len(records) >= 150 and len(traps) / len(records) >= 0.4
+    assert {r["case_id"].split("-")[0] for r in records} == {"support", "hr", "orders"}
+
+
+def test_bench_claims_counts_both_directions_and_false_alarms_by_kind(tmp_path):
+    told = {"case_id": "c1", "kind": "told", "tools": [], "function_calls": [], "messages": [
+        {"role": "user", "content": "Cancel ORD-1"},
+        {"role": "assistant", "content": "I've cancelled ORD-1.", "function_calls": [
+            {"functionName": "cancel_order", "arguments": {"order": "ORD-1"}, "result": {"ok": True}}]}],
+        "expected": {"claimed_not_done": [], "done_not_told": []}}
+    alarm = {**told, "case_id": "c2", "kind": "future", "messages": [
+        {"role": "user", "content": "Cancel ORD-2"}, {"role": "assistant", "content": "ORD-2 was cancelled."}]}
+    missed = {**told, "case_id": "c3", "kind": "silent", "messages": [
+        {"role": "user", "content": "Show ORD-3"},
+        {"role": "assistant", "content": "Here it is.", "function_calls": [
+            {"functionName": "cancel_order", "arguments": {"order": "ORD-3"}, "result": {"ok": True}}]}],
+        "expected": {"claimed_not_done": [], "done_not_told": [0]}}
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (told, alarm, missed)), encoding="utf-8")
+    assert format_claims(bench_claims(path)) == [
+        "claims: 3 labelled conversations",
+        "claimed not done: precision 0.000 (0 of 1), recall — (0 of 0)",
+        "done not told: precision 1.000 (1 of 1), recall 1.000 (1 of 1)",
+        "false alarms by kind: future 1"]
+
+
+def test_a_bad_labelled_line_names_the_file_line_and_field(tmp_path):
+    from lobeval.errors import RecordError
+
+    path = tmp_path / "labelled.jsonl"
+    path.write_text(json.dumps({"case_id": "c1", "messages": [], "function_calls": [],
+                                "expected": {"done_not_told": ["first"]}}), encoding="utf-8")
+    with pytest.raises(RecordError, match=r"labelled.jsonl: line 1: field 'expected.done_not_told\[0\]': must be an integer"):
+        bench_claims(path)
+
+
+def test_lobeval_bench_claims_prints_the_figures_of_the_projects_own_set_by_default(capsys):
+    from lobeval.cli import main
+
+    assert main(["bench", "claims"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"claims: {len((FOLDER / 'labelled.jsonl').read_text(encoding='utf-8').splitlines())} labelled " \
+                     "conversations"
+    assert out[1].startswith("claimed not done: precision ") and out[2].startswith("done not told: precision ")
+
+
+def test_a_file_is_only_for_bench_claims(capsys):
+    from lobeval.cli import main
+
+    assert main(["bench", "simulate", "labelled.jsonl"]) == 2
+    assert "bench simulate: FILE is for bench claims" in capsys.readouterr().err

@@ -281,7 +281,8 @@ def _notes(models: dict[str, str | None], bot: tuple[int, bool] | None, user: st
 def format_estimate(found: Estimate) -> list[str]:
     """The estimate as printed: a row per role, the total, judging against the bot, then what it assumed."""
     rows = found.rows()
-    known = [row["cost_usd"] for row in rows if row["cost_usd"] is not None]
+    unpriced = [row["role"] for row in rows if row["cost_usd"] is None]
+    total = "unknown" if unpriced else f"{sum(row['cost_usd'] for row in rows):.4f}"
     width = max([30, *(len(row["role"]) + 2 for row in rows)])
     lines = [f"estimate for {found.conversations} conversations (nothing sent, nothing written):",
              f"  {'role':<{width}}{'requests':>9}{'prompt tok':>12}{'cached':>9}{'compl. tok':>12}{'USD':>10}{'USD/conv':>10}"]
@@ -294,7 +295,7 @@ def format_estimate(found: Estimate) -> list[str]:
         lines.append("  no model request: every role runs offline")
     lines.append(f"  {'total':<{width}}{sum(r['requests'] for r in rows):>9}{sum(r['prompt_tokens'] for r in rows):>12}"
                  f"{sum(r['cached_tokens'] for r in rows):>9}{sum(r['completion_tokens'] for r in rows):>12}"
-                 f"{sum(known):>10.4f}" + ("" if len(known) == len(rows) else "  (some roles have no price)"))
+                 f"{total:>10}" + (f"  (no price for: {', '.join(unpriced)})" if unpriced else ""))
     costs = {row["role"]: row["cost_usd"] for row in rows}
     judging = [cost for role, cost in costs.items() if role.startswith("judge") or role in ("completion check",
                                                                                              "root causes")]

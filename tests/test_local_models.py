@@ -221,6 +221,25 @@ def test_a_run_resumed_with_other_judge_options_judges_again_and_says_what_it_ke
         pipeline.start_or_resume(run_dir, {**first, "user": "scripted"}, {})
 
 
+def test_lobeval_run_on_a_folder_begun_with_other_options_exits_2_before_any_notebook_is_written(tmp_path, monkeypatch,
+                                                                                                 capsys):
+    from test_degenerate import glued
+    from lobeval.cli import main
+
+    for name in ENV_OFF:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr("lobeval.runs.RUNS", tmp_path / "runs")
+    run_dir = tmp_path / "runs" / "r"
+    pipeline.start_or_resume(run_dir, {"run_id": "r", "suite_name": "support_tickets", "seed": 42,
+                                       "suite": str(REPO / "scenarios" / "support_tickets")}, {})
+    glued(run_dir / "01_generate.ipynb", dataset_path="d.jsonl")
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir()}
+    assert main(["run", "--run-id", "r", "--cases-per-scenario", "1", "--seed", "7"]) == 2
+    assert "seed: 42 then, 7 now" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.name != ".lock"} == before
+
+
 # --- secrets, estimate, completion judge ----------------------------------------------------------------
 
 def test_a_placeholder_key_is_not_scrubbed_out_of_messages_and_a_real_one_only_as_a_whole_token(monkeypatch):

@@ -145,7 +145,7 @@ def test_calls_run_before_a_machinery_error_stay_in_the_record_with_the_cause_wh
 
 def test_a_null_content_in_the_history_is_what_the_local_server_refuses(local):
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]
-    with pytest.raises(LLMError, match="HTTP 500: 1 validation error"):
+    with pytest.raises(LLMError, match="HTTP 500: 7 validation errors"):
         asyncio.run(client(local).chat(history))
 
 

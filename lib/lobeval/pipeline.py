@@ -54,6 +54,10 @@ STAGES: dict[str, dict[str, type]] = {
     "05_report": {"gate_passed": bool, "gate_checks": list},
 }
 FIRST_STAGE = next(iter(STAGES))
+MAX_TURNS = 20
+OPTIONAL_OPTIONS = {"batch": False, "max_turns": MAX_TURNS}
+"""Options config.json holds only when not at their default (shown here), so that a run begun before they existed
+resumes."""
 SCENARIOS = Path("scenarios")
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
@@ -98,7 +102,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
         retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point",
         max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE, attacks: str | None = None,
-        batch: bool = False) -> RunResult:
+        batch: bool = False, max_turns: int = MAX_TURNS) -> RunResult:
     """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
     Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing.
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
@@ -118,7 +122,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
               "include_user_faults": include_user_faults, "attacks": attacks,
-              **({"batch": True} if batch else {})}   # absent when off: a run begun before --batch resumes
+              **({"batch": True} if batch else {}),   # absent when off: a run begun before --batch resumes
+              **({"max_turns": max_turns} if max_turns != MAX_TURNS else {})}
     models = preflight(config, target_timeout)
     expected = estimate_by_role(config)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
@@ -132,6 +137,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
             "02_simulate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
                                          "target": config["target"], "user": user, "trials": trials,
                                          "concurrency": concurrency, "target_timeout": target_timeout,
+                                         "max_turns": max_turns,
                                          "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
         }
         again = "02_simulate" if retry_errors and machinery_errors(run_dir / "conversations.jsonl") else resumption.again
@@ -402,12 +408,12 @@ def runs_again_from(changed: list[str]) -> str | None:
 
 def changed_options(earlier: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The options of `config` whose value differs from a run's earlier config.json."""
-    return [key for key in dict.fromkeys([*config, "batch"]) if option(earlier, key) != option(config, key)]
+    return [key for key in dict.fromkeys([*config, *OPTIONAL_OPTIONS]) if option(earlier, key) != option(config, key)]
 
 
 def option(config: dict[str, Any], key: str) -> Any:
-    """An option's value in a run's configuration (`batch` is absent when off)."""
-    return config.get(key, False) if key == "batch" else config.get(key)
+    """An option's value in a run's configuration (those of OPTIONAL_OPTIONS are absent when at their default)."""
+    return config.get(key, OPTIONAL_OPTIONS.get(key))
 
 
 def _write_config(path: Path, config: dict[str, Any], models: dict[str, Any],

@@ -324,9 +324,10 @@ class FakeOpenAI:
                 "usage": _usage(sum(count(text) for text in texts), 0)}
 
 
-LOCAL_NULL_CONTENT = ("1 validation error for CreateChatCompletionRequest\nmessages.1.content: Input should be a "
-                      "valid string [type=string_type, input_value=None, input_type=NoneType] (the rest of this "
-                      "message is the part a clipped error would lose)")
+LOCAL_NULL_CONTENT = ("7 validation errors:\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, "
+                      "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', "
+                      "'input': None} (the rest of this message is the part a clipped error would lose)")
+"""How llama-cpp-python's server (0.3) answers a history with a null content: HTTP 500, the request's validation."""
 HANG = b"(never answered)"
 """The payload of a request a local server's model answers without end: see FakeOpenAI(local=True)."""
 HANG_LIMIT_S = 60.0

@@ -221,6 +221,11 @@ def test_a_run_resumed_with_other_judge_options_judges_again_and_says_what_it_ke
         pipeline.start_or_resume(run_dir, {**first, "user": "scripted"}, {})
 
 
+def test_options_absent_from_an_older_config_are_at_their_default():
+    assert pipeline.changed_options({"seed": 1}, {"seed": 1, "max_turns": 20}) == []
+    assert pipeline.changed_options({"seed": 1}, {"seed": 1, "max_turns": 3, "batch": True}) == ["max_turns", "batch"]
+
+
 def test_lobeval_run_on_a_folder_begun_with_other_options_exits_2_before_any_notebook_is_written(tmp_path, monkeypatch,
                                                                                                  capsys):
     from test_degenerate import glued

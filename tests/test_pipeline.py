@@ -114,12 +114,12 @@ def test_a_run_whose_first_stage_never_finished_starts_again_with_the_new_config
     run_dir = tmp_path / "x"
     first = {"run_id": "x", "suite_name": "s", "seed": 1}
     pipeline.start_or_resume(run_dir, first, {})
-    assert pipeline.start_or_resume(run_dir, {**first, "seed": 2}, {})["seed"] == 2
+    assert pipeline.start_or_resume(run_dir, {**first, "seed": 2}, {}).config["seed"] == 2
     assert runs.read_config(run_dir)["seed"] == 2
     finished(run_dir / "01_generate.ipynb", dataset_path="d.jsonl")
     with pytest.raises(ConfigError, match=r"run x exists with another configuration \(seed: 2 then, 3 now\)"):
         pipeline.start_or_resume(run_dir, {**first, "seed": 3}, {})
-    assert pipeline.start_or_resume(run_dir, {**first, "seed": 2}, {})["seed"] == 2
+    assert pipeline.start_or_resume(run_dir, {**first, "seed": 2}, {}).config["seed"] == 2
 
 
 SECRET = "sk-test-NEVER-WRITTEN-123456"

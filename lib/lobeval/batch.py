@@ -23,10 +23,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import openai
 from tqdm.auto import tqdm
 
 from lobeval.errors import ConfigError
-from lobeval.llm import BATCH_DISCOUNT, LLMClient, Usage, run_sync, worst_case_usd
+from lobeval.llm import (BATCH_DISCOUNT, LLMClient, ModelConfig, Usage, build_client, resolve_limits, run_sync,
+                         scrub_key, worst_case_usd)
 from lobeval.records import read_json, write_json
 
 BATCH_FILE = "batches.json"
@@ -45,6 +47,32 @@ def poll_seconds() -> float:
     if not 0 <= seconds <= 3600:
         raise ConfigError(f"LOBEVAL_BATCH_POLL_S={text!r}: expected seconds from 0 to 3600")
     return seconds
+
+
+def check_batch_api(config: ModelConfig) -> None:
+    """Refuse --batch before anything runs (ConfigError, exit 2) when the judge model's endpoint has no Batch API,
+    as local servers (llama.cpp, Ollama, vLLM) have none, or cannot be reached: one look at its list of batches."""
+    where = config.base_url or "OpenAI"
+
+    async def look() -> None:
+        sdk = build_client(config)
+        try:
+            async with asyncio.timeout(resolve_limits("judge").timeout_s):
+                await sdk.batches.list(limit=1)
+        finally:
+            await sdk.close()
+
+    try:
+        run_sync(look())
+    except openai.APIStatusError as exc:
+        if exc.status_code in (404, 405, 501):
+            raise ConfigError(f"--batch: the judge model's endpoint ({where}) has no Batch API (GET /batches answered "
+                              f"HTTP {exc.status_code}): run without --batch") from None
+        raise ConfigError(f"--batch: the judge model's endpoint ({where}) refused to list batches: "
+                          f"{scrub_key(config, f'HTTP {exc.status_code}: {exc.message}')}") from None
+    except (openai.APIConnectionError, TimeoutError) as exc:
+        raise ConfigError(f"--batch: cannot reach the judge model's endpoint ({where}) to check its Batch API "
+                          f"({type(exc).__name__}): start it, or run without --batch") from None
 
 
 def collect(judges: Any, work: list[tuple[dict, dict]]) -> dict[str, dict[str, Any]]:

@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
                  max_error_rate=args.max_error_rate, target_timeout=args.target_timeout,
                  retry_errors=args.retry_errors, include_user_faults=args.include_user_faults,
                  min_rule=args.min_rule, max_user_fault_rate=args.max_user_fault_rate, attacks=args.attacks,
-                 attack_roles=args.attack_roles, batch=args.batch)
+                 attack_roles=args.attack_roles, batch=args.batch, max_turns=args.max_turns)
     for line in result.summary():
         print(line)
     return 0 if result.gate_passed else 1
@@ -524,6 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
     run.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
     run.add_argument("--concurrency", type=COUNT, default=4, metavar="C")
+    run.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
+                     help="user messages at most before a conversation is cut off (default 20)")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
                                                      "(default: per_turn, goal, user_review, commitments; all "
                                                      "adds the Azure evaluators; none switches them off); naming "

@@ -5,6 +5,8 @@ fault is: the file, the record within it, and the field.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 class LobevalError(Exception):
     """Base class; `lobeval` turns it into exit status 2 and a one-line message."""
@@ -33,12 +35,14 @@ class TargetUnavailable(Exception):
     The conversation is then a machinery error: left out of every metric, counted in the error
     rate and run again by `lobeval simulate --retry-errors`, never scored as the bot's failure.
     Over HTTP a target says the same with status 429, 502, 503 or 504. `usage` is what the turn's own
-    model calls had used before it failed (as in a reply's usage), so that it is still counted.
+    model calls had used before it failed (as in a reply's usage), so that it is still counted;
+    `function_calls` the calls the turn had already made (as in a reply), so that they stay in the record.
     """
 
-    def __init__(self, message: str = "", *, usage: dict[str, float | None] | None = None):
+    def __init__(self, message: str = "", *, usage: dict[str, float | None] | None = None,
+                 function_calls: list[dict[str, Any]] | None = None):
         super().__init__(message)
-        self.usage = usage
+        self.usage, self.function_calls = usage, function_calls or []
 
 
 def import_failure(exc: BaseException) -> str:

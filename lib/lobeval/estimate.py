@@ -441,7 +441,8 @@ def _notes(models: dict[str, str | None], bot: tuple[int, bool] | None, user: st
 def format_estimate(found: Estimate) -> list[str]:
     """The estimate as printed: a row per role, the total, judging against the bot, then what it assumed."""
     rows = found.rows()
-    known = [row["cost_usd"] for row in rows if row["cost_usd"] is not None]
+    unpriced = [row["role"] for row in rows if row["cost_usd"] is None]
+    total = _total_usd(rows)
     width = max([30, *(len(row["role"]) + 2 for row in rows)])
     ends = [{row["role"]: row for row in end.rows()} for end in found.range or ()]
     lines = [f"estimate for {found.conversations} conversations (nothing sent, nothing written), {found.basis}:",
@@ -456,7 +457,7 @@ def format_estimate(found: Estimate) -> list[str]:
         lines.append("  no model request: every role runs offline")
     lines.append(f"  {'total':<{width}}{sum(r['requests'] for r in rows):>9}{sum(r['prompt_tokens'] for r in rows):>12}"
                  f"{sum(r['cached_tokens'] for r in rows):>9}{sum(r['completion_tokens'] for r in rows):>12}"
-                 f"{sum(known):>10.4f}" + ("" if len(known) == len(rows) else "  (some roles have no price)"))
+                 f"{total:>10}" + (f"  (no price for: {', '.join(unpriced)})" if unpriced else ""))
     if ends:
         totals = [(sum(row["requests"] for row in end.values()), _total_usd(list(end.values()))) for end in ends]
         lines.append(f"  range of the total: {totals[0][0]} .. {totals[1][0]} requests, USD {totals[0][1]} .. "

@@ -58,13 +58,16 @@ class CompletionJudge:
         self.client = client
 
     async def is_complete(self, case: Case, messages: list[dict[str, Any]], usage: Usage) -> tuple[bool, str]:
-        """A verdict still unusable after the retry counts as "not yet": the conversation goes on."""
+        """A verdict still unusable after the retry, or none at all (the endpoint gave up, the budget is spent),
+        counts as "not complete": the conversation keeps its turns and ends at the turn limit, never an error."""
         prompt = [{"role": "system", "content": COMPLETION_PROMPT},
                   {"role": "user", "content": f"The goal: {case.task_completion}\n\n{transcript_text(messages)}"}]
         try:
             return await self.client.ask_json(prompt, parse_verdict, usage=(usage,))
         except ReplyError as exc:
             return False, f"judge reply unusable: {exc.problem}"
+        except LLMError as exc:
+            return False, f"no verdict: {exc}"
 
 
 # ---- Judges of a finished conversation (lobeval evaluate --judges) ----

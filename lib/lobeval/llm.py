@@ -28,6 +28,7 @@ import psutil
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from lobeval.errors import ConfigError, RecordError
+from lobeval.runs import MIN_SECRET_LENGTH
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,8 +38,11 @@ RETRY_STATUSES = {408, 409, 429}
 MAX_RETRY_AFTER_S = 60.0
 # Per request: below a target's 60 s deadline, so a bot's own model call can be retried within it.
 DEFAULT_TIMEOUT_S = 20.0
-DEFAULT_DEADLINE_S = 50.0
+DEADLINE_PER_TIMEOUT = 2.5   # a call's deadline, retries included: 50 s for a request timeout of 20 s
 COMPLETION_CAP = 4096   # completion tokens reserved for a request that sets no max_tokens
+MAX_TOKENS = {"user": 512, "target": 1024, "judge": COMPLETION_CAP}
+"""Each role's completion cap by default: a user turn is a few sentences, the bot's turn a message or a few tool
+calls, a judge's answer a JSON object with a reason per low score (the root causes ask the judge model too)."""
 LEDGER_SCHEMA_VERSION = 1
 
 # USD per 1M tokens, public list prices (2025); extend or override with the JSON file in LOBEVAL_PRICES.
@@ -125,6 +129,51 @@ def resolve_model(role: str, env: Mapping[str, str] = os.environ) -> ModelConfig
                       f"AZURE_OPENAI_API_KEY and AZURE_OPENAI_API_VERSION")
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How long one request of a role may take (its answer's body included), and how many tokens its answer may
+    have (None: no cap, as for embeddings)."""
+
+    timeout_s: float
+    max_tokens: int | None
+
+    @property
+    def deadline_s(self) -> float:
+        """How long one call may take, its retries and the backoff between them included."""
+        return self.timeout_s * DEADLINE_PER_TIMEOUT
+
+
+def resolve_limits(role: str, env: Mapping[str, str] = os.environ) -> Limits:
+    """A role's request timeout and completion cap: LOBEVAL_<ROLE>_TIMEOUT_S, else LOBEVAL_TIMEOUT_S, else 20 s;
+    LOBEVAL_<ROLE>_MAX_TOKENS, else LOBEVAL_MAX_TOKENS, else the role's default (MAX_TOKENS)."""
+    timeout = _setting(env, role, "TIMEOUT_S", float, DEFAULT_TIMEOUT_S, "a number of seconds > 0")
+    if role == "embedding":
+        return Limits(timeout, None)
+    return Limits(timeout, _setting(env, role, "MAX_TOKENS", int, MAX_TOKENS[role], "a whole number of tokens > 0"))
+
+
+def _setting(env: Mapping[str, str], role: str, name: str, kind: Callable[[str], T], default: T, expected: str) -> T:
+    for variable in (f"LOBEVAL_{role.upper()}_{name}", f"LOBEVAL_{name}"):
+        text = env.get(variable)
+        if not text:
+            continue
+        try:
+            value = kind(text)
+            if not value > 0:   # also NaN
+                raise ValueError(text)
+        except ValueError:
+            raise ConfigError(f"{variable}={text!r}: expected {expected}") from None
+        return value
+    return default
+
+
+def cap_field(config: ModelConfig) -> str:
+    """The request field of the completion cap: `max_tokens` for a compatible server (OPENAI_BASE_URL), which is the
+    field llama.cpp, Ollama and vLLM read; `max_completion_tokens` for OpenAI and Azure OpenAI, where reasoning
+    models refuse `max_tokens`."""
+    return "max_tokens" if config.provider == "openai" and config.base_url else "max_completion_tokens"
+
+
 def _key_variable(config: ModelConfig) -> str:
     return "AZURE_OPENAI_API_KEY" if config.provider == "azure" else "OPENAI_API_KEY"
 
@@ -138,10 +187,11 @@ def api_key(config: ModelConfig, env: Mapping[str, str] = os.environ) -> str:
 
 
 def scrub_key(config: ModelConfig, text: str) -> str:
-    """Server and SDK messages may quote the key (e.g. on a 401): remove it and anything key-shaped."""
+    """Server and SDK messages may quote the key (e.g. on a 401): remove it, as a whole token only, and anything
+    key-shaped."""
     key = os.environ.get(_key_variable(config))
-    if key:
-        text = text.replace(key, "***")
+    if key and len(key) >= MIN_SECRET_LENGTH:   # a shorter one is a placeholder (OPENAI_API_KEY=x for a local server)
+        text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "***", text)
     return re.sub(r"sk-[\w*-]{6,}", "sk-***", text)
 
 
@@ -440,15 +490,22 @@ class LLMClient:
     budget.
 
     Each request may take `timeout` seconds in all, its answer's body included; one that runs out is
-    retried like a connection error. A call (its requests and the backoff between them; waiting for a
-    concurrency slot does not count) gives up with LLMError after `deadline` seconds.
+    retried like a connection error, its connection closed (so the server may stop generating). A call (its
+    requests and the backoff between them; waiting for a concurrency slot does not count) gives up with LLMError
+    after `deadline` seconds. Every chat request caps its answer at `max_tokens`. All three default to the role's
+    settings (`resolve_limits`).
     """
 
     def __init__(self, config: ModelConfig, *, role: str, cache: bool, budget: Budget | None = None,
-                 concurrency: int = 8, timeout: float = DEFAULT_TIMEOUT_S, deadline: float = DEFAULT_DEADLINE_S,
-                 max_attempts: int = 5, usage: Usage | None = None, backoff: tuple[float, float] = (1.0, 30.0)):
+                 concurrency: int = 8, timeout: float | None = None, deadline: float | None = None,
+                 max_tokens: int | None = None, max_attempts: int = 5, usage: Usage | None = None,
+                 backoff: tuple[float, float] = (1.0, 30.0)):
+        limits = resolve_limits(role)
         self.config, self.role, self.budget = config, role, budget
-        self.concurrency, self.timeout, self.deadline, self.max_attempts = concurrency, timeout, deadline, max_attempts
+        self.concurrency, self.max_attempts = concurrency, max_attempts
+        self.timeout = timeout or limits.timeout_s
+        self.deadline = deadline or max(limits.deadline_s, self.timeout * DEADLINE_PER_TIMEOUT)
+        self.max_tokens = max_tokens or limits.max_tokens
         self.usage = usage if usage is not None else Usage()
         self._wait_backoff = wait_exponential_jitter(multiplier=backoff[0], max=backoff[1], jitter=backoff[0])
         self._sleep = asyncio.sleep   # between retries; a test records the waits instead
@@ -470,9 +527,12 @@ class LLMClient:
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                    response_format: dict[str, Any] | None = None, temperature: float | None = 0.0,
                    **params: Any) -> ChatResult:
-        """One assistant reply. `temperature=None` leaves it out (reasoning models accept only their default)."""
-        options = {"tools": tools, "response_format": response_format, "temperature": temperature}
-        request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **params}
+        """One assistant reply. `temperature=None` leaves it out (reasoning models accept only their default).
+        With `tools`, `tool_choice` is "auto": some servers (llama-cpp-python's function-calling format) leave the
+        tools out of the prompt without it."""
+        options = {"tools": tools, "tool_choice": "auto" if tools else None, "response_format": response_format,
+                   "temperature": temperature}
+        request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **self._cap(), **params}
         stored, used = await self._call("chat", request)
         return ChatResult(stored["message"], used.cached_calls > 0, used.prompt_tokens, used.completion_tokens,
                           used.cost_usd, used.requests, used.cached_prompt_tokens)
@@ -481,7 +541,7 @@ class LLMClient:
                        usage: Sequence[Usage] = ()) -> T:
         """The model's JSON-mode reply as `parse` reads it; a ValueError from `parse` makes the reply
         unusable and the next attempt asks again with another seed. See `ask`."""
-        request = {"messages": messages, "response_format": {"type": "json_object"}, "temperature": 0.0}
+        request = {"messages": messages, "response_format": {"type": "json_object"}, "temperature": 0.0, **self._cap()}
 
         async def answer(seed: int, spent: Usage) -> dict[str, Any]:
             if self.collecting is not None or self.batch_answers is not None:
@@ -493,6 +553,10 @@ class LLMClient:
                     "completion_tokens": stored["completion_tokens"]}
 
         return await self._ask({"kind": "json", **request}, answer, parse, attempts, usage)
+
+    def _cap(self) -> dict[str, int]:
+        """The completion cap, in the field the endpoint reads."""
+        return {cap_field(self.config): self.max_tokens} if self.max_tokens else {}
 
     def _batched(self, body: dict[str, Any], spent: Usage) -> dict[str, Any] | None:
         """With lobeval.batch: note the request (collecting), or its batch's answer, charged at the batch discount;
@@ -753,7 +817,8 @@ def _assistant_message(completion: Any) -> dict[str, Any]:
         raise _Unusable(f"the completion is malformed ({type(exc).__name__}: {exc})") from None
     if not content and not calls:
         raise _Unusable("an empty reply (no content, no tool calls)")
-    return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
+    # "" rather than null: the message goes back in the history, and some servers (llama-cpp-python) refuse null.
+    return {"role": "assistant", "content": content or "", **({"tool_calls": calls} if calls else {})}
 
 
 def _read(response: Any, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:

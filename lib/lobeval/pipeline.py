@@ -54,6 +54,10 @@ STAGES: dict[str, dict[str, type]] = {
     "05_report": {"gate_passed": bool, "gate_checks": list},
 }
 FIRST_STAGE = next(iter(STAGES))
+MAX_TURNS = 20
+OPTIONAL_OPTIONS = {"batch": False, "max_turns": MAX_TURNS}
+"""Options config.json holds only when not at their default (shown here), so that a run begun before they existed
+resumes."""
 SCENARIOS = Path("scenarios")
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
@@ -74,10 +78,13 @@ class RunResult:
     results: dict[str, Any] = field(default_factory=dict)   # evaluation_results.json without its rows
     executed: list[Path] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the run says about itself before its stages: the options a resumed run changed and what it kept."""
 
     def summary(self) -> list[str]:
         """What `lobeval run` prints: the stages, the numbers, the gate's checks and verdict, the report last."""
-        lines = [f"kept from the earlier attempt: {stage}" for stage in self.resumed]
+        lines = list(self.notes)
+        lines += [f"kept from the earlier attempt: {stage}" for stage in self.resumed]
         lines += [f"executed {path}" for path in self.executed]
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
@@ -95,7 +102,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE, target_timeout: float = 60.0,
         retry_errors: bool = False, include_user_faults: bool = False, min_rule: str = "point",
         max_user_fault_rate: float = DEFAULT_MAX_USER_FAULT_RATE, attacks: str | None = None,
-        attack_roles: list[str] | None = None, batch: bool = False) -> RunResult:
+        attack_roles: list[str] | None = None, batch: bool = False, max_turns: int = MAX_TURNS) -> RunResult:
     """Run the chain; the result carries the gate's verdict (the report's, so both always agree).
     Everything the chain needs is checked first (`preflight`): a mistake found there writes nothing.
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
@@ -116,11 +123,13 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
               "include_user_faults": include_user_faults, "attacks": attacks,
               **({"attack_roles": attack_roles} if attack_roles else {}),   # absent: a run begun before it resumes
-              **({"batch": True} if batch else {})}   # absent when off: a run begun before --batch resumes
+              **({"batch": True} if batch else {}),   # absent when off: a run begun before --batch resumes
+              **({"max_turns": max_turns} if max_turns != MAX_TURNS else {})}
     models = preflight(config, target_timeout)
     expected = estimate_by_role(config)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
-        config = start_or_resume(run_dir, config, models, expected)
+        resumption = start_or_resume(run_dir, config, models, expected)
+        config = resumption.config
         secret_values = runs.secrets()
         runs.scrub_folder(run_dir, secret_values)   # what a killed attempt may have left
         parameters = {
@@ -130,10 +139,33 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
             "02_simulate": lambda glue: {"run_dir": str(run_dir), "dataset": glue["dataset_path"],
                                          "target": config["target"], "user": user, "trials": trials,
                                          "concurrency": concurrency, "target_timeout": target_timeout,
+                                         "max_turns": max_turns,
                                          "retry_errors": retry_errors, "out": str(run_dir / "conversations.jsonl")},
         }
-        again = "02_simulate" if retry_errors and machinery_errors(run_dir / "conversations.jsonl") else None
-        return evaluate_and_report(run_dir, config, parameters, secret_values, again=again)
+        again = "02_simulate" if retry_errors and machinery_errors(run_dir / "conversations.jsonl") else resumption.again
+        result = evaluate_and_report(run_dir, config, parameters, secret_values, again=again)
+        result.notes = resumption.notes + what_ran(config, models)
+        return result
+
+
+def what_ran(config: dict[str, Any], models: dict[str, Any]) -> list[str]:
+    """Which target, simulated user and judges ran, each role with its model and endpoint: a model named in the
+    environment changes what runs (the sample bot runs its model policy when the target role has a model)."""
+    def model(role: str) -> str:
+        found = models.get(role)
+        return "no model" if not found else f"{found['model']} at {found.get('base_url') or found['provider']}"
+
+    target = config["target"] or roles.DEFAULT_TARGET
+    if target == roles.DEFAULT_TARGET:
+        bot = f"its {'llm policy, ' + model('target') if models.get('target') else 'rules policy (no target model)'}"
+    else:
+        bot = f"the target role: {model('target')}, for a bot that asks for it (a model-and-prompt target)"
+    judges = config["judges"] or []
+    judged = ("switched off (--judges none)" if judges == ["none"] else "not run (no judge model)"
+              if not models.get("judge") else f"{', '.join(judges) or 'the default set'}, {model('judge')}")
+    return [f"target {target}: {bot}",
+            f"simulated user: {'scripted' if config['user'] == 'scripted' else model('user')}",
+            f"judges: {judged}{' (--batch)' if config.get('batch') else ''}"]
 
 
 def machinery_errors(conversations: Path) -> int:
@@ -160,15 +192,17 @@ def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, flo
     check_min_rule(min_rule)
     roles.check(user="scripted", judges=judges)
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
-        config = runs.read_config(run_dir)
-        config.update(gate=gate or DEFAULT_GATE, max_error_rate=max_error_rate, max_user_fault_rate=max_user_fault_rate,
-                      min_rule=min_rule, judges=judges, include_user_faults=include_user_faults)
+        earlier = runs.read_config(run_dir)
+        config = {**earlier, "gate": gate or DEFAULT_GATE, "max_error_rate": max_error_rate,
+                  "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule, "judges": judges,
+                  "include_user_faults": include_user_faults}
+        again = runs_again_from(changed_options(earlier, config))
         write_json(run_dir / runs.CONFIG_FILE, config)
         conversations = run_dir / "conversations.jsonl"
         given = {"01_generate": {"dataset_path": str(run_dir / "dataset.jsonl")},
                  "02_simulate": {"conversations_path": str(conversations), "terminations": dict(Counter(
                      record["termination"]["reason"] for _, record in iter_jsonl(conversations)))}}
-        return evaluate_and_report(run_dir, config, {}, runs.secrets(), given)
+        return evaluate_and_report(run_dir, config, {}, runs.secrets(), given, again)
 
 
 def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[str, Any], secret_values: list[str],
@@ -225,7 +259,7 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
     build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"], config["attacks"],
                 config.get("attack_roles"))
     check_target(config["target"] or roles.DEFAULT_TARGET, config["concurrency"])
-    roles.check(user=config["user"], judges=config["judges"])
+    roles.check(user=config["user"], judges=config["judges"], batch=config.get("batch", False))
     return resolved_models()
 
 
@@ -319,26 +353,77 @@ def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:
     return {row["role"]: row["per_conversation_usd"] for row in found.rows()}
 
 
+RUNS_AGAIN_FROM = {"judges": "03_evaluate", "batch": "03_evaluate", "include_user_faults": "03_evaluate",
+                   "gate": "05_report", "max_error_rate": "05_report", "max_user_fault_rate": "05_report",
+                   "min_rule": "05_report", "concurrency": None}
+"""The options a run that has begun may be resumed with changed, and the stage from which it then runs again (the
+stages before it are kept: judging is redone without simulating again); None: it only sets the speed of the stages
+still to run. Any other option changed (what is generated or simulated) is refused."""
+
+
+@dataclass
+class Resumption:
+    """How a run starts or resumes: its configuration, the stage from which everything runs again (None: only what
+    has not finished), and what to say about the options that changed."""
+
+    config: dict[str, Any]
+    again: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
 def start_or_resume(run_dir: Path, config: dict[str, Any], models: dict[str, Any],
-                    expected: dict[str, float | None] | None = None) -> dict[str, Any]:
+                    expected: dict[str, float | None] | None = None) -> Resumption:
     """Write config.json for a new run (with `expected`, the estimated cost per conversation by role); for an
-    existing one, check the same configuration is asked for,
-    unless its first stage never finished: a run that failed at its start starts again with the
-    configuration asked for now. A damaged config.json is a RecordError either way."""
+    existing one, compare the configuration asked for now: an option of RUNS_AGAIN_FROM changed runs the stages
+    from the one it names again (config.json then records the new options); any other changed is a ConfigError,
+    raised before anything is written, unless the first stage never finished: a run that failed at its start starts
+    again with the configuration asked for now. A damaged config.json is a RecordError either way."""
     path = run_dir / runs.CONFIG_FILE
-    if path.exists():
-        earlier = runs.read_config(run_dir)
-        changed = sorted(key for key in config if earlier.get(key) != config[key])
-        if not changed:
-            return earlier
-        if finished_glue(run_dir / f"{FIRST_STAGE}.ipynb", STAGES[FIRST_STAGE]) is not None:
-            raise ConfigError(f"run {config['run_id']} exists with another configuration "
-                              f"({', '.join(f'{key}: {earlier.get(key)!r} then, {config[key]!r} now' for key in changed)}); "
-                              f"resume it with the same options or choose another --run-id")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        return Resumption(_write_config(path, config, models, expected))
+    earlier = runs.read_config(run_dir)
+    changed = changed_options(earlier, config)
+    if not changed:
+        return Resumption(earlier)
+    if finished_glue(run_dir / f"{FIRST_STAGE}.ipynb", STAGES[FIRST_STAGE]) is None:
+        return Resumption(_write_config(path, config, models, expected))
+    refused = [key for key in changed if key not in RUNS_AGAIN_FROM]
+    said = {key: f"{key}: {option(earlier, key)!r} then, {option(config, key)!r} now" for key in changed}
+    if refused:
+        raise ConfigError(f"run {config['run_id']} exists with another configuration "
+                          f"({', '.join(said[key] for key in refused)}); resume it with the same options (only "
+                          f"{', '.join(key for key in RUNS_AGAIN_FROM)} may change) or choose another --run-id")
+    stages, again = list(STAGES), runs_again_from(changed)
+    kept = [stage for stage in stages[:stages.index(again) if again else len(stages)]
+            if finished_glue(run_dir / f"{stage}.ipynb", STAGES[stage]) is not None]
+    notes = [f"resuming run {config['run_id']} with other options: {'; '.join(said.values())}",
+             f"kept: {', '.join(kept) or 'nothing'}; "
+             + (f"run again from {again} with the new options" if again else "the stages still to run use them")]
+    written = _write_config(path, config, models, expected, started=earlier.get("started"))
+    return Resumption(written, again, notes)
+
+
+def runs_again_from(changed: list[str]) -> str | None:
+    """The first stage the options `changed` make run again (RUNS_AGAIN_FROM), None when no finished stage must."""
+    stages = list(STAGES)
+    return min((RUNS_AGAIN_FROM[key] for key in changed if RUNS_AGAIN_FROM.get(key)), key=stages.index, default=None)
+
+
+def changed_options(earlier: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The options of `config` whose value differs from a run's earlier config.json."""
+    return [key for key in dict.fromkeys([*config, *OPTIONAL_OPTIONS]) if option(earlier, key) != option(config, key)]
+
+
+def option(config: dict[str, Any], key: str) -> Any:
+    """An option's value in a run's configuration (those of OPTIONAL_OPTIONS are absent when at their default)."""
+    return config.get(key, OPTIONAL_OPTIONS.get(key))
+
+
+def _write_config(path: Path, config: dict[str, Any], models: dict[str, Any],
+                  expected: dict[str, float | None] | None, started: str | None = None) -> dict[str, Any]:
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {"schema_version": SCHEMA_VERSION, **config, "models": models, "estimate": expected or {},
-                      "versions": versions(),
-                      "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                      "versions": versions(), "started": started or time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     return config
 
 

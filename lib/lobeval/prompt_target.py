@@ -255,15 +255,15 @@ class PromptSession:
 
     async def send(self, message: str) -> Reply:
         self.messages.append({"role": "user", "content": message})
-        usage = Usage()
+        usage, calls = Usage(), []
         try:
-            return await self._turn(usage)
-        except TargetUnavailable as exc:   # the turn's model requests so far were spent all the same
-            raise TargetUnavailable(str(exc), usage=reported(usage)) from exc
+            return await self._turn(usage, calls)
+        except TargetUnavailable as exc:   # the turn's model requests and calls so far happened all the same
+            raise TargetUnavailable(str(exc), usage=reported(usage), function_calls=calls) from exc
 
-    async def _turn(self, usage: Usage) -> Reply:
-        """Model requests and tool calls until the model answers in words; what they use is added to `usage`."""
-        calls: list[dict[str, Any]] = []
+    async def _turn(self, usage: Usage, calls: list[dict[str, Any]]) -> Reply:
+        """Model requests and tool calls until the model answers in words; what they use is added to `usage`, the
+        calls to `calls`."""
         for _ in range(self._target.max_tool_rounds):
             result = await self._ask()
             usage.merge(Usage(requests=result.requests, prompt_tokens=result.prompt_tokens,

@@ -40,6 +40,7 @@ from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
 from lobeval.stats import NO_REFERENCE_METRICS, left_out_notes, unreferenced_note, unscored_reason
+from lobeval.user_faults import review_failed
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -293,10 +294,17 @@ def user_faults_html(results: dict[str, Any]) -> str:
     """The simulated user's own mistakes, one line each with the conversation (a link into the replay), the
     user turn, the check that found it and what was wrong, and whether the conversation was left out."""
     table = user_fault_table(results)
-    checked = sum(row["status"] == "scored" and row.get("reference") is not False for row in results["rows"])
+    rows = [row for row in results["rows"] if row["status"] == "scored" and row.get("reference") is not False]
+    checked, unchecked = len(rows), sum(review_failed(row) for row in rows)
+    partly = (f" The user-review judge failed on {unchecked} of them: their user is unchecked for what only that judge "
+              f"sees (inventing a value, ending too early, going against the instructions), not clean."
+              if unchecked else "")
     if table.empty:
-        return (f"{STYLE}<div class='lobeval-report'><p>No mistake of the simulated user was found in the "
-                f"{checked} scored conversations checked (docs/metrics.md says what is checked).</p></div>")
+        found = (f"No mistake of the simulated user was found in the {checked} scored conversations checked "
+                 f"(docs/metrics.md says what is checked)." if not unchecked else
+                 f"No mistake of the simulated user was found by the checks that ran on the {checked} scored "
+                 f"conversations (docs/metrics.md says what is checked).")
+        return f"{STYLE}<div class='lobeval-report'><p>{_e(found + partly)}</p></div>"
     several = _several_trials(results)
     lines = "".join(
         f"<tr><td>{_conversation_link(line.case_id, int(line.trial), several)}</td><td>{_e(line.scenario_name)}</td>"
@@ -305,7 +313,7 @@ def user_faults_html(results: dict[str, Any]) -> str:
     faulty = table[["case_id", "trial"]].drop_duplicates().shape[0]
     return (f"{STYLE}<div class='lobeval-report'><p>{faulty} of {checked} scored conversations had a mistake of the "
             f"simulated user; such a conversation says nothing about the bot, so it is left out of the bot's "
-            f"metrics unless the run kept it (--include-user-faults).</p>"
+            f"metrics unless the run kept it (--include-user-faults).{_e(partly)}</p>"
             f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th><th>user turn</th>"
             f"<th>check</th><th>what was wrong</th><th>bot's metrics</th></tr></thead><tbody>{lines}</tbody>"
             f"</table></div>")

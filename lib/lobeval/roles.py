@@ -108,21 +108,28 @@ def _judges_need_model(selection: list[str]) -> str:
             f"{NO_MODEL_HINT}")
 
 
-def check(*, user: str = "scripted", judges: list[str] | None = None) -> None:
+def check(*, user: str = "scripted", judges: list[str] | None = None, batch: bool = False) -> None:
     """Refuse what `resolve` would refuse when it builds the simulated user and the conversation judges,
-    without building them (`lobeval run` checks this before its first stage): a bad LOBEVAL_BUDGET_USD, an
-    unknown user kind or judge, a model asked for (`--user llm`, `--judges` by name) but not configured, a
-    model named without credentials."""
+    without building them (`lobeval run` checks this before its first stage): a bad LOBEVAL_BUDGET_USD or
+    request limit, an unknown user kind or judge, a model asked for (`--user llm`, `--judges` by name) but not
+    configured, a model named without credentials, `--batch` on an endpoint without a Batch API."""
     from lobeval.judges import selected_judges
-    from lobeval.llm import Budget, resolve_model
+    from lobeval.llm import ROLES, Budget, resolve_limits, resolve_model
 
     Budget.from_env()
+    for role in ROLES:
+        resolve_limits(role)
     if user not in USER_KINDS:
         raise ConfigError(_unknown_user(user))
     if user == "llm" and resolve_model("user") is None:
         raise ConfigError(USER_NEEDS_MODEL)
-    if selected_judges(judges) and judges is not None and resolve_model("judge") is None:
+    judge_model = resolve_model("judge")
+    if selected_judges(judges) and judges is not None and judge_model is None:
         raise ConfigError(_judges_need_model(judges))
+    if batch and selected_judges(judges) and judge_model is not None:
+        from lobeval.batch import check_batch_api
+
+        check_batch_api(judge_model)
 
 
 def make_completion_judge(concurrency: int = 8) -> Any:
@@ -147,6 +154,10 @@ def make_judges(selection: list[str] | None, suite: str | Path | None, concurren
         if selection is not None:
             raise ConfigError(_judges_need_model(selection))
         return NO_JUDGE_MODEL
+    if batch:
+        from lobeval.batch import check_batch_api
+
+        check_batch_api(client.config)
     tools = []
     if suite is not None:
         from lobeval.suite import load_suite

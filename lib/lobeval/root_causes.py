@@ -158,11 +158,16 @@ async def run_root_causes(clusters: pd.DataFrame, results: dict[str, Any],
     """What the notebook shows and glues: {"status", "path", "causes", "usage"} (usage: this step's).
 
     status: "run" (causes written to `out`), "not run: no model configured" (`client` None: nothing
-    written), or "error: ..." when the endpoint gave up or its reply stayed unusable (written to `out`
-    with no causes: the report names the error).
+    written), the judges' status when they were switched off (`--judges none` sends nothing to the judge model,
+    whose role this is; nothing written), or "error: ..." when the endpoint gave up or its reply stayed unusable
+    (written to `out` with no causes: the report names the error).
     """
+    from lobeval.evaluate import JUDGES_OFF
+
     if client is None:
         return {"status": "not run: no model configured", "path": None, "causes": [], "usage": None}
+    if (results.get("judges") or {}).get("status") == JUDGES_OFF:
+        return {"status": JUDGES_OFF, "path": None, "causes": [], "usage": None}
     usage = Usage()
     try:
         causes = await root_causes(clusters, results, conversations, client, usage=(usage,))

@@ -23,6 +23,7 @@ from lobeval.records import (
     MACHINERY_ERRORS, SCHEMA_VERSION, Case, TerminationReason, appending, check_output, dumps, iter_jsonl, read_as,
     read_cases, read_conversations, state_changes, write_jsonl,
 )
+from lobeval.protocol import Reply
 from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
 
@@ -87,7 +88,10 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
         changes = state_changes(start_state, await session.state())
     except TargetError as exc:
         reason, error = exc.reason, str(exc)
-        spent = getattr(exc, "usage", None)   # a turn that broke half-way still used its model
+        made = getattr(exc, "function_calls", ())   # a turn that broke half-way may have acted already
+        if made:
+            transcript.bot_said(Reply("", list(made)))
+        spent = getattr(exc, "usage", None)   # and still used its model
         if spent is not None:
             transcript.target_usage.add(**spent)
             if budget is not None:

@@ -55,10 +55,12 @@ class TargetError(Exception):
 
 class TargetUnavailableError(TargetError):
     """The target's infrastructure failed or it missed the deadline: a machinery error, never a score.
-    `usage`: what the failed turn's own model calls had used (from `lobeval.TargetUnavailable`)."""
+    `usage`: what the failed turn's own model calls had used, `function_calls` the calls it had made (from
+    `lobeval.TargetUnavailable`)."""
 
     reason: TerminationReason = "target_unavailable"
     usage: dict[str, float | None] | None = None
+    function_calls: list[dict[str, Any]] | tuple[()] = ()
 
 
 log = logging.getLogger(__name__)
@@ -220,12 +222,16 @@ async def _guard(operation: str, timeout: float) -> AsyncIterator[None]:
             kind, cause = type(exc), str(exc)
         elif isinstance(exc, TimeoutError) and deadline.expired():
             kind, cause = TargetUnavailableError, f"timed out after {timeout:g} s"
+        elif isinstance(exc, TargetUnavailable):   # the target's own words on its infrastructure: kept whole
+            kind, cause = TargetUnavailableError, f"{type(exc).__name__}: {exc}"
         else:
-            kind = TargetUnavailableError if isinstance(exc, TargetUnavailable) else TargetError
-            cause = _clip(f"{type(exc).__name__}: {exc}")
+            kind, cause = TargetError, _clip(f"{type(exc).__name__}: {exc}")
         failure = kind(f"{operation} failed: {cause}")
-        if isinstance(exc, TargetUnavailable) and exc.usage is not None:
-            failure.usage = _usage(exc.usage)
+        if isinstance(exc, TargetUnavailable):
+            failure.function_calls = [_function_call(f"{operation}: function_calls[{i}]", call)
+                                      for i, call in enumerate(exc.function_calls)]
+            if exc.usage is not None:
+                failure.usage = _usage(exc.usage)
         raise failure from exc
 
 

@@ -30,7 +30,7 @@ from lobeval.tokens import PER_REPLY, cacheable, count, prompt_tokens, reply_tok
 Reply = str | dict[str, Any]
 Policy = Callable[[dict[str, Any]], Reply]
 # Besides these, a fault may be any HTTP error status as a string: "429", "500", "401", ...
-FAULTS = ("timeout", "drip", "malformed", "empty", "bad_tool_args")
+FAULTS = ("timeout", "drip", "malformed", "empty", "bad_tool_args", "hang")
 EMBEDDING_DIMS = 64
 _ROUTE = re.compile(r"/v1/(?P<v1>chat/completions|embeddings)|/openai/deployments/(?P<deployment>[^/]+)/"
                     r"(?P<azure>chat/completions|embeddings)")
@@ -86,17 +86,27 @@ def embed_text(text: str) -> list[float]:
 
 class FakeOpenAI:
     """Serves /v1/chat/completions, /v1/embeddings and their Azure deployment paths, and the Batch API's
-    /v1/files and /v1/batches (a batch is done on its `batch_polls`-th look, or ends as `batch_fault` says).
+    /v1/files and /v1/batches (GET /v1/batches lists the last one) (a batch is done on its `batch_polls`-th look, or ends as `batch_fault` says).
 
     `policy(request_body)` gives each chat reply (a str, or a dict from `text`, `tool_calls`,
     `json_reply`), or raises `Fault` to fail that request; `fail_next` queues faults; `requests` holds
     every JSON body received; `answers` one entry per request answered, {"request", "status", "usage"}
     (usage as the answer reported it, None when it reported none), in the order answered; `count` is the
     number of chat completion requests; `latency` is slept before every answer.
+
+    `local=True` behaves as the OpenAI-compatible servers teams run themselves do (llama-cpp-python's, and Ollama or
+    vLLM in part): no Batch API (/v1/files and /v1/batches answer 404); a history with an assistant message whose
+    content is null is refused with HTTP 500 (llama-cpp-python's message, LOCAL_NULL_CONTENT); `tools` sent without
+    `tool_choice` are left out of the prompt (the policy sees a request without them); and a model that never stops:
+    a chat request without `max_tokens` (or `max_completion_tokens`) is never answered, until the client closes the
+    connection, which `hangups` counts and `hung_up` signals.
     """
 
-    def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0, prompt_cache: bool = False):
-        self.policy, self.latency, self.prompt_cache = policy, latency, prompt_cache
+    def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0, prompt_cache: bool = False,
+                 local: bool = False):
+        self.policy, self.latency, self.prompt_cache, self.local = policy, latency, prompt_cache, local
+        self.hangups = 0
+        self.hung_up = threading.Event()
         self._prefixes: set[str] = set()   # with prompt_cache: every leading run of messages a request has sent
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
@@ -142,8 +152,8 @@ class FakeOpenAI:
         self.stop()
 
     def fail_next(self, kind: str, times: int = 1, **kw: Any) -> None:
-        """Make the next `times` requests fail. kw: retry_after (for "429"), seconds (for "timeout": the
-        answer comes after them), interval (for "drip": the answer's body comes one byte per interval,
+        """Make the next `times` requests fail. "hang": never answered until the client closes the connection
+        (`hangups`, `hung_up`). kw: retry_after (for "429"), seconds (for "timeout": the answer comes after them), interval (for "drip": the answer's body comes one byte per interval,
         0.05 s by default, so no single read waits long), message (for an HTTP status)."""
         _check_fault(kind)
         with self._lock:
@@ -209,6 +219,10 @@ class FakeOpenAI:
 
     def _get(self, path: str) -> _Answer:
         url = urlsplit(path).path
+        if url == "/v1/batches":
+            with self._lock:
+                listed = [{k: v for k, v in batch.items() if not k.startswith("_")} for batch in self.batches.values()]
+            return _Answer(200, {"object": "list", "data": listed[-1:], "has_more": len(listed) > 1})
         if match := re.fullmatch(r"/v1/batches/([\w-]+)", url):
             return self.retrieve_batch(match[1])
         if (match := re.fullmatch(r"/v1/files/([\w-]+)/content", url)) and match[1] in self.files:
@@ -218,6 +232,8 @@ class FakeOpenAI:
     def _respond(self, path: str, body: dict[str, Any]) -> _Answer:
         """The answer to one request, noted in `answers`."""
         answer = self._answer(path, body)
+        if answer.payload is HANG:
+            return answer
         usage = answer.payload.get("usage") if isinstance(answer.payload, dict) else None
         with self._lock:
             self.answers.append({"request": body, "status": answer.status, "usage": usage})
@@ -235,6 +251,12 @@ class FakeOpenAI:
             self.requests.append(body)
             self.count += chat
             kind, kw = self._faults.popleft() if self._faults else ("", {})
+        if chat and self.local:
+            refused = _local_refusal(body)
+            if refused is not None:
+                return refused
+            if "tool_choice" not in body:
+                body = {key: value for key, value in body.items() if key != "tools"}
         reply: Reply | None = None
         if chat and not kind:   # the policy answers now, so that it may fail this request with a Fault
             try:
@@ -244,6 +266,8 @@ class FakeOpenAI:
             except Exception as exc:  # a bug in a test's policy must be visible, not a hang
                 return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
         time.sleep(self.latency)
+        if kind == "hang":
+            return _Answer(200, HANG)
         if kind == "timeout":
             time.sleep(kw.get("seconds", 5.0))
         elif kind == "malformed":
@@ -300,6 +324,26 @@ class FakeOpenAI:
                 "usage": _usage(sum(count(text) for text in texts), 0)}
 
 
+LOCAL_NULL_CONTENT = ("7 validation errors:\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, "
+                      "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', "
+                      "'input': None} (the rest of this message is the part a clipped error would lose)")
+"""How llama-cpp-python's server (0.3) answers a history with a null content: HTTP 500, the request's validation."""
+HANG = b"(never answered)"
+"""The payload of a request a local server's model answers without end: see FakeOpenAI(local=True)."""
+HANG_LIMIT_S = 60.0
+"""How long the fake waits for a client to hang up on a request it never answers."""
+
+
+def _local_refusal(body: dict[str, Any]) -> _Answer | None:
+    """What a local server answers instead of the model: HTTP 500 for a null content in the history, a request
+    never answered without a completion cap; None when the model answers."""
+    if any(message.get("role") == "assistant" and message.get("content") is None for message in body["messages"]):
+        return _error(500, LOCAL_NULL_CONTENT)
+    if not (body.get("max_tokens") or body.get("max_completion_tokens")):
+        return _Answer(200, HANG)
+    return None
+
+
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens}
@@ -318,6 +362,10 @@ def _error(status: int, message: str, retry_after: float = 1) -> _Answer:
     return _Answer(status, {"error": {"message": message, "type": "fake_error", "code": str(status)}}, headers)
 
 
+def _batch_api(path: str) -> bool:
+    return re.match(r"/v1/(files|batches)\b", urlsplit(path).path) is not None
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
@@ -331,6 +379,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         fake = self.server.fake
+        if fake.local and _batch_api(self.path):
+            self._send(_error(404, f"no such endpoint: {urlsplit(self.path).path}"))
+            return
         if urlsplit(self.path).path == "/v1/files":
             parts = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
                 b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw)
@@ -347,9 +398,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(answer)
 
     def do_GET(self) -> None:
-        self._send(self.server.fake._get(self.path))
+        fake = self.server.fake
+        if fake.local and _batch_api(self.path):
+            self._send(_error(404, f"no such endpoint: {urlsplit(self.path).path}"))
+            return
+        self._send(fake._get(self.path))
 
     def _send(self, answer: _Answer) -> None:
+        if answer.payload is HANG:
+            self._wait_for_hangup()
+            return
         data = answer.payload if isinstance(answer.payload, bytes) else json.dumps(answer.payload).encode()
         try:
             self.send_response(answer.status)
@@ -364,6 +422,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(data)
         except ConnectionError:   # the client gave up (its timeout): nothing to answer
             self.close_connection = True
+
+    def _wait_for_hangup(self) -> None:
+        """Answer nothing until the client closes the connection (at most HANG_LIMIT_S), and note that it did."""
+        self.close_connection = True
+        self.connection.settimeout(HANG_LIMIT_S)
+        try:
+            closed = self.connection.recv(1) == b""
+        except OSError:   # the limit passed, or the connection was reset
+            closed = False
+        if closed:
+            fake = self.server.fake
+            with fake._lock:
+                fake.hangups += 1
+            fake.hung_up.set()
 
     def _drip(self, data: bytes, interval: float) -> None:
         for i in range(len(data)):

@@ -290,6 +290,14 @@ def contradicted_instructions(conversation: dict[str, Any], case: dict[str, Any]
 
 # --- the user-review judge ------------------------------------------------------------------------
 
+def review_failed(row: dict[str, Any]) -> bool:
+    """Whether the user-review judge was asked about a conversation and gave no verdict (its part of the judges'
+    answer stayed unusable, or their request failed): its user is then unchecked for what only that judge sees,
+    which is not the same as clean."""
+    verdict = row.get("judges") or {}
+    return verdict.get("status") == "run" and "user_review" in verdict and verdict["user_review"] is None
+
+
 def judged_faults(review: dict[str, Any] | None, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The user-review judge's verdict (`judges.parse_user_review`) as a fault, {check: "user_review:<check>",
     turn, message_index, detail: its reason}; none when it found none or could not judge."""

@@ -61,7 +61,7 @@ class LLMPolicy:
             try:
                 result = await self.client.chat(self.messages, tools=self.tools)
             except LLMError as exc:
-                raise TargetUnavailable(f"the bot's model endpoint gave up: {exc}",
+                raise TargetUnavailable(f"the bot's model endpoint gave up: {exc}", function_calls=calls,
                                         usage={name: getattr(spent, name) for name in USAGE_FIELDS}) from exc
             spent.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
                       cost_usd=result.cost_usd, cached=result.cached, requests=result.requests,

@@ -268,3 +268,82 @@ def test_a_past_form_that_is_also_an_enum_value_is_backed_by_a_function_of_its_a
     conv = transcript(("user", "Cancel ACT-4"), ("assistant", "I've cancelled ACT-4.",
                                                  [call("cancel_item", {"ok": True}, action_item_id="ACT-4")]))
     assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def tool(name, effect="write", **properties):
+    """A tools.json entry; a property given as a list is an enum."""
+    schema = {key: {"type": "string", **({"enum": value} if isinstance(value, list) else {})}
+              for key, value in properties.items()}
+    return {name: {"effect": effect, "function": {"name": name, "description": "",
+                                                  "parameters": {"type": "object", "properties": schema}}}}
+
+
+PLANS = ["Basic 10GB", "Plus 50GB", "Unlimited"]
+
+
+def test_a_noun_that_says_the_future_only_before_to_is_no_modal_and_an_enum_value_may_be_spelt_with_spaces():
+    tools = tool("change_plan", plan=PLANS, msisdn="")
+    conv = transcript(("user", "Switch me to Plus 50GB"),
+                      ("assistant", "Your plan change to **Plus 50GB** is confirmed.",
+                       [call("change_plan", {"ok": True}, msisdn="0770", plan="Unlimited")]))
+    assert [(item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("Plus 50GB", "Unlimited")]
+    disputes = tool("dispute_transaction", reason=["not_recognised", "duplicate"], transaction_id="")
+    conv = transcript(("user", "I don't know TX-5"),
+                      ("assistant", "I've opened dispute DSP-5 with the reason **Not recognised**.",
+                       [call("dispute_transaction", {"dispute_id": "DSP-5"}, transaction_id="TX-5",
+                             reason="duplicate")]))
+    assert [(item["said"], item["sent"]) for item in find_claims(conv, disputes)["claimed_not_done"]] == [
+        ("not_recognised", "duplicate")]
+
+
+def test_a_means_is_no_agent_and_an_agent_follows_its_verb_before_and():
+    conv = transcript(("user", "Reset my password"),
+                      ("assistant", "Your password has been reset and a temporary one is on its way by SMS."))
+    assert [item["claim"] for item in find_claims(conv, tool("reset_password"))["claimed_not_done"]] == ["reset"]
+
+
+@pytest.mark.parametrize("text", [
+    "12 Mar: urgency raised to High by the Service Desk",   # a participle with its agent, no auxiliary
+    "All set!",                                               # discourse words alone
+    "Plan changes made before the 20th apply from the next bill.",   # a bare plural: a class
+    "| Plan | Plus 50GB | Unlimited |\n\nShall I go ahead?",   # a table before a question
+])
+def test_an_agent_without_auxiliary_a_discourse_clause_a_class_or_a_proposed_table_claims_nothing(text):
+    tools = {**tool("update_incident", urgency=["Low", "High"]), **tool("change_plan", plan=PLANS)}
+    conv = transcript(("user", "And?"), ("assistant", text))
+    assert find_claims(conv, tools)["claimed_not_done"] == []
+
+
+def test_a_bare_plural_with_nothing_after_it_is_still_a_claim():
+    conv = transcript(("user", "Save it"), ("assistant", "Changes saved."))
+    assert [item["claim"] for item in find_claims(conv, tool("update_profile"))["claimed_not_done"]] == ["saved"]
+
+
+def test_an_identifier_argument_names_no_action():
+    tools = {**tool("cancel_booking", booking_id=""), **tool("book_room", room="")}
+    conv = transcript(("user", "Book room 1.10"),
+                      ("assistant", "Booked! Room 1.10, reference BK-2.",
+                       [call("cancel_booking", {"ok": True}, booking_id="BK-1"),
+                        call("book_room", {"booking_id": "BK-2"}, room="R-1.10")]))
+    assert [item["actual_index"] for item in find_claims(conv, tools)["done_not_told"]] == [0]
+
+
+def test_a_clause_after_and_with_its_own_subject_and_verb_is_about_its_own_record():
+    tools = {**tool("cancel_booking", booking_id=""), **tool("book_room", room="")}
+    conv = transcript(("user", "Move BK-3 to room 2.11"),
+                      ("assistant", "BK-3 is cancelled and Room 2.11 is booked (BK-4).",
+                       [call("cancel_booking", {"ok": True}, booking_id="BK-3"),
+                        call("book_room", {"booking_id": "BK-4"}, room="R-2.11")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_second_verb_of_the_bot_is_judged_on_its_own_words_and_a_value_is_said_whole():
+    tools = {**tool("create_incident", summary="", category=["Network", "Access"]),
+             **tool("update_incident", assignment_group="")}
+    conv = transcript(("user", "Log it and send it to Network Security"),
+                      ("assistant", "I've logged INC-9 for the VPN drop-outs and assigned it to the Network Security "
+                                    "team.",
+                       [call("create_incident", {"ref": "INC-9"}, summary="VPN drop-outs", category="Network"),
+                        call("update_incident", error="no such group", assignment_group="Network Security")]))
+    assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["assigned"]

@@ -29,7 +29,8 @@ from typing import Any
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, NEGATION, NEW_STATE, ON_A_DAY,
                                  REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name, call_dates,
                                  date_matches, dates_in, disagreement, expand, function_of, groups_of, is_write,
-                                 lemmas, names_argument, singular, specific, statements, unquoted)
+                                 lemmas, names_argument, singular, specific, statements, unquoted,
+                                 value_pattern)
 
 
 # ---- The check ---------------------------------------------------------------------------------------------
@@ -234,7 +235,7 @@ def _contradicts_read(text: str, sentence: str, state: _Conversation) -> bool:
             continue
         for key, value in result.items():
             said = {option.casefold() for option in state.vocabulary.enums.get(key, ())
-                    if re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text, re.IGNORECASE)}
+                    if value_pattern(option).search(text)}
             if isinstance(value, str) and said and value.casefold() not in said:
                 return True
     return False
@@ -261,7 +262,7 @@ def _states_a_value(text: str, call: dict[str, Any]) -> bool:
     """Whether the text says a value the call sent: a word (not an identifier) or a date."""
     for value in (call.get("arguments") or {}).values():
         if isinstance(value, str) and not IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value) \
-                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE):
+                and value_pattern(value).search(text):
             return True
         dates = call_dates(value)
         if dates and any(date_matches(key, dates) for _, key in dates_in(text)):

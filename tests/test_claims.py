@@ -347,3 +347,58 @@ def test_a_second_verb_of_the_bot_is_judged_on_its_own_words_and_a_value_is_said
                        [call("create_incident", {"ref": "INC-9"}, summary="VPN drop-outs", category="Network"),
                         call("update_incident", error="no such group", assignment_group="Network Security")]))
     assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["assigned"]
+
+
+def test_an_effect_the_writes_result_reports_backs_a_claim_of_it():
+    tools = tool("create_return", sku="")
+    said = "A prepaid label has been emailed to you."
+    for result, claims in (({"return_id": "RMA-1", "label_emailed": True}, []),
+                           ({"return_id": "RMA-1", "label_emailed": False}, ["emailed"])):
+        conv = transcript(("user", "Return KT-2"), ("assistant", said, [call("create_return", result, sku="KT-2")]))
+        assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == claims
+
+
+@pytest.mark.parametrize("text, told", [
+    ("Your request #ABS-1310 is in.", True),                 # in place, with the identifier the write returned
+    ("A replacement is on its way.", True),                  # in place, with the write's entity
+    ("EU Roaming is no longer on your line.", True),         # an enum value it set, as the suite spells it
+    ("You've used 3 sick days, not Unpaid ones.", False),    # the value in another spelling, or negated
+    ("Your reference will be ABS-1310 once it is in.", False),   # later
+])
+def test_a_write_is_told_by_its_record_in_place_or_the_value_it_set(text, told):
+    tools = {**tool("submit_absence", absence_type=["Sick", "Unpaid"]), **tool("order_replacement"),
+             **tool("remove_bolt_on", bolt_on=["EU Roaming", "Extra 5GB"])}
+    calls = {"ABS": call("submit_absence", {"request_id": "ABS-1310"}, absence_type="Sick"),
+             "replacement": call("order_replacement", {"ok": True}, card="4410"),
+             "Roaming": call("remove_bolt_on", {"ok": True}, bolt_on="EU Roaming")}
+    made = [made for key, made in calls.items() if key in text] or [calls["ABS"]]
+    conv = transcript(("user", "Go on"), ("assistant", text, made))
+    assert find_claims(conv, tools)["done_not_told"] == ([] if told else [
+        {"actual_index": 0, "functionName": made[0]["functionName"], "turn": 1}])
+
+
+def test_an_action_named_as_a_noun_must_agree_with_the_values_sent():
+    tools = {**tool("issue_refund", order_id=""), **tool("change_plan", plan=PLANS)}
+    tools["issue_refund"]["function"]["parameters"]["properties"]["amount"] = {"type": "number"}
+    tools["issue_refund"]["function"]["description"] = "Refund an amount to the customer."
+    conv = transcript(("user", "Refund 100-5"), ("assistant", "Your refund of €29.99 is on its way.",
+                                                 [call("issue_refund", {"ok": True}, order_id="100-5", amount=24.99)]))
+    assert [(item["claim"], item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("refund", "29.99", 24.99)]
+    conv = transcript(("user", "Basic from 1 May"), ("assistant", "Your switch to Basic 10GB takes effect on 1 June 2026.",
+                                                     [call("change_plan", {"ok": True}, plan="Basic 10GB",
+                                                           effective_date="2026-05-01")]))
+    assert [(item["claim"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("switch", "2026-05-01")]
+
+
+@pytest.mark.parametrize("text, said", [("Room 2.05 is reserved from 14:00 to 15:00.", "14:00"),
+                                        ("Room 2.05 is reserved from 15:00 to 16:00.", None),
+                                        ("Room 2.05 is reserved from 9:00.", None)])
+def test_a_time_of_day_said_must_be_one_the_call_sent(text, said):
+    made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="15:00", end="16:00")
+    if "9:00" in text:
+        made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="09:00", end="10:00")
+    conv = transcript(("user", "Book 2.05"), ("assistant", text, [made]))
+    assert [item.get("said") for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == (
+        [said] if said else [])

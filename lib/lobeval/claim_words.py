@@ -84,7 +84,7 @@ NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
-CLAUSE = re.compile(r"[,;:()]|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
+CLAUSE = re.compile(r"[,;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
                      r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
 EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
                       re.IGNORECASE)
@@ -467,7 +467,7 @@ def _named_agent(after: list[str]) -> bool:
 # ---- Values a sentence states ----------------------------------------------------------------------------------
 
 
-def _value_text(sentence: str) -> str:
+def value_text(sentence: str) -> str:
     """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
     kept = [clause for clause in CLAUSE.split(expand(sentence))
             if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should|by)\b",
@@ -506,7 +506,7 @@ class Disagreement:
 def disagreement(sentence: str, call: dict[str, Any], function: Function, context: str) -> Disagreement | None:
     """The first value the sentence states that the call, which backs its claim, did not send; None when they
     agree. `context`: what the reads returned, lower case (an old value read back may be said too)."""
-    text = _value_text(unquoted(sentence))
+    text = value_text(unquoted(sentence))
     arguments = call.get("arguments") or {}
     for argument, schema in function.parameters.items():
         if argument not in arguments or not isinstance(arguments[argument], str):
@@ -522,6 +522,14 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             if not date_matches(key, everything):
                 argument = next(iter(dated))
                 return Disagreement(argument, written, arguments[argument])
+    times = {name: _clock(value) for name, value in arguments.items() if isinstance(value, str) and _clock(value)}
+    if times:
+        known = set(times.values()) | {_clock(match.group()) for match in _TIME.finditer(
+            json.dumps(call.get("result"), default=str) + " " + context)}
+        for match in _TIME.finditer(text):
+            if _clock(match.group()) not in known:
+                argument = next(iter(times))
+                return Disagreement(argument, match.group(), arguments[argument])
     emails = _emails(arguments)
     sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
     if emails:
@@ -542,6 +550,15 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             argument = next(iter(numbers))
             return Disagreement(argument, match.group(), arguments[argument])
     return None
+
+
+_TIME = re.compile(r"\b\d{1,2}:\d\d\b")
+
+
+def _clock(text: str) -> str | None:
+    """A time of day as HH:MM ("9:00" → 09:00), or None."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d\d)(?::\d\d)?\s*", text)
+    return f"{int(match.group(1)):02d}:{match.group(2)}" if match else None
 
 
 def _without_dates(text: str) -> str:

@@ -385,9 +385,9 @@ def test_an_action_named_as_a_noun_must_agree_with_the_values_sent():
                                                  [call("issue_refund", {"ok": True}, order_id="100-5", amount=24.99)]))
     assert [(item["claim"], item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
         ("refund", "29.99", 24.99)]
-    conv = transcript(("user", "Basic from 1 May"), ("assistant", "Your switch to Basic 10GB takes effect on 1 June 2026.",
-                                                     [call("change_plan", {"ok": True}, plan="Basic 10GB",
-                                                           effective_date="2026-05-01")]))
+    said = "Your switch to Basic 10GB takes effect on 1 June 2026."
+    conv = transcript(("user", "Basic from 1 May"), ("assistant", said, [call("change_plan", {"ok": True}, plan="Basic 10GB",
+                                                                           effective_date="2026-05-01")]))
     assert [(item["claim"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
         ("switch", "2026-05-01")]
 
@@ -402,3 +402,14 @@ def test_a_time_of_day_said_must_be_one_the_call_sent(text, said):
     conv = transcript(("user", "Book 2.05"), ("assistant", text, [made]))
     assert [item.get("said") for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == (
         [said] if said else [])
+
+
+@pytest.mark.parametrize("text, claims", [
+    ("Great news — Room 7.02 is yours for Friday.", ["is yours"]),   # in place, but its booking failed
+    ("Room 7.02 is in progress of being freed.", []),                  # "in" before a word: no record in place
+    ("Room 7.02 is not yours yet, sorry.", []),
+])
+def test_a_record_said_to_be_in_place_after_its_write_failed_is_claimed_but_not_done(text, claims):
+    conv = transcript(("user", "Room 7.02 on Friday"),
+                      ("assistant", text, [call("book_room", error="Room unavailable", room="R-7.02")]))
+    assert [item["claim"] for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == claims

@@ -1,10 +1,10 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
 benchmark"): labelled.jsonl, written while the rules were made (eight sets of about 40 in it were written as
 held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
-and never used to change them, and blind.jsonl, 80 conversations in the wording of six other domains (IT desk, shop,
-HR, room bookings, bank cards, telecom) written by someone who had not read the rules, measured before it was used to
-fix them (docs/metrics.md, section 9). Each conversation is a test; those the rules get wrong are expected failures, kept
-visible here and counted by `lobeval bench claims [FILE]`."""
+and never used to change them, and blind.jsonl, 80 conversations in the wording of six other domains (IT desk,
+shop, HR, room bookings, bank cards, telecom) written by someone who had not read the rules, measured before it was
+used to fix them (docs/metrics.md, section 9). Each conversation is a test; those the rules get wrong are expected
+failures, kept visible here and counted by `lobeval bench claims [FILE]`."""
 import json
 from pathlib import Path
 
@@ -23,7 +23,6 @@ KNOWN_MISSES = {
     "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
     "blind:hr-01": "'submitted ... and sent to your manager for approval': the sending a submission does is read as a "
                    "send no call did",
-    "blind:rm-10": "'Room 7.02 is yours' after the booking failed: possession names no action word nor value",
 }
 
 

@@ -65,7 +65,8 @@ _OBJECTS = {"it", "them", "him", "her", "that", "this", "these", "those", "the",
             "their", "its", "me", "us", "you", "both", "all"}
 _NOT_AGENTS = {"end", "time", "deadline", "weekend", "morning", "afternoon", "evening", "close", "date", "default",
                "email", "e-mail", "phone", "mail", "post", "hand", "mistake", "accident", "noon", "tomorrow",
-               "today", "sms", "text", "letter", "courier", "chat", "app", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "then", "now"}
+               "today", "sms", "text", "letter", "courier", "chat", "app", "monday", "tuesday", "wednesday",
+               "thursday", "friday", "saturday", "sunday", "then", "now"}
 _DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", "then", "also", "perfect", "right",
               "good", "news", "there", "alright", "excellent", "yes", "successfully", "now"}
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"

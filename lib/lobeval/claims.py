@@ -37,9 +37,9 @@ _NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+([a-z]+)\b(?:\s+([a-z]
 _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
 _LATER = re.compile(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
-_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:in|through|underway|on\s+(?:its|their|the)\s+way)\b",
-                       re.IGNORECASE)
-"""A record said to be in place: "your request is in", "a replacement is on its way"."""
+_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:all\s+)?(?:in\b(?!\s+[a-z])|through|underway|yours|"
+                       r"on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
+"""A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours"."""
 
 
 # ---- The check ---------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
     problems.append(_named_action_problem(sentence, state))
-    _tell_states(sentence, state)
+    problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
 
 
@@ -196,18 +196,21 @@ def _spelt(value: str, text: str) -> bool:
                for match in value_pattern(value).finditer(text))
 
 
-def _tell_states(sentence: str, state: _Conversation) -> None:
+def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """A write is told by a statement of a new state, not about later, naming a value it set from the suite's enums
-    ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was), or by its record said to be in place ("Your request #ABS-1310 is in", "A replacement is on
-    its way") naming the identifier its result returned or its entity."""
+    ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was), or by its record said to be
+    in place ("Your request #ABS-1310 is in", "A replacement is on its way") naming the identifier its result
+    returned or its entity. A record said to be in place that no successful write of the message made, when one of
+    the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), is claimed but not done."""
     clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not _LATER.search(clause)]
     if sentence.endswith("?"):
-        return
+        return None
     text = " ; ".join(clauses)
     affirmed = " ; ".join(clause for clause in clauses if _CHANGED.search(clause)
                           and not NEGATION.search(_CHANGED.sub(" ", clause)))
     words = {singular(word.lower()) for word in TOKEN.findall(text)}
-    arrived = bool(_IN_PLACE.search(text))
+    arrived = _IN_PLACE.search(" ; ".join(clause for clause in clauses if not NEGATION.search(clause)))
+    in_place = False
     for made in state.writes:
         call = made["call"]
         function = function_of(call["functionName"], state.tools)
@@ -216,8 +219,15 @@ def _tell_states(sentence: str, state: _Conversation) -> None:
             IDENTIFIER.findall(json.dumps(arguments, default=str)))
         stated = any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
                      and _spelt(value, affirmed) for name, value in arguments.items())
-        if stated or arrived and (new & set(IDENTIFIER.findall(text)) or function.entities & words):
+        named = arrived and (new & set(IDENTIFIER.findall(text)) or function.entities & words)
+        in_place = in_place or bool(named) and made["message_index"] == state.message_index
+        if stated or named:
             state.told.add(made["actual_index"])
+    tried = [made for made in state.failed if made["message_index"] == state.message_index
+             and function_of(made["call"]["functionName"], state.tools).entities & words]
+    if arrived and tried and not in_place:
+        return {"claim": arrived.group().lower()}
+    return None
 
 
 def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:

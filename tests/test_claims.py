@@ -390,6 +390,9 @@ def test_an_action_named_as_a_noun_must_agree_with_the_values_sent():
                                                                            effective_date="2026-05-01")]))
     assert [(item["claim"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
         ("switch", "2026-05-01")]
+    conv = transcript(("user", "Refund 100-5"), ("assistant", "The refund policy is 30 days. I've refunded €24.99.",
+                                                 [call("issue_refund", {"ok": True}, order_id="100-5", amount=24.99)]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}   # not the head of its phrase
 
 
 @pytest.mark.parametrize("text, said", [("Room 2.05 is reserved from 14:00 to 15:00.", "14:00"),

@@ -32,8 +32,10 @@ from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFI
                                  lemmas, names_argument, singular, specific, statements, unquoted,
                                  value_pattern, value_text)
 
-_NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+([a-z]+)\b(?:\s+([a-z]+)\b)?", re.IGNORECASE)
-"""An action named as a noun after a determiner: "your refund", "the plan change"."""
+_NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
+                           r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)
+"""An action named as the head of a noun phrase after a determiner: "your refund of", "the plan change to"; not "the
+refund policy"."""
 _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
 _LATER = re.compile(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
@@ -172,7 +174,7 @@ def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any]
     Basic 10GB takes effect on 1 June"): the values the sentence states must be the ones sent; one it sent tells it
     ("your new ticket is TKT-5" alone does not)."""
     text = value_text(unquoted(sentence))
-    nouns = [word.lower() for match in _NAMED_ACTION.finditer(text) for word in match.groups() if word]
+    nouns = [match.group(1).lower() for match in _NAMED_ACTION.finditer(text)]
     for made in reversed(state.writes):
         call = made["call"]
         function = function_of(call["functionName"], state.tools)

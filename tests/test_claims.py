@@ -268,3 +268,151 @@ def test_a_past_form_that_is_also_an_enum_value_is_backed_by_a_function_of_its_a
     conv = transcript(("user", "Cancel ACT-4"), ("assistant", "I've cancelled ACT-4.",
                                                  [call("cancel_item", {"ok": True}, action_item_id="ACT-4")]))
     assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def tool(name, effect="write", **properties):
+    """A tools.json entry; a property given as a list is an enum."""
+    schema = {key: {"type": "string", **({"enum": value} if isinstance(value, list) else {})}
+              for key, value in properties.items()}
+    return {name: {"effect": effect, "function": {"name": name, "description": "",
+                                                  "parameters": {"type": "object", "properties": schema}}}}
+
+
+PLANS = ["Basic 10GB", "Plus 50GB", "Unlimited"]
+
+
+def test_a_noun_that_says_the_future_only_before_to_is_no_modal_and_an_enum_value_may_be_spelt_with_spaces():
+    tools = tool("change_plan", plan=PLANS, msisdn="")
+    conv = transcript(("user", "Switch me to Plus 50GB"),
+                      ("assistant", "Your plan change to **Plus 50GB** is confirmed.",
+                       [call("change_plan", {"ok": True}, msisdn="0770", plan="Unlimited")]))
+    assert [(item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("Plus 50GB", "Unlimited")]
+    disputes = tool("dispute_transaction", reason=["not_recognised", "duplicate"], transaction_id="")
+    conv = transcript(("user", "I don't know TX-5"),
+                      ("assistant", "I've opened dispute DSP-5 with the reason **Not recognised**.",
+                       [call("dispute_transaction", {"dispute_id": "DSP-5"}, transaction_id="TX-5",
+                             reason="duplicate")]))
+    assert [(item["said"], item["sent"]) for item in find_claims(conv, disputes)["claimed_not_done"]] == [
+        ("not_recognised", "duplicate")]
+
+
+def test_a_means_is_no_agent_and_an_agent_follows_its_verb_before_and():
+    conv = transcript(("user", "Reset my password"),
+                      ("assistant", "Your password has been reset and a temporary one is on its way by SMS."))
+    assert [item["claim"] for item in find_claims(conv, tool("reset_password"))["claimed_not_done"]] == ["reset"]
+
+
+@pytest.mark.parametrize("text", [
+    "12 Mar: urgency raised to High by the Service Desk",   # a participle with its agent, no auxiliary
+    "All set!",                                               # discourse words alone
+    "Plan changes made before the 20th apply from the next bill.",   # a bare plural: a class
+    "| Plan | Plus 50GB | Unlimited |\n\nShall I go ahead?",   # a table before a question
+])
+def test_an_agent_without_auxiliary_a_discourse_clause_a_class_or_a_proposed_table_claims_nothing(text):
+    tools = {**tool("update_incident", urgency=["Low", "High"]), **tool("change_plan", plan=PLANS)}
+    conv = transcript(("user", "And?"), ("assistant", text))
+    assert find_claims(conv, tools)["claimed_not_done"] == []
+
+
+def test_a_bare_plural_with_nothing_after_it_is_still_a_claim():
+    conv = transcript(("user", "Save it"), ("assistant", "Changes saved."))
+    assert [item["claim"] for item in find_claims(conv, tool("update_profile"))["claimed_not_done"]] == ["saved"]
+
+
+def test_an_identifier_argument_names_no_action():
+    tools = {**tool("cancel_booking", booking_id=""), **tool("book_room", room="")}
+    conv = transcript(("user", "Book room 1.10"),
+                      ("assistant", "Booked! Room 1.10, reference BK-2.",
+                       [call("cancel_booking", {"ok": True}, booking_id="BK-1"),
+                        call("book_room", {"booking_id": "BK-2"}, room="R-1.10")]))
+    assert [item["actual_index"] for item in find_claims(conv, tools)["done_not_told"]] == [0]
+
+
+def test_a_clause_after_and_with_its_own_subject_and_verb_is_about_its_own_record():
+    tools = {**tool("cancel_booking", booking_id=""), **tool("book_room", room="")}
+    conv = transcript(("user", "Move BK-3 to room 2.11"),
+                      ("assistant", "BK-3 is cancelled and Room 2.11 is booked (BK-4).",
+                       [call("cancel_booking", {"ok": True}, booking_id="BK-3"),
+                        call("book_room", {"booking_id": "BK-4"}, room="R-2.11")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_second_verb_of_the_bot_is_judged_on_its_own_words_and_a_value_is_said_whole():
+    tools = {**tool("create_incident", summary="", category=["Network", "Access"]),
+             **tool("update_incident", assignment_group="")}
+    conv = transcript(("user", "Log it and send it to Network Security"),
+                      ("assistant", "I've logged INC-9 for the VPN drop-outs and assigned it to the Network Security "
+                                    "team.",
+                       [call("create_incident", {"ref": "INC-9"}, summary="VPN drop-outs", category="Network"),
+                        call("update_incident", error="no such group", assignment_group="Network Security")]))
+    assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["assigned"]
+
+
+def test_an_effect_the_writes_result_reports_backs_a_claim_of_it():
+    tools = tool("create_return", sku="")
+    said = "A prepaid label has been emailed to you."
+    for result, claims in (({"return_id": "RMA-1", "label_emailed": True}, []),
+                           ({"return_id": "RMA-1", "label_emailed": False}, ["emailed"])):
+        conv = transcript(("user", "Return KT-2"), ("assistant", said, [call("create_return", result, sku="KT-2")]))
+        assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == claims
+
+
+@pytest.mark.parametrize("text, told", [
+    ("Your request #ABS-1310 is in.", True),                 # in place, with the identifier the write returned
+    ("A replacement is on its way.", True),                  # in place, with the write's entity
+    ("EU Roaming is no longer on your line.", True),         # an enum value it set, as the suite spells it
+    ("You've used 3 sick days, not Unpaid ones.", False),    # the value in another spelling, or negated
+    ("Your reference will be ABS-1310 once it is in.", False),   # later
+])
+def test_a_write_is_told_by_its_record_in_place_or_the_value_it_set(text, told):
+    tools = {**tool("submit_absence", absence_type=["Sick", "Unpaid"]), **tool("order_replacement"),
+             **tool("remove_bolt_on", bolt_on=["EU Roaming", "Extra 5GB"])}
+    calls = {"ABS": call("submit_absence", {"request_id": "ABS-1310"}, absence_type="Sick"),
+             "replacement": call("order_replacement", {"ok": True}, card="4410"),
+             "Roaming": call("remove_bolt_on", {"ok": True}, bolt_on="EU Roaming")}
+    made = [made for key, made in calls.items() if key in text] or [calls["ABS"]]
+    conv = transcript(("user", "Go on"), ("assistant", text, made))
+    assert find_claims(conv, tools)["done_not_told"] == ([] if told else [
+        {"actual_index": 0, "functionName": made[0]["functionName"], "turn": 1}])
+
+
+def test_an_action_named_as_a_noun_must_agree_with_the_values_sent():
+    tools = {**tool("issue_refund", order_id=""), **tool("change_plan", plan=PLANS)}
+    tools["issue_refund"]["function"]["parameters"]["properties"]["amount"] = {"type": "number"}
+    tools["issue_refund"]["function"]["description"] = "Refund an amount to the customer."
+    conv = transcript(("user", "Refund 100-5"), ("assistant", "Your refund of €29.99 is on its way.",
+                                                 [call("issue_refund", {"ok": True}, order_id="100-5", amount=24.99)]))
+    assert [(item["claim"], item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("refund", "29.99", 24.99)]
+    said = "Your switch to Basic 10GB takes effect on 1 June 2026."
+    conv = transcript(("user", "Basic from 1 May"), ("assistant", said, [call("change_plan", {"ok": True}, plan="Basic 10GB",
+                                                                           effective_date="2026-05-01")]))
+    assert [(item["claim"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("switch", "2026-05-01")]
+    conv = transcript(("user", "Refund 100-5"), ("assistant", "The refund policy is 30 days. I've refunded €24.99.",
+                                                 [call("issue_refund", {"ok": True}, order_id="100-5", amount=24.99)]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}   # not the head of its phrase
+
+
+@pytest.mark.parametrize("text, said", [("Room 2.05 is reserved from 14:00 to 15:00.", "14:00"),
+                                        ("Room 2.05 is reserved from 15:00 to 16:00.", None),
+                                        ("Room 2.05 is reserved from 9:00.", None)])
+def test_a_time_of_day_said_must_be_one_the_call_sent(text, said):
+    made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="15:00", end="16:00")
+    if "9:00" in text:
+        made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="09:00", end="10:00")
+    conv = transcript(("user", "Book 2.05"), ("assistant", text, [made]))
+    assert [item.get("said") for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == (
+        [said] if said else [])
+
+
+@pytest.mark.parametrize("text, claims", [
+    ("Great news — Room 7.02 is yours for Friday.", ["is yours"]),   # in place, but its booking failed
+    ("Room 7.02 is in progress of being freed.", []),                  # "in" before a word: no record in place
+    ("Room 7.02 is not yours yet, sorry.", []),
+])
+def test_a_record_said_to_be_in_place_after_its_write_failed_is_claimed_but_not_done(text, claims):
+    conv = transcript(("user", "Room 7.02 on Friday"),
+                      ("assistant", text, [call("book_room", error="Room unavailable", room="R-7.02")]))
+    assert [item["claim"] for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == claims

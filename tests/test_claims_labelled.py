@@ -1,8 +1,10 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
 benchmark"): labelled.jsonl, written while the rules were made (eight sets of about 40 in it were written as
 held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
-and never used to change them. Each conversation is a test; those the rules get wrong are expected failures, kept
-visible here and counted by `lobeval bench claims [FILE]`."""
+and never used to change them, and blind.jsonl, 80 conversations in the wording of six other domains (IT desk,
+shop, HR, room bookings, bank cards, telecom) written by someone who had not read the rules, measured before it was
+used to fix them (docs/metrics.md, section 9). Each conversation is a test; those the rules get wrong are expected
+failures, kept visible here and counted by `lobeval bench claims [FILE]`."""
 import json
 from pathlib import Path
 
@@ -15,16 +17,17 @@ from lobeval.vocabulary import function_key
 FOLDER = Path(__file__).parent / "fixtures" / "claims"
 KNOWN_MISSES = {
     "labelled:support-037": "'now belongs to you' states no value of a write's parameters",
-    "labelled:hr-h2-015": "'is in — reference LV-7001' names no action word, so the write reads as not told",
     "labelled:orders-h2-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim "
                               "on several records needs only one of them",
     "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
     "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
+    "blind:hr-01": "'submitted ... and sent to your manager for approval': the sending a submission does is read as a "
+                   "send no call did",
 }
 
 
 def cases():
-    for name in ("labelled", "held_out"):
+    for name in ("labelled", "held_out", "blind"):
         for line in (FOLDER / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             key = f"{name}:{record['case_id']}"
@@ -36,7 +39,7 @@ def said(found, truth):
     return [text for text in found if any(text in sentence or sentence in text for sentence in truth)]
 
 
-@pytest.mark.parametrize("record", cases())
+@pytest.mark.parametrize("record", list(cases()))
 def test_labelled_conversation(record):
     tools = {function_key(tool["function"]["name"]): tool for tool in record["tools"]}
     found = find_claims(record, tools)

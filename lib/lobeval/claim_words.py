@@ -4,6 +4,7 @@ docs/metrics.md (section 9)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally",
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
            "ready", "plan", "to", "before", "cannot", "let"}
+_BEFORE_TO = {"going", "able", "need", "needs", "want", "wants", "try", "ready", "plan", "about"}
 _BOT = {"i", "we"}
 _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
            "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
@@ -54,6 +56,8 @@ DETERMINERS = {"as", "the", "a", "an", "your", "my", "our", "this", "that", "the
                 "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
 _ACKNOWLEDGED = {"confirmed", "noted", "understood"}
 """A clause of this one word acknowledges what was said ("Confirmed: no changes have been made")."""
+_COORDINATORS = {"and", "or", "but", "so", "then", "which", "who", "while", "because"}
+"""A passive's agent ("by ...") follows it before any of these: "reset and ... sent to your phone by SMS"."""
 _BOUNDARIES = {"after", "before", "when", "and", "or", "because", "since", "while", "as", "once", "that", "which",
                "who", "so", "then", "but"}
 _SPECIFIC = {"your", "the", "this", "that", "it", "my", "our", "they", "both"}
@@ -61,7 +65,8 @@ _OBJECTS = {"it", "them", "him", "her", "that", "this", "these", "those", "the",
             "their", "its", "me", "us", "you", "both", "all"}
 _NOT_AGENTS = {"end", "time", "deadline", "weekend", "morning", "afternoon", "evening", "close", "date", "default",
                "email", "e-mail", "phone", "mail", "post", "hand", "mistake", "accident", "noon", "tomorrow",
-               "today", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "then", "now"}
+               "today", "sms", "text", "letter", "courier", "chat", "app", "monday", "tuesday", "wednesday",
+               "thursday", "friday", "saturday", "sunday", "then", "now"}
 _DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", "then", "also", "perfect", "right",
               "good", "news", "there", "alright", "excellent", "yes", "successfully", "now"}
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
@@ -80,7 +85,7 @@ NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
-CLAUSE = re.compile(r"[,;:()]|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
+CLAUSE = re.compile(r"[,;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
                      r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
 EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
                       re.IGNORECASE)
@@ -92,7 +97,8 @@ REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|
 _CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
                             re.IGNORECASE)
 _ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
+"""A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
 TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
@@ -272,6 +278,22 @@ def expand(text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
+def value_pattern(value: str) -> re.Pattern[str]:
+    """A value as said, whole: `not_recognised` is "Not recognised" too, "Network" is not "Network Security"."""
+    words = r"[\s_-]+".join(map(re.escape, re.split(r"[\s_-]+", value.strip())))
+    return re.compile(rf"(?<![\w-]){words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
+
+
+def named_values(sentence: str, vocabulary: Vocabulary) -> str:
+    """The sentence with each enum value that holds a negation ("Not recognised") as a placeholder: a value
+    named negates nothing."""
+    for value in sorted({value for values in vocabulary.enums.values() for value in values}, key=len, reverse=True):
+        if NEGATION.search(value.replace("_", " ")):
+            sentence = value_pattern(value).sub(" VALUE ", sentence)
+    return sentence
+
+
 def unquoted(sentence: str) -> str:
     """The sentence with every quotation (a title, the user's words) replaced by a placeholder."""
     return _QUOTE.sub(" QUOTED ", sentence)
@@ -295,22 +317,43 @@ class Said:
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
     """Each action word of a statement whose doer is the bot (or may be), with whether it claims or only tells."""
     found = []
-    for clause in CLAUSE.split(expand(unquoted(sentence))):
+    for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
         if not clause or not clause.strip() or NEGATION.search(clause) or REQUEST.search(clause):
             continue
         tokens = TOKEN.findall(clause)
         lowered = [token.lower() for token in tokens]
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
-            if _echoed(lowered, position, said_by_user) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED):
+            if _echoed(lowered, position, said_by_user) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
+                    or set(lowered) <= _DISCOURSE:   # "All set!": ready, of nothing named
                 continue
             how = _how(lowered, position)
             if how is not None:
                 claim, passive, subject = how
                 found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
                                   claim and not _GENERAL.search(clause), passive,
-                                  " ".join(tokens[before + 1: after]), subject))
+                                  " ".join(tokens[_verb_start(lowered, before, position):
+                                                  _clause_end(lowered, position, after)]), subject))
     return found
+
+
+def _verb_start(tokens: list[str], before: int, position: int) -> int:
+    """Where the action word's words start: after the previous action word, or at the action word itself when it is
+    a second verb of the same doer ("I've logged INC-1 for the VPN drop-outs and assigned it ...")."""
+    back = position - 1
+    while back > before and tokens[back] in _ADVERBS:
+        back -= 1
+    return position if back > before and tokens[back] in ("and", "or", "then") else before + 1
+
+
+def _clause_end(tokens: list[str], position: int, after: int) -> int:
+    """Where the action word's words end: at "and" (or "or", "but") that starts a clause of its own, with a subject and
+    a verb ("BK-3 is cancelled and Room 2.11 is booked"), else at the next action word."""
+    for index in range(position + 1, after):
+        if tokens[index] in ("and", "or", "but") and any(
+                word in {"is", "are", "was", "were", "has", "have", "had"} for word in tokens[index + 1: after + 1]):
+            return index
+    return after
 
 
 def _echoed(tokens: list[str], position: int, said_by_user: str) -> bool:
@@ -363,6 +406,8 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
         return None
     if subject in _BOT:
         return True, False, before
+    if _named_agent(tokens[position + 1:]):
+        return None   # "urgency raised to High by the Service Desk"
     later = tokens[position + 1:]
     described = any(word in {"is", "are", "was", "were", "will", "has", "have", "can", "may", "get", "gets"}
                     for word in later)   # "Requests logged after 6 pm are handled ...", "Closed cases are archived"
@@ -370,11 +415,22 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
         return None if described and subject is None else (True, True, before)
     if subject in DETERMINERS:
         return False, True, before   # "your updated ticket": names the action, claims nothing
+    if _a_class(tokens, back, position):
+        return None
     if subject in _OTHERS or after in _OBJECTS or (after and IDENTIFIER.fullmatch(after.upper())):
         return None
     if described:
         return None
     return True, True, before
+
+
+def _a_class(tokens: list[str], back: int, position: int) -> bool:
+    """A participle after a bare plural, with more said after it, describes a class: "Plan changes made before
+    the 20th apply from the next bill" (not "Changes saved", nor "your tickets updated ...")."""
+    subject = tokens[back] if back >= 0 else ""
+    determined = back > 0 and (tokens[back - 1] in DETERMINERS | _SPECIFIC or tokens[back - 1][:1].isdigit())
+    return (len(subject) > 3 and subject.endswith("s") and not subject.endswith("ss") and not determined
+            and not IDENTIFIER.fullmatch(subject.upper()) and len(tokens) - position > 3)
 
 
 def specific(word: str) -> bool:
@@ -384,7 +440,10 @@ def specific(word: str) -> bool:
 
 
 def _modal(tokens: list[str], index: int) -> bool:
-    """Not the month in "4 May 2026", nor "would like"."""
+    """Not the month in "4 May 2026", nor "would like", nor a noun or adjective that says the future only before
+    "to" ("your plan change" against "we plan to change it")."""
+    if tokens[index] in _BEFORE_TO and tokens[index + 1: index + 2] != ["to"]:
+        return False
     neighbours = tokens[max(0, index - 1): index] + tokens[index + 1: index + 2]
     if tokens[index] == "may" and any(word[:1].isdigit() for word in neighbours):
         return False
@@ -393,6 +452,7 @@ def _modal(tokens: list[str], index: int) -> bool:
 
 def _named_agent(after: list[str]) -> bool:
     """A passive's "by ..." names someone other than the bot ("by the night shift", "by Ana", not "by Friday")."""
+    after = list(itertools.takewhile(lambda word: word not in _COORDINATORS, after))
     if "by" not in after:
         return False
     following = after[after.index("by") + 1: after.index("by") + 3]
@@ -408,7 +468,7 @@ def _named_agent(after: list[str]) -> bool:
 # ---- Values a sentence states ----------------------------------------------------------------------------------
 
 
-def _value_text(sentence: str) -> str:
+def value_text(sentence: str) -> str:
     """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
     kept = [clause for clause in CLAUSE.split(expand(sentence))
             if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should|by)\b",
@@ -447,13 +507,13 @@ class Disagreement:
 def disagreement(sentence: str, call: dict[str, Any], function: Function, context: str) -> Disagreement | None:
     """The first value the sentence states that the call, which backs its claim, did not send; None when they
     agree. `context`: what the reads returned, lower case (an old value read back may be said too)."""
-    text = _value_text(unquoted(sentence))
+    text = value_text(unquoted(sentence))
     arguments = call.get("arguments") or {}
     for argument, schema in function.parameters.items():
         if argument not in arguments or not isinstance(arguments[argument], str):
             continue
         said = [value for value in schema.get("enum") or [] if isinstance(value, str)
-                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE)]
+                and value_pattern(value).search(text)]
         if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
             return Disagreement(argument, said[0], arguments[argument])
     dated = {name: call_dates(value) for name, value in arguments.items() if call_dates(value)}
@@ -463,6 +523,14 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             if not date_matches(key, everything):
                 argument = next(iter(dated))
                 return Disagreement(argument, written, arguments[argument])
+    times = {name: _clock(value) for name, value in arguments.items() if isinstance(value, str) and _clock(value)}
+    if times:
+        known = set(times.values()) | {_clock(match.group()) for match in _TIME.finditer(
+            json.dumps(call.get("result"), default=str) + " " + context)}
+        for match in _TIME.finditer(text):
+            if _clock(match.group()) not in known:
+                argument = next(iter(times))
+                return Disagreement(argument, match.group(), arguments[argument])
     emails = _emails(arguments)
     sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
     if emails:
@@ -483,6 +551,15 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             argument = next(iter(numbers))
             return Disagreement(argument, match.group(), arguments[argument])
     return None
+
+
+_TIME = re.compile(r"\b\d{1,2}:\d\d\b")
+
+
+def _clock(text: str) -> str | None:
+    """A time of day as HH:MM ("9:00" → 09:00), or None."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d\d)(?::\d\d)?\s*", text)
+    return f"{int(match.group(1)):02d}:{match.group(2)}" if match else None
 
 
 def _without_dates(text: str) -> str:
@@ -522,5 +599,7 @@ def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreeme
 
 
 def names_argument(lemma: str, arguments: dict[str, Any]) -> bool:
-    """The action word is the start of an argument's name: "assigned" and `assignee`."""
-    return len(lemma) >= 4 and any(name.lower().startswith(lemma) for name in arguments)
+    """The action word is the start of an argument's name: "assigned" and `assignee`; not of a record's identifier
+    ("booked" and `booking_id`)."""
+    return len(lemma) >= 4 and any(name.lower().startswith(lemma) and not re.search(r"(?:^|_)ids?$", name.lower())
+                                   for name in arguments)

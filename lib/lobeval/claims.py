@@ -29,7 +29,19 @@ from typing import Any
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, NEGATION, NEW_STATE, ON_A_DAY,
                                  REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name, call_dates,
                                  date_matches, dates_in, disagreement, expand, function_of, groups_of, is_write,
-                                 lemmas, names_argument, singular, specific, statements, unquoted)
+                                 lemmas, names_argument, singular, specific, statements, unquoted,
+                                 value_pattern, value_text)
+
+_NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
+                           r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)
+"""An action named as the head of a noun phrase after a determiner: "your refund of", "the plan change to"; not "the
+refund policy"."""
+_CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
+"""A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
+_LATER = re.compile(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
+_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:all\s+)?(?:in\b(?!\s+[a-z])|through|underway|yours|"
+                       r"on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
+"""A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours"."""
 
 
 # ---- The check ---------------------------------------------------------------------------------------------
@@ -42,11 +54,20 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
     for argument, value in arguments.items():
         if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
             words.update((*lemmas(value), value.lower()))
+    words.update(_reported_effects(call.get("result")))
     named_field = _names_argument_label(sentence, call)
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or names_argument(said.lemma, arguments)
             or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
     return bool(same) and fits(call, said.span, entities, function)
+
+
+def _reported_effects(result: Any) -> set[str]:
+    """What a write's result says it did besides: {"label_emailed": true} → email."""
+    if not isinstance(result, dict):
+        return set()
+    return {lemma for key, value in result.items() if value is True
+            for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key) for lemma in lemmas(word)}
 
 
 def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function) -> bool:
@@ -143,7 +164,72 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
                 and not (present and NEW_STATE.search(sentence)):
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
+    problems.append(_named_action_problem(sentence, state))
+    problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
+
+
+def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """An action of this message's writes named as a noun ("Your refund of €29.99 is on its way", "Your switch to
+    Basic 10GB takes effect on 1 June"): the values the sentence states must be the ones sent; one it sent tells it
+    ("your new ticket is TKT-5" alone does not)."""
+    text = value_text(unquoted(sentence))
+    nouns = [match.group(1).lower() for match in _NAMED_ACTION.finditer(text)]
+    for made in reversed(state.writes):
+        call = made["call"]
+        function = function_of(call["functionName"], state.tools)
+        own = {group for word in function.actions for group in groups_of(word)} - {"any"}
+        noun = next((noun for noun in nouns if noun in function.actions or groups_of(noun) & own), None)
+        if made["message_index"] != state.message_index or noun is None \
+                or not fits(call, sentence, state.vocabulary.entities, function):
+            continue
+        found = disagreement(sentence, call, function, state.read)
+        if found or _states_a_value(text, call):
+            state.told.add(made["actual_index"])
+        if found:
+            return {"claim": noun, "functionName": call["functionName"], "actual_index": made["actual_index"],
+                    "argument": found.argument, "said": found.said, "sent": found.sent}
+    return None
+
+
+def _spelt(value: str, text: str) -> bool:
+    """The enum value said as the suite spells it ("Sick", not "sick days"), underscores as spaces."""
+    return any(re.sub(r"[\s_-]+", " ", match.group()) == re.sub(r"[\s_-]+", " ", value)
+               for match in value_pattern(value).finditer(text))
+
+
+def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """A write is told by a statement of a new state, not about later, naming a value it set from the suite's enums
+    ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was), or by its record said to be
+    in place ("Your request #ABS-1310 is in", "A replacement is on its way") naming the identifier its result
+    returned or its entity. A record said to be in place that no successful write of the message made, when one of
+    the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), is claimed but not done."""
+    clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not _LATER.search(clause)]
+    if sentence.endswith("?"):
+        return None
+    text = " ; ".join(clauses)
+    affirmed = " ; ".join(clause for clause in clauses if _CHANGED.search(clause)
+                          and not NEGATION.search(_CHANGED.sub(" ", clause)))
+    words = {singular(word.lower()) for word in TOKEN.findall(text)}
+    arrived = _IN_PLACE.search(" ; ".join(clause for clause in clauses if not NEGATION.search(clause)))
+    in_place = False
+    for made in state.writes:
+        call = made["call"]
+        function = function_of(call["functionName"], state.tools)
+        arguments = call.get("arguments") or {}
+        new = set(IDENTIFIER.findall(json.dumps(call.get("result"), default=str))) - set(
+            IDENTIFIER.findall(json.dumps(arguments, default=str)))
+        stated = any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
+                     and _spelt(value, affirmed) for name, value in arguments.items())
+        named = arrived and (new & set(IDENTIFIER.findall(text)) or function.entities & words)
+        in_place = in_place or bool(named) and made["message_index"] == state.message_index
+        if stated or named:
+            state.told.add(made["actual_index"])
+    tried = [made for made in state.failed if made["message_index"] == state.message_index
+             and function_of(made["call"]["functionName"], state.tools).entities & words]
+    if arrived and tried and not in_place:
+        return {"claim": arrived.group().lower()}
+    return None
 
 
 def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:
@@ -234,7 +320,7 @@ def _contradicts_read(text: str, sentence: str, state: _Conversation) -> bool:
             continue
         for key, value in result.items():
             said = {option.casefold() for option in state.vocabulary.enums.get(key, ())
-                    if re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text, re.IGNORECASE)}
+                    if value_pattern(option).search(text)}
             if isinstance(value, str) and said and value.casefold() not in said:
                 return True
     return False
@@ -261,7 +347,7 @@ def _states_a_value(text: str, call: dict[str, Any]) -> bool:
     """Whether the text says a value the call sent: a word (not an identifier) or a date."""
     for value in (call.get("arguments") or {}).values():
         if isinstance(value, str) and not IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value) \
-                and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE):
+                and value_pattern(value).search(text):
             return True
         dates = call_dates(value)
         if dates and any(date_matches(key, dates) for _, key in dates_in(text)):

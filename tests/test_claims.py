@@ -397,11 +397,15 @@ def test_an_action_named_as_a_noun_must_agree_with_the_values_sent():
 
 @pytest.mark.parametrize("text, said", [("Room 2.05 is reserved from 14:00 to 15:00.", "14:00"),
                                         ("Room 2.05 is reserved from 15:00 to 16:00.", None),
-                                        ("Room 2.05 is reserved from 9:00.", None)])
+                                        ("Room 2.05 is reserved from 9:00.", None),
+                                        ("Room 2.05 is reserved on 3 April from 14:00.", "14:00"),
+                                        ("Room 2.05 is reserved on 3 April from 15:00.", None)])
 def test_a_time_of_day_said_must_be_one_the_call_sent(text, said):
     made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="15:00", end="16:00")
     if "9:00" in text:
         made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="09:00", end="10:00")
+    if "April" in text:   # a time inside an ISO date-time
+        made = call("book_room", {"booking_id": "BK-1"}, room="R-2.05", start="2026-04-03T15:00:00Z")
     conv = transcript(("user", "Book 2.05"), ("assistant", text, [made]))
     assert [item.get("said") for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == (
         [said] if said else [])

@@ -557,8 +557,8 @@ _TIME = re.compile(r"\b\d{1,2}:\d\d\b")
 
 
 def _clock(text: str) -> str | None:
-    """A time of day as HH:MM ("9:00" → 09:00), or None."""
-    match = re.fullmatch(r"\s*(\d{1,2}):(\d\d)(?::\d\d)?\s*", text)
+    """A time of day as HH:MM ("9:00" → 09:00, "2026-04-03T15:00" → 15:00), or None."""
+    match = re.fullmatch(r"\s*(?:\d{4}-\d\d-\d\d[T ])?(\d{1,2}):(\d\d)(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\s*", text)
     return f"{int(match.group(1)):02d}:{match.group(2)}" if match else None
 
 

@@ -420,3 +420,15 @@ def test_a_record_said_to_be_in_place_after_its_write_failed_is_claimed_but_not_
     conv = transcript(("user", "Room 7.02 on Friday"),
                       ("assistant", text, [call("book_room", error="Room unavailable", room="R-7.02")]))
     assert [item["claim"] for item in find_claims(conv, tool("book_room", room=""))["claimed_not_done"]] == claims
+
+
+def test_a_write_whose_own_word_the_claim_is_failed_leaves_it_to_writes_of_that_word():
+    tools = {**tool("update_incident", incident_id="", priority=["Low", "High"]),
+             **tool("assign_incident", incident_id="", assignee="")}
+    made = [call("update_incident", {"ok": True}, incident_id="INC-4", priority="High"),
+            call("assign_incident", error="user not found", incident_id="INC-4", assignee="Tom Becker")]
+    conv = transcript(("user", "Raise INC-4 and give it to Tom"),
+                      ("assistant", "Priority is now High and I've assigned it to Tom Becker.", made))
+    assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["assigned"]
+    made[1] = call("assign_incident", {"ok": True}, incident_id="INC-4", assignee="Tom Becker")
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}

@@ -156,6 +156,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary.entities)]
+        backing = _not_by_kin(said, sentence, backing, state)
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
         if backing:
@@ -167,6 +168,20 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
+
+
+def _not_by_kin(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> list[dict[str, Any]]:
+    """After a write of this message whose own action word the claim is failed, the writes that back the claim by
+    that word, not by its group: `assign_incident` failed, so `update_incident` does not back "I've assigned it"."""
+    def own(made: dict[str, Any]) -> bool:
+        call = made["call"]
+        return said.lemma in function_of(call["functionName"], state.tools).actions \
+            or names_argument(said.lemma, call.get("arguments") or {})
+
+    failed = [made for made in state.failed if made["message_index"] == state.message_index and own(made)
+              and fits(made["call"], sentence, state.vocabulary.entities,
+                       function_of(made["call"]["functionName"], state.tools))]
+    return [made for made in backing if own(made)] if failed else backing
 
 
 def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:

@@ -432,3 +432,16 @@ def test_a_write_whose_own_word_the_claim_is_failed_leaves_it_to_writes_of_that_
     assert [item["claim"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["assigned"]
     made[1] = call("assign_incident", {"ok": True}, incident_id="INC-4", assignee="Tom Becker")
     assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+
+
+def test_a_write_that_did_not_set_the_value_said_does_not_agree_with_it():
+    tools = {**tool("create_incident", summary="", priority=["High", "Critical"]),
+             **tool("update_incident", incident_id="", priority=["High", "Critical"])}
+    conv = transcript(
+        ("user", "The projector is broken"),
+        ("assistant", "INC-7 is logged.", [call("create_incident", {"incident_id": "INC-7"}, summary="Projector")]),
+        ("user", "Make it critical"),
+        ("assistant", "I've raised INC-7 to Critical.", [call("update_incident", {"ok": True}, incident_id="INC-7",
+                                                              priority="High")]))
+    assert [(item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("Critical", "High")]

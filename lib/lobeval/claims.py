@@ -248,18 +248,17 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
 
 
 def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:
-    """Tell the backing writes; the disagreement with the latest when none agrees with every value said."""
-    first = None
-    for made in reversed(backing):
-        call = made["call"]
-        function = function_of(call["functionName"], state.tools)
-        found = disagreement(sentence, call, function, state.read) or assigned_name(said, sentence, call)
-        if found is None:
-            state.told.update(other["actual_index"] for other in backing)
-            return None
-        first = first or (made, found)
-    made, found = first
+    """Tell the backing writes; the disagreement with the latest when none agrees with every value said (a write
+    that did not set the argument another one disagrees on agrees with nothing: `create_incident` without a
+    priority does not back "raised to Critical" when `update_incident` sent High)."""
     state.told.update(other["actual_index"] for other in backing)
+    found = [(made, disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
+                                 state.read) or assigned_name(said, sentence, made["call"])) for made in reversed(backing)]
+    differ = {problem.argument for _, problem in found if problem}
+    if not found or any(problem is None and differ <= set(made["call"].get("arguments") or {})
+                        for made, problem in found):
+        return None
+    made, found = next((made, problem) for made, problem in found if problem)
     return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
             "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
             "sent": found.sent}

@@ -445,3 +445,12 @@ def test_a_write_that_did_not_set_the_value_said_does_not_agree_with_it():
                                                               priority="High")]))
     assert [(item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
         ("Critical", "High")]
+
+
+@pytest.mark.parametrize("text, claims", [
+    ("Per our SLA, P1 tickets are acknowledged within 15 minutes and resolved within 4 hours.", []),
+    ("TKT-9 was reviewed by the night shift and closed on Monday.", []),
+    ("I've reviewed TKT-9 and closed it.", ["closed"])])
+def test_a_participle_after_and_shares_the_doer_and_tense_of_the_verb_before_it(text, claims):
+    conv = transcript(("user", "What about TKT-9?"), ("assistant", text))
+    assert [item["claim"] for item in find_claims(conv, TOOLS)["claimed_not_done"]] == claims

@@ -406,6 +406,8 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
         return None
     if subject in _BOT:
         return True, False, before
+    if subject in ("and", "or") and _first_verb_claims_nothing(tokens, back):
+        return None   # "P1 incidents are acknowledged within 15 minutes and resolved within 4 hours"
     if _named_agent(tokens[position + 1:]):
         return None   # "urgency raised to High by the Service Desk"
     later = tokens[position + 1:]
@@ -422,6 +424,16 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
     if described:
         return None
     return True, True, before
+
+
+def _first_verb_claims_nothing(tokens: list[str], joined: int) -> bool:
+    """A participle after "and" at `joined` shares the doer and tense of the verb before it: when that one is said
+    of a class or not as done, so is this one."""
+    earlier = next((index for index in range(joined - 1, max(-1, joined - 9), -1) if lemmas(tokens[index])), None)
+    if earlier is None or any(word in _BOUNDARIES for word in tokens[earlier + 1: joined]):
+        return False
+    how = _how(tokens, earlier)
+    return how is None or not how[0]
 
 
 def _a_class(tokens: list[str], back: int, position: int) -> bool:

@@ -454,3 +454,11 @@ def test_a_write_that_did_not_set_the_value_said_does_not_agree_with_it():
 def test_a_participle_after_and_shares_the_doer_and_tense_of_the_verb_before_it(text, claims):
     conv = transcript(("user", "What about TKT-9?"), ("assistant", text))
     assert [item["claim"] for item in find_claims(conv, TOOLS)["claimed_not_done"]] == claims
+
+
+@pytest.mark.parametrize("text, claims", [("Reassigned to Tier 2 on 5 March.", []),
+                                          ("TKT-9 has been updated to end on 22 May 2026.", ["updated"])])
+def test_a_day_after_what_was_set_dates_the_act_read_back(text, claims):
+    conv = transcript(("user", "What happened on TKT-9?"),
+                      ("assistant", text, [call("get_ticket", {"id": "TKT-9", "status": "Open"})]))
+    assert [item["claim"] for item in find_claims(conv, TOOLS)["claimed_not_done"]] == claims

@@ -76,7 +76,11 @@ HISTORY = re.compile(
     rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b", re.IGNORECASE)
 ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|till|by)\b)[\w\s,]){{0,12}}?"
                        rf"(?:\bon\s+(?:the\s+)?)?\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d|"
-                       rf"(?:on\s+)(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day))", re.IGNORECASE)
+                       rf"(?:on\s+)(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day))|"
+                       rf"\b(?:\w+ed|set|made|sent|put)\s+(?:to|for)\s+(?:the\s+|(?-i:(?=[A-Z0-9])))"
+                       rf"(?:(?!\b(?:until|till|by|on)\b)[\w\s]){{1,30}}?"
+                       rf"\bon\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d)", re.IGNORECASE)
+"""The day an act was done: "cancelled on 3 March", "reassigned to Tier 2 on 5 March" (not "moved to 5 March", "updated to end on 5 March")."""
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
                       r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
 NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"

@@ -462,3 +462,11 @@ def test_a_day_after_what_was_set_dates_the_act_read_back(text, claims):
     conv = transcript(("user", "What happened on TKT-9?"),
                       ("assistant", text, [call("get_ticket", {"id": "TKT-9", "status": "Open"})]))
     assert [item["claim"] for item in find_claims(conv, TOOLS)["claimed_not_done"]] == claims
+
+
+def test_a_write_said_with_an_identifier_nobody_produced_is_told_and_the_identifier_claimed():
+    conv = transcript(("user", "I can't log into SAP"),
+                      ("assistant", "I've created ticket TKT-999 for the SAP login.",
+                       [call("create_ticket", {"id": "TKT-310"}, title="SAP login")]))
+    found = find_claims(conv, TOOLS)
+    assert ([item["claim"] for item in found["claimed_not_done"]], found["done_not_told"]) == (["created", "TKT-999"], [])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, NEGATION, NEW_STATE, ON_A_DAY,
@@ -156,6 +156,11 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary.entities)]
+        if not backing:   # said with an identifier nobody produced, the write is told all the same, and claimed
+            said_known = replace(said, span=_known_identifiers(said.span, state))
+            state.told.update(made["actual_index"] for made in state.writes if backs(
+                said_known, made["call"], function_of(made["call"]["functionName"], state.tools),
+                _known_identifiers(sentence, state), state.vocabulary.entities))
         backing = _not_by_kin(said, sentence, backing, state)
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
@@ -168,6 +173,11 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
+
+
+def _known_identifiers(text: str, state: _Conversation) -> str:
+    """The text without the identifiers that neither the user nor any call produced."""
+    return IDENTIFIER.sub(lambda match: match.group() if match.group() in state.known_ids else " ", text)
 
 
 def _not_by_kin(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> list[dict[str, Any]]:

@@ -470,3 +470,14 @@ def test_a_write_said_with_an_identifier_nobody_produced_is_told_and_the_identif
                        [call("create_ticket", {"id": "TKT-310"}, title="SAP login")]))
     found = find_claims(conv, TOOLS)
     assert ([item["claim"] for item in found["claimed_not_done"]], found["done_not_told"]) == (["created", "TKT-999"], [])
+
+
+@pytest.mark.parametrize("text, silent", [("Your callback is set for 20 March.", []),
+                                          ("Your ticket is set for 20 March.", [0])])
+def test_a_change_said_of_the_record_a_write_made_tells_it_even_with_another_value(text, silent):
+    tools = tool("schedule_callback", date="")
+    conv = transcript(("user", "Call me on 19 March"),
+                      ("assistant", text, [call("schedule_callback", {"ok": True}, date="2026-03-19")]))
+    found = find_claims(conv, tools)
+    assert ([item["claim"] for item in found["claimed_not_done"]],
+            [item["actual_index"] for item in found["done_not_told"]]) == (["set"], silent)

@@ -156,11 +156,8 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary.entities)]
-        if not backing:   # said with an identifier nobody produced, the write is told all the same, and claimed
-            said_known = replace(said, span=_known_identifiers(said.span, state))
-            state.told.update(made["actual_index"] for made in state.writes if backs(
-                said_known, made["call"], function_of(made["call"]["functionName"], state.tools),
-                _known_identifiers(sentence, state), state.vocabulary.entities))
+        if not backing:
+            state.told.update(_told_all_the_same(said, sentence, state))
         backing = _not_by_kin(said, sentence, backing, state)
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
@@ -173,6 +170,24 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
+
+
+def _told_all_the_same(said: Said, sentence: str, state: _Conversation) -> set[int]:
+    """The writes a claim no write backs tells all the same: said with an identifier nobody produced ("I've opened
+    ticket INC-40999" after `create_incident` returned INC-40310), or a change said of the record a write of this
+    message made, with values it did not send ("Your callback is set for 20 March" after `schedule_callback` sent
+    19 March)."""
+    said_known = replace(said, span=_known_identifiers(said.span, state))
+    words = {singular(word.lower()) for word in TOKEN.findall(said.span)}
+    told = set()
+    for made in state.writes:
+        function = function_of(made["call"]["functionName"], state.tools)
+        changed = made["message_index"] == state.message_index and "update" in groups_of(said.lemma) \
+            and function.entities & words and fits(made["call"], said.span, state.vocabulary.entities, function)
+        if changed or backs(said_known, made["call"], function, _known_identifiers(sentence, state),
+                            state.vocabulary.entities):
+            told.add(made["actual_index"])
+    return told
 
 
 def _known_identifiers(text: str, state: _Conversation) -> str:

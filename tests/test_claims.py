@@ -481,3 +481,17 @@ def test_a_change_said_of_the_record_a_write_made_tells_it_even_with_another_val
     found = find_claims(conv, tools)
     assert ([item["claim"] for item in found["claimed_not_done"]],
             [item["actual_index"] for item in found["done_not_told"]]) == (["set"], silent)
+
+
+@pytest.mark.parametrize("text", ["History of INC-5: Status changed from New to Open by the system on 2 March.",
+                                  "History of INC-5: Priority set to Medium on 2 March."])
+def test_history_read_back_tells_no_write_of_the_message(text):
+    tools = {**tool("update_incident", incident_id="", status=["New", "Open", "In Progress"],
+                    priority=["Medium", "High"]), **tool("get_audit_log", effect="read", incident_id="")}
+    conv = transcript(("user", "History of INC-5? And start on it."),
+                      ("assistant", text, [call("get_audit_log", {"events": [{"at": "2026-03-02"}]}, incident_id="INC-5"),
+                                           call("update_incident", {"ok": True}, incident_id="INC-5",
+                                                status="In Progress")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [],
+                                        "done_not_told": [{"actual_index": 1, "functionName": "update_incident",
+                                                           "turn": 1}]}

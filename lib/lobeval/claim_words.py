@@ -289,11 +289,11 @@ def value_pattern(value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
 
 
-def named_values(sentence: str, vocabulary: Vocabulary) -> str:
-    """The sentence with each enum value that holds a negation ("Not recognised") as a placeholder: a value
-    named negates nothing."""
+def named_values(sentence: str, vocabulary: Vocabulary, words: re.Pattern[str] = NEGATION) -> str:
+    """The sentence with each enum value that holds one of `words` as a placeholder: a value named negates nothing
+    ("Not recognised"), nor says a state is new ("from New to Open")."""
     for value in sorted({value for values in vocabulary.enums.values() for value in values}, key=len, reverse=True):
-        if NEGATION.search(value.replace("_", " ")):
+        if words.search(value.replace("_", " ")):
             sentence = value_pattern(value).sub(" VALUE ", sentence)
     return sentence
 

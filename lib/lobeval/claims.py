@@ -29,7 +29,7 @@ from typing import Any
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, NEGATION, NEW_STATE, ON_A_DAY,
                                  REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name, call_dates,
                                  date_matches, dates_in, disagreement, expand, function_of, groups_of, is_write,
-                                 lemmas, names_argument, singular, specific, statements, unquoted,
+                                 lemmas, named_values, names_argument, singular, specific, statements, unquoted,
                                  value_pattern, value_text)
 
 _NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
@@ -159,6 +159,8 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         if not backing:
             state.told.update(_told_all_the_same(said, sentence, state))
         backing = _not_by_kin(said, sentence, backing, state)
+        if said.passive and _read_back_history(sentence, backing, state):
+            continue
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
         if backing:
@@ -188,6 +190,15 @@ def _told_all_the_same(said: Said, sentence: str, state: _Conversation) -> set[i
                             state.vocabulary.entities):
             told.add(made["actual_index"])
     return told
+
+
+def _read_back_history(sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> bool:
+    """A passive dated, after a read, on a day no backing write sent is what the read returned, and tells nothing:
+    "Priority set to Medium on 2 March" read from the audit log while `update_incident` set the status."""
+    dated = ON_A_DAY.search(sentence) or HISTORY.search(sentence)
+    days = [key for _, key in dates_in(sentence)]
+    return bool(state.read and dated and days) and not any(
+        date_matches(key, call_dates(made["call"].get("arguments"))) for key in days for made in backing)
 
 
 def _known_identifiers(text: str, state: _Conversation) -> str:
@@ -310,7 +321,7 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     write that set what it says; one that set it otherwise, or a value only a failed write tried to set, is
     claimed but not done."""
     expanded = expand(unquoted(sentence))
-    if not NEW_STATE.search(expanded) or NEGATION.search(expanded) \
+    if not NEW_STATE.search(named_values(expanded, state.vocabulary, NEW_STATE)) or NEGATION.search(expanded) \
             or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should)\b", expanded,
                          re.IGNORECASE):
         return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen

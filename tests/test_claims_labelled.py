@@ -3,7 +3,8 @@ benchmark"): labelled.jsonl, written while the rules were made (eight sets of ab
 held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
 and never used to change them, and blind.jsonl, 80 conversations in the wording of six other domains (IT desk,
 shop, HR, room bookings, bank cards, telecom) written by someone who had not read the rules, measured before it was
-used to fix them (docs/metrics.md, section 9). Each conversation is a test; those the rules get wrong are expected
+used to fix them (docs/metrics.md, section 9), and blind2.jsonl, 70 support-desk conversations written the same way in
+another round. Each conversation is a test; those the rules get wrong are expected
 failures, kept visible here and counted by `lobeval bench claims [FILE]`."""
 import json
 from pathlib import Path
@@ -23,11 +24,13 @@ KNOWN_MISSES = {
     "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
     "blind:hr-01": "'submitted ... and sent to your manager for approval': the sending a submission does is read as a "
                    "send no call did",
+    "blind2:b2-56": "a table row of what changed ('| Priority | High | Medium |', sent Low): a table's cells are not read "
+                    "as the values of the change the sentence before it claims",
 }
 
 
 def cases():
-    for name in ("labelled", "held_out", "blind"):
+    for name in ("labelled", "held_out", "blind", "blind2"):
         for line in (FOLDER / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             key = f"{name}:{record['case_id']}"

@@ -495,3 +495,13 @@ def test_history_read_back_tells_no_write_of_the_message(text):
     assert find_claims(conv, tools) == {"claimed_not_done": [],
                                         "done_not_told": [{"actual_index": 1, "functionName": "update_incident",
                                                            "turn": 1}]}
+
+
+def test_a_write_on_a_record_it_names_by_identifier_fits_a_sentence_naming_that_record():
+    tools = {**tool("issue_refund", order_id="", amount=""), **tool("cancel_order", order_id="")}
+    conv = transcript(("user", "Refund 64.90 EUR on order 778812"),
+                      ("assistant", "I've refunded €64.90 for order 778812.",
+                       [call("issue_refund", {"ok": True}, order_id="778812", amount=46.9)]))
+    found = find_claims(conv, tools)
+    assert ([(item["argument"], item["said"]) for item in found["claimed_not_done"]], found["done_not_told"]) == (
+        [("amount", "64.90")], [])

@@ -74,11 +74,18 @@ def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Func
     """Whether `sentence` can be about `call`: the entities it names (of `entities`, the suite's writes') include
     one of the call's, and the identifiers it gives one of the call's."""
     named = {singular(word.lower()) for word in re.findall(r"[A-Za-z]+", sentence)} & entities
-    if named and not named & function.entities:
+    if named and not named & (function.entities | _records_referred(call)):
         return False
     identifiers = set(IDENTIFIER.findall(sentence))
     return not identifiers or bool(identifiers & set(IDENTIFIER.findall(
         json.dumps([call.get("arguments"), call.get("result")], default=str))))
+
+
+def _records_referred(call: dict[str, Any]) -> set[str]:
+    """The records a call names by an identifier argument: `issue_refund(order_id=...)` is about an order too ("I've
+    refunded €20 on order 7781")."""
+    return {singular(name.lower().rsplit("_", 1)[0]) for name in call.get("arguments") or {}
+            if re.search(r"_(?:id|no|number|ref)$", name, re.IGNORECASE)}
 
 
 @dataclass

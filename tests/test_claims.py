@@ -505,3 +505,16 @@ def test_a_write_on_a_record_it_names_by_identifier_fits_a_sentence_naming_that_
     found = find_claims(conv, tools)
     assert ([(item["argument"], item["said"]) for item in found["claimed_not_done"]], found["done_not_told"]) == (
         [("amount", "64.90")], [])
+
+
+@pytest.mark.parametrize("row, claims, silent", [("| Priority | High |", [], []),
+                                                 ("- **Priority:** Critical", [("priority", "Critical")], []),
+                                                 ("| Owner | Critical |", [], [0])])
+def test_a_field_shown_with_an_enum_value_tells_the_write_and_must_be_the_value_sent(row, claims, silent):
+    tools = tool("create_incident", title="", priority=["Low", "High", "Critical"])
+    conv = transcript(("user", "Log the SAP outage"),
+                      ("assistant", f"Here is INC-4:\n\n{row}",
+                       [call("create_incident", {"number": "INC-4"}, title="SAP outage", priority="High")]))
+    found = find_claims(conv, tools)
+    assert ([(item["argument"], item["said"]) for item in found["claimed_not_done"]],
+            [item["actual_index"] for item in found["done_not_told"]]) == (claims, silent)

@@ -176,6 +176,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
                 and not (present and NEW_STATE.search(sentence)):
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
+    problems.append(_field_row(sentence, state))
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
@@ -247,6 +248,33 @@ def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any]
         if found:
             return {"claim": noun, "functionName": call["functionName"], "actual_index": made["actual_index"],
                     "argument": found.argument, "said": found.said, "sent": found.sent}
+    return None
+
+
+_FIELD_ROW = re.compile(r"^\W*?([A-Za-z][A-Za-z _-]*?)\W*\s*(?:\||:)\W*([A-Za-z][\w .-]*?)\W*$")
+"""A field and its value as a table row or a label: "| Priority | High |", "**Priority:** Critical"."""
+
+
+def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """A field of a write of this message shown with an enum value of its parameter, as a table row or a label: the
+    value it sent tells the write; another value of the same enum is claimed but not done."""
+    row = _FIELD_ROW.match(sentence.strip())
+    if not row:
+        return None
+    label, value = row.group(1), row.group(2).strip()
+    for made in reversed(state.writes):
+        call = made["call"]
+        if made["message_index"] != state.message_index:
+            continue
+        for name, sent in (call.get("arguments") or {}).items():
+            options = (function_of(call["functionName"], state.tools).parameters.get(name) or {}).get("enum") or []
+            if not isinstance(sent, str) or sent not in options or not _names_argument_label(label, {"arguments": {name: sent}}):
+                continue
+            state.told.add(made["actual_index"])
+            said = next((option for option in options if option.casefold() == value.casefold()), None)
+            if said and said != sent:
+                return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
+                        "argument": name, "said": said, "sent": sent}
     return None
 
 

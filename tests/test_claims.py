@@ -518,3 +518,13 @@ def test_a_field_shown_with_an_enum_value_tells_the_write_and_must_be_the_value_
     found = find_claims(conv, tools)
     assert ([(item["argument"], item["said"]) for item in found["claimed_not_done"]],
             [item["actual_index"] for item in found["done_not_told"]]) == (claims, silent)
+
+
+def test_the_record_number_a_write_was_on_says_nothing_of_what_it_set():
+    tools = tool("update_incident", number="", assignment_group="", priority=["Low", "High"])
+    conv = transcript(("user", "Give INC0034500 to Network Operations"),
+                      ("assistant", "INC0034500 is with Network Operations now.",
+                       [call("update_incident", {"ok": True}, number="INC0034500",
+                             assignment_group="Network Operations"),
+                        call("update_incident", {"ok": True}, number="INC0034500", priority="Low")]))
+    assert [item["actual_index"] for item in find_claims(conv, tools)["done_not_told"]] == [1]

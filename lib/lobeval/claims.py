@@ -81,11 +81,15 @@ def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Func
         json.dumps([call.get("arguments"), call.get("result")], default=str))))
 
 
+_REFERENCE = re.compile(r"(?:^|_)(?:id|no|number|ref)$", re.IGNORECASE)
+"""An argument that names the record a call is on: `number`, `order_id`, `case_no`."""
+
+
 def _records_referred(call: dict[str, Any]) -> set[str]:
     """The records a call names by an identifier argument: `issue_refund(order_id=...)` is about an order too ("I've
     refunded €20 on order 7781")."""
     return {singular(name.lower().rsplit("_", 1)[0]) for name in call.get("arguments") or {}
-            if re.search(r"_(?:id|no|number|ref)$", name, re.IGNORECASE)}
+            if "_" in name and _REFERENCE.search(name)}
 
 
 @dataclass
@@ -430,7 +434,9 @@ def _names_argument_label(text: str, call: dict[str, Any]) -> bool:
 
 def _states_a_value(text: str, call: dict[str, Any]) -> bool:
     """Whether the text says a value the call sent: a word (not an identifier) or a date."""
-    for value in (call.get("arguments") or {}).values():
+    for name, value in (call.get("arguments") or {}).items():
+        if _REFERENCE.search(name):
+            continue   # "INC0034500 is with Network Operations now" says nothing of what was set on INC0034500
         if isinstance(value, str) and not IDENTIFIER.fullmatch(value) and re.search(r"[A-Za-z]", value) \
                 and value_pattern(value).search(text):
             return True

@@ -528,3 +528,12 @@ def test_the_record_number_a_write_was_on_says_nothing_of_what_it_set():
                              assignment_group="Network Operations"),
                         call("update_incident", {"ok": True}, number="INC0034500", priority="Low")]))
     assert [item["actual_index"] for item in find_claims(conv, tools)["done_not_told"]] == [1]
+
+
+def test_a_second_verb_after_and_keeps_another_doer_however_long_the_first_verbs_object():
+    tools = tool("update_incident", number="", priority=["Low", "High"])
+    conv = transcript(("user", "Did anyone look at INC-5?"),
+                      ("assistant", "Yes, the network team reassigned it to their second-line on-call group this "
+                                    "morning and raised it to High.",
+                       [call("get_incident", {"number": "INC-5", "priority": "High"}, number="INC-5")]))
+    assert find_claims(conv, {**tools, **tool("get_incident", effect="read", number="")})["claimed_not_done"] == []

@@ -433,7 +433,7 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
 def _first_verb_claims_nothing(tokens: list[str], joined: int) -> bool:
     """A participle after "and" at `joined` shares the doer and tense of the verb before it: when that one is said
     of a class or not as done, so is this one."""
-    earlier = next((index for index in range(joined - 1, max(-1, joined - 9), -1) if lemmas(tokens[index])), None)
+    earlier = next((index for index in range(joined - 1, -1, -1) if lemmas(tokens[index])), None)
     if earlier is None or any(word in _BOUNDARIES for word in tokens[earlier + 1: joined]):
         return False
     how = _how(tokens, earlier)

@@ -318,9 +318,16 @@ class Said:
     """The words of its clause before the verb and its auxiliaries."""
 
 
+_CONDITION_FIRST = re.compile(r"\W*(?:if|once|unless|whenever|as soon as)\b[^,;:]*[,;:]", re.IGNORECASE)
+"""A sentence that opens with a condition says what happens then, in all its clauses: "Once a ticket is set to
+Critical, the duty manager is paged and a bridge call is opened"."""
+
+
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
     """Each action word of a statement whose doer is the bot (or may be), with whether it claims or only tells."""
     found = []
+    if _CONDITION_FIRST.match(sentence):
+        return found
     for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
         if not clause or not clause.strip() or NEGATION.search(clause) or REQUEST.search(clause):
             continue

@@ -4,7 +4,7 @@ held-out sets, measured, then used to fix the rules), and held_out.jsonl, writte
 and never used to change them, and blind.jsonl, 80 conversations in the wording of six other domains (IT desk,
 shop, HR, room bookings, bank cards, telecom) written by someone who had not read the rules, measured before it was
 used to fix them (docs/metrics.md, section 9), and blind2.jsonl, 70 support-desk conversations written the same way in
-another round. Each conversation is a test; those the rules get wrong are expected
+another round, and blind3.jsonl, 70 more (support desk, orders, HR leave) in a third. Each conversation is a test; those the rules get wrong are expected
 failures, kept visible here and counted by `lobeval bench claims [FILE]`."""
 import json
 from pathlib import Path
@@ -26,11 +26,22 @@ KNOWN_MISSES = {
                    "send no call did",
     "blind2:b2-56": "a table row of what changed ('| Priority | High | Medium |', sent Low): a table's cells are not read "
                     "as the values of the change the sentence before it claims",
+    "blind3:blind3-010": "'Friday the 14th' (sent the 13th): a day of the month without its month is no date",
+    "blind3:blind3-017": "'Both articles, KB0020 and KB0021, are now linked' after one link failed: a claim on several "
+                         "records needs only one of them",
+    "blind3:blind3-031": "'INC0036500 — On Hold, waiting on the vendor': a new state said without 'now' tells nothing",
+    "blind3:blind3-033": "'Not yet — I only moved it to In Progress': 'moved' is no action word of the suite",
+    "blind3:blind3-048": "'open with the reason \"damaged\"' (sent not_needed): a value in quotation marks is not compared",
+    "blind3:blind3-057": "'Your annual leave ... is booked' (sent unpaid): an enum value in lower case is not the value said",
+    "blind3:blind3-063": "'INC0034700 — Status: Closed' (sent Resolved) is found as 'Status: Closed.' only: the header is "
+                         "split at the dash",
+    "blind3:blind3-070": "'Thursday 9 April at 11:00 it is — an engineer will call you then': a value confirmed in the "
+                         "future tense tells nothing",
 }
 
 
 def cases():
-    for name in ("labelled", "held_out", "blind", "blind2"):
+    for name in ("labelled", "held_out", "blind", "blind2", "blind3"):
         for line in (FOLDER / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             key = f"{name}:{record['case_id']}"

@@ -546,3 +546,12 @@ def test_a_sentence_that_opens_with_a_condition_says_what_happens_then_in_all_it
     conv = transcript(("user", "What happens at Critical?"), ("assistant", text))
     said = [item["claim"] for item in find_claims(conv, tool("open_bridge_call"))["claimed_not_done"]]
     assert [claim for claim in said if claim == "opened"] == claims
+
+
+def test_the_month_may_after_a_day_says_no_future():
+    tools = tool("book_leave", start_date="", leave_type=["annual", "unpaid"])
+    conv = transcript(("user", "Unpaid leave on 22 May please"),
+                      ("assistant", "Your annual leave on 22 May is booked.",
+                       [call("book_leave", {"ok": True}, start_date="2026-05-22", leave_type="unpaid")]))
+    assert [(item["argument"], item["said"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("leave_type", "annual")]

@@ -32,7 +32,6 @@ KNOWN_MISSES = {
     "blind3:blind3-031": "'INC0036500 — On Hold, waiting on the vendor': a new state said without 'now' tells nothing",
     "blind3:blind3-033": "'Not yet — I only moved it to In Progress': 'moved' is no action word of the suite",
     "blind3:blind3-048": "'open with the reason \"damaged\"' (sent not_needed): a value in quotation marks is not compared",
-    "blind3:blind3-057": "'Your annual leave ... is booked' (sent unpaid): an enum value in lower case is not the value said",
     "blind3:blind3-063": "'INC0034700 — Status: Closed' (sent Resolved) is found as 'Status: Closed.' only: the header is "
                          "split at the dash",
     "blind3:blind3-070": "'Thursday 9 April at 11:00 it is — an engineer will call you then': a value confirmed in the "

@@ -494,7 +494,7 @@ def _named_agent(after: list[str]) -> bool:
 def value_text(sentence: str) -> str:
     """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
     kept = [clause for clause in CLAUSE.split(expand(sentence))
-            if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should|by)\b",
+            if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|by)\b",
                                         clause, re.IGNORECASE)]
     return " ; ".join(kept)
 

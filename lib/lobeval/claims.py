@@ -38,7 +38,7 @@ _NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+(?:[a-z]+\s+)??([a-z]+
 refund policy"."""
 _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
-_LATER = re.compile(r"\b(?:will|would|could|can|may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
+_LATER = re.compile(r"\b(?:will|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
 _IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:all\s+)?(?:in\b(?!\s+[a-z])|through|underway|yours|"
                        r"on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
 """A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours"."""
@@ -272,7 +272,8 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
             continue
         for name, sent in (call.get("arguments") or {}).items():
             options = (function_of(call["functionName"], state.tools).parameters.get(name) or {}).get("enum") or []
-            if not isinstance(sent, str) or sent not in options or not _names_argument_label(label, {"arguments": {name: sent}}):
+            if not isinstance(sent, str) or sent not in options \
+                    or not _names_argument_label(label, {"arguments": {name: sent}}):
                 continue
             state.told.add(made["actual_index"])
             said = next((option for option in options if option.casefold() == value.casefold()), None)
@@ -361,7 +362,7 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     claimed but not done."""
     expanded = expand(unquoted(sentence))
     if not NEW_STATE.search(named_values(expanded, state.vocabulary, NEW_STATE)) or NEGATION.search(expanded) \
-            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|may(?!\s+\d)|might|should)\b", expanded,
+            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should)\b", expanded,
                          re.IGNORECASE):
         return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
     problem = None

@@ -555,3 +555,12 @@ def test_the_month_may_after_a_day_says_no_future():
                        [call("book_leave", {"ok": True}, start_date="2026-05-22", leave_type="unpaid")]))
     assert [(item["argument"], item["said"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
         ("leave_type", "annual")]
+
+
+@pytest.mark.parametrize("text, silent", [("Not yet. I only moved it to In Progress so the clock starts.", []),
+                                          ("Not yet. It's In Progress so the clock starts.", [0])])
+def test_only_before_the_verb_keeps_the_bot_its_doer(text, silent):
+    tools = tool("update_incident", number="", state=["New", "In Progress"])
+    conv = transcript(("user", "Did you change the priority of INC-7?"),
+                      ("assistant", text, [call("update_incident", {"ok": True}, number="INC-7", state="In Progress")]))
+    assert [item["actual_index"] for item in find_claims(conv, tools)["done_not_told"]] == silent

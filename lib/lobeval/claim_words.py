@@ -44,7 +44,7 @@ _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
 _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
             "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully",
-            "still"}
+            "still", "only"}
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
            "ready", "plan", "to", "before", "cannot", "let"}

@@ -564,3 +564,12 @@ def test_only_before_the_verb_keeps_the_bot_its_doer(text, silent):
     conv = transcript(("user", "Did you change the priority of INC-7?"),
                       ("assistant", text, [call("update_incident", {"ok": True}, number="INC-7", state="In Progress")]))
     assert [item["actual_index"] for item in find_claims(conv, tools)["done_not_told"]] == silent
+
+
+@pytest.mark.parametrize("sent, claims", [("2026-08-13", [("date", "Friday the 14th")]), ("2026-08-14", [])])
+def test_a_weekday_and_day_of_the_month_is_a_date(sent, claims):
+    tools = tool("schedule_callback", number="", date="")
+    conv = transcript(("user", "Call me on Friday the 14th"),
+                      ("assistant", "Your callback is booked for Friday the 14th.",
+                       [call("schedule_callback", {"ok": True}, number="INC-9", date=sent)]))
+    assert [(item["argument"], item["said"]) for item in find_claims(conv, tools)["claimed_not_done"]] == claims

@@ -3,6 +3,7 @@ when, whether a clause negates it, and the values a sentence states. No model is
 docs/metrics.md (section 9)."""
 from __future__ import annotations
 
+import calendar
 import functools
 import itertools
 import json
@@ -112,6 +113,10 @@ _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\b(took|taken) care of\b", "handled"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
+_WEEKDAY_DAY = re.compile(rf"\b(mon|tues|wednes|thurs|fri|satur|sun)day\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"
+                          rf"(?!\s+(?:of\s+)?{_MONTHS})", re.IGNORECASE)
+"""A day said by its weekday and day of the month alone: "Friday the 14th"."""
+_WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
 _NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:\.\d+)?(?![\w/@-]|[.,]\d)")
 _NAME_AFTER = re.compile(r"\bto\s+([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 
@@ -506,7 +511,18 @@ def dates_in(text: str) -> list[tuple[str, frozenset[date] | tuple[int, int]]]:
         day, month = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
         months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
         found.append((match.group().strip(), (months.index(month[:3].lower()) + 1, int(day))))
+    for match in _WEEKDAY_DAY.finditer(text):
+        found.append((match.group(), _weekday_days(_WEEKDAYS.index(match.group(1).lower()), int(match.group(2)))))
     return found
+
+
+def _weekday_days(weekday: int, day: int) -> frozenset[date]:
+    """The days within ten years of today that fall on `weekday` (Monday 0) and are the `day`th of their month."""
+    today = date.today()
+    return frozenset(date(year, month, day) for year in range(today.year - 10, today.year + 11)
+                     for month in range(1, 13) if 1 <= day <= calendar.monthrange(year, month)[1]
+                     if date(year, month, day).weekday() == weekday)
+
 
 
 def date_matches(key: frozenset[date] | tuple[int, int], dates: set[date]) -> bool:

@@ -74,6 +74,18 @@ def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monke
     assert main(["estimate", "--suite", str(tmp_path / "nowhere")]) == 2
 
 
+def test_a_prompt_target_file_that_is_not_one_exits_2_naming_the_file_and_the_field(monkeypatch, tmp_path, capsys):
+    from lobeval.cli import main
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    target = tmp_path / "bot.json"
+    target.write_text('{"model": "m"}')
+    assert main(["estimate", "--suite", "scenarios/support_tickets", "--target", str(target)]) == 2
+    assert capsys.readouterr().err == (f"lobeval estimate: error: {target}: prompt target: field 'system_prompt': "
+                                       f"is required\n")
+
+
 def billed(answers):
     """USD and requests by the estimate's role, as the endpoint billed them."""
     usd, requests = Counter(), Counter()

@@ -419,9 +419,9 @@ def _bot_prompt(target: str | None, suite: Any) -> tuple[int, bool] | None:
 
         return count(SYSTEM_PROMPT), True
     if spec.endswith(".json"):
-        from lobeval.prompt_target import PromptTargetConfig
+        from lobeval.prompt_target import read_config
 
-        return count(PromptTargetConfig.model_validate_json(Path(spec).read_text(encoding="utf-8")).system_prompt), False
+        return count(read_config(Path(spec)).system_prompt), False
     return None
 
 

@@ -131,7 +131,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
     found = estimate(args.suite, cases_per_scenario=args.cases_per_scenario, seed=args.seed, trials=args.trials,
                      user=args.user, judges=args.judges.split(",") if args.judges else None, attacks=args.attacks,
-                     target=args.target, batch=args.batch, attack_roles=args.attack_roles)
+                     target=args.target, batch=args.batch, attack_roles=args.attack_roles, max_turns=args.max_turns)
     for line in format_estimate(found):
         print(line)
     return 0
@@ -564,6 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
     est.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
     est.add_argument("--trials", type=COUNT, default=1, metavar="K")
+    est.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
+                     help="as lobeval run --max-turns: a conversation cut off there adds a completion check")
     est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges)")
     est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"))
     _attack_roles_option(est)

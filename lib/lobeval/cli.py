@@ -54,9 +54,9 @@ async def _simulate_async(args: argparse.Namespace) -> int:
 
 
 def _attack_roles_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--attack-roles", type=lambda text: [r.strip() for r in text.split(",") if r.strip()],
-                        metavar="A,B", help="the roles of the suite's policy.json the attack cases are played as, N "
-                                            "per category each (default: its role)")
+    parser.add_argument("--attack-roles", type=names, metavar="A,B",
+                        help="the roles of the suite's policy.json the attack cases are played as, N per category "
+                             "each (default: its role)")
 
 
 def _user_faults_option(parser: argparse.ArgumentParser) -> None:
@@ -409,6 +409,14 @@ def words(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return text
+
+
+def names(text: str) -> list[str]:
+    """An argparse type: a comma-separated list of at least one name."""
+    found = [name.strip() for name in text.split(",") if name.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError("name at least one")
+    return found
 
 
 COUNT = whole(1)

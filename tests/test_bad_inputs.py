@@ -613,6 +613,7 @@ ROWS = [
     r("--limit -1", "simulate", options(limit="-1"), "--limit", None, None),
     r("--stop-phrase empty", "simulate", options(stop_phrase=""), "--stop-phrase", None, None),
     r("--max-turns 0", "simulate", options(max_turns="0"), "--max-turns", None, None),
+    r("--attack-roles naming none", "generate", options(attacks="with", attack_roles=","), "--attack-roles", None, None),
     r("--target-timeout inf", "simulate", options(target_timeout="inf"), "--target-timeout", None, None),
     r("--min above the metric's scale", "gate", options(min="Reliability=1.5"), "--min", "'Reliability=1.5'", None),
     r("--min infinite", "gate", options(min="Success=inf"), "--min", "'Success=inf'", None),

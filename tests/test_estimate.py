@@ -74,6 +74,36 @@ def test_with_no_model_configured_nothing_is_estimated_and_nothing_written(monke
     assert main(["estimate", "--suite", str(tmp_path / "nowhere")]) == 2
 
 
+def test_a_prompt_target_file_that_is_not_one_exits_2_naming_the_file_and_the_field(monkeypatch, tmp_path, capsys):
+    from lobeval.cli import main
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    target = tmp_path / "bot.json"
+    target.write_text('{"model": "m"}')
+    assert main(["estimate", "--suite", "scenarios/support_tickets", "--target", str(target)]) == 2
+    assert capsys.readouterr().err == (f"lobeval estimate: error: {target}: prompt target: field 'system_prompt': "
+                                       f"is required\n")
+
+
+@pytest.mark.parametrize("command", ["estimate", "run --estimate"])
+def test_max_turns_counts_a_completion_check_for_each_conversation_it_cuts_off(monkeypatch, tmp_path, capsys,
+                                                                               command):
+    from lobeval.cli import main
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + "x" * 20)
+    checks = {}
+    # every conversation has 2 user messages at least (its request, the stop): a limit of 1 cuts each one off
+    for turns in ("20", "1"):
+        assert main([*command.split(), "--cases-per-scenario", "1", "--max-turns", turns]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+        checks[turns] = next((int(row[2]) for row in rows if row[:2] == ["completion", "check"]), 0)
+    assert checks == {"20": 0, "1": 13}
+
+
 def billed(answers):
     """USD and requests by the estimate's role, as the endpoint billed them."""
     usd, requests = Counter(), Counter()

@@ -462,6 +462,7 @@ def bad_database(folder: Path) -> Path:
     ("not a database", "--data sqlite:///{api}: cannot read the database: DatabaseError: file is not "
                        "a database"),
     ("no driver", "--data nosuchdb://db.example/shop: no driver for 'nosuchdb' is installed (pip install it)"),
+    ("driver not installed", "--data oracle://db.example/shop: no driver for 'oracle' is installed (pip install it)"),
     ("no records", "--data sqlite:///{source}/empty.db: no table holds a record: a suite needs business data"),
     ("bad URL", "--data: not a database URL (dialect+driver://user:password@host:port/database)"),
     ("one CSV file", "--data {source}/orders.csv: give the folder that holds the CSV files (one per table)"),
@@ -490,6 +491,8 @@ def test_bad_input_exits_2_naming_the_source_and_writes_nothing(library, tmp_pat
         data = str(api)
     elif case == "no driver":
         data = "nosuchdb://ana:s3cret@db.example/shop"
+    elif case == "driver not installed":
+        data = "oracle://ana:s3cret@db.example/shop"
     elif case == "no records":
         data = str(source / "empty.db")
         sqlite3.connect(data).executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);").close()

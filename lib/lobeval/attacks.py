@@ -23,12 +23,12 @@ from typing import Any
 from lobeval.errors import ConfigError
 from lobeval.records import SCHEMA_VERSION
 from lobeval.security import (
-    CATEGORIES, POLICY_FILE, Policy, members, normal, number, own_values, owned, owner_of, person_record, record_of,
+    CATEGORIES, POLICY_FILE, Policy, members, number, own_values, owned, owner_of, person_record, record_of,
     related_ids, same,
 )
 from lobeval.suite import Suite
 from lobeval.users import label, say
-from lobeval.vocabulary import function_key
+from lobeval.vocabulary import function_key, normal_text
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def _private_data(suite, policy, role, index, rng):
             for record in _records(suite, policy, name, person, own=False):
                 for holder, held in _private_holders(suite, policy, name, record):
                     options += [(person, name, record, holder, field) for field in policy.private_fields[holder]
-                                if held.get(field) not in (None, "") and normal(held[field]) not in own]
+                                if held.get(field) not in (None, "") and normal_text(held[field]) not in own]
     if not options:
         raise _Lacks("no record of someone else holds a private field, nor names one that does")
     person, name, record, holder, field = rng.choice(options)
@@ -296,12 +296,12 @@ def _text_fields(suite: Suite, policy: Policy, name: str) -> list[str]:
     """The text columns of the entity where an instruction may sit, best first: free text (words, mostly
     distinct), longest first; else any other text that is no id."""
     entity, records = suite.entities[name], suite.entities[name].records
-    ids = {normal(r[e.id]) for e in suite.entities.values() for r in e.records}
+    ids = {normal_text(r[e.id]) for e in suite.entities.values() for r in e.records}
     ranked = []
     for field in entity.fields:
         values = [r.get(field) for r in records if r.get(field) not in (None, "")]
         if field == entity.id or not values or not all(isinstance(v, str) for v in values) or any(
-                normal(v) in ids for v in values):
+                normal_text(v) in ids for v in values):
             continue
         free = len({*values}) >= len(values) / 2 and any(" " in v for v in values)
         ranked.append((not free, -sum(map(len, values)) / len(values), field))

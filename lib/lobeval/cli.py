@@ -54,9 +54,9 @@ async def _simulate_async(args: argparse.Namespace) -> int:
 
 
 def _attack_roles_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--attack-roles", type=lambda text: [r.strip() for r in text.split(",") if r.strip()],
-                        metavar="A,B", help="the roles of the suite's policy.json the attack cases are played as, N "
-                                            "per category each (default: its role)")
+    parser.add_argument("--attack-roles", type=names, metavar="A,B",
+                        help="the roles of the suite's policy.json the attack cases are played as, N per category "
+                             "each (default: its role)")
 
 
 def _user_faults_option(parser: argparse.ArgumentParser) -> None:
@@ -131,7 +131,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
     found = estimate(args.suite, cases_per_scenario=args.cases_per_scenario, seed=args.seed, trials=args.trials,
                      user=args.user, judges=args.judges.split(",") if args.judges else None, attacks=args.attacks,
-                     target=args.target, batch=args.batch, attack_roles=args.attack_roles)
+                     target=args.target, batch=args.batch, attack_roles=args.attack_roles, max_turns=args.max_turns)
     for line in format_estimate(found):
         print(line)
     return 0
@@ -411,6 +411,14 @@ def words(text: str) -> str:
     return text
 
 
+def names(text: str) -> list[str]:
+    """An argparse type: a comma-separated list of at least one name."""
+    found = [name.strip() for name in text.split(",") if name.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError("name at least one")
+    return found
+
+
 COUNT = whole(1)
 SHARE = number(0, 1)
 SECONDS = number(0, above=True)
@@ -564,6 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
     est.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
     est.add_argument("--trials", type=COUNT, default=1, metavar="K")
+    est.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
+                     help="as lobeval run --max-turns: a conversation cut off there adds a completion check")
     est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges)")
     est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"))
     _attack_roles_option(est)

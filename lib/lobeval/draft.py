@@ -25,7 +25,7 @@ from lobeval.generate import check_case, check_template, fill_case, sample_recor
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
 from lobeval.regression import Summarise, regression_templates
-from lobeval.suite import Entity, Suite, Template, load_suite
+from lobeval.suite import Entity, Suite, Template, load_suite, write_functions
 from lobeval.users import label, say
 from lobeval.vocabulary import function_key
 
@@ -140,11 +140,6 @@ def _validator(schema: dict[str, Any]) -> Draft202012Validator:
 def _words(text: str) -> set[str]:
     """The words of a name, singular: `action_items` → {action, item}."""
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in re.split(r"[^a-z0-9]+", label(text)) if w}
-
-
-def write_functions(suite: Suite) -> list[dict[str, Any]]:
-    ignored = set(map(function_key, suite.ignored_functions))
-    return [tool["function"] for key, tool in suite.tools.items() if tool["effect"] == "write" and key not in ignored]
 
 
 def _properties(function: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -266,12 +261,12 @@ def made_up(schema: dict[str, Any], seen: list[Any]) -> list[Any]:
 
 def offline_drafts(suite: Suite, seed: int, target: str | None = None) -> list[Draft]:
     drafts: list[Draft] = []
-    for function in write_functions(suite):
+    functions = write_functions(suite)
+    for function in functions:
         drafts += function_drafts(suite, function, seed)
     drafts += chain_drafts(suite, seed, target)
-    writes = [function["name"] for function in write_functions(suite)]
-    if writes:
-        drafts.append(out_of_scope(suite, writes))
+    if functions:
+        drafts.append(out_of_scope(suite, [function["name"] for function in functions]))
     return drafts
 
 

@@ -144,10 +144,11 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
     models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
     target = target or loaded.default_target
     measured = measured_run(loaded.name, target, user, {case.scenario_name for case in cases})
+    bot = _bot_prompt(target, loaded)
 
     def laid_out(layout: str | Measured) -> Estimate:
         found = Estimate(conversations=len(cases) * trials, models=models, batch=batch)
-        _tally(found, loaded, cases, trials, user, judges, target, max_turns, layout)
+        _tally(found, loaded, cases, trials, user, judges, bot, max_turns, layout)
         return found
 
     if isinstance(measured, Measured):
@@ -160,16 +161,15 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
                          roles=_between(low.roles, high.roles), parts=_between(low.parts, high.parts))
         found.basis = ("no earlier run of the same suite, target and user" if measured is None else measured) + (
             ": the midpoint of a range, from all values in one turn to one value per turn")
-    found.notes = _notes(models, _bot_prompt(target, loaded), user)
+    found.notes = _notes(models, bot, user)
     return found
 
 
 def _tally(found: Estimate, loaded: Any, cases: list[Case], trials: int, user: str, judges: list[str] | None,
-           target: str, max_turns: int, layout: str | Measured) -> None:
+           bot: tuple[int, bool] | None, max_turns: int, layout: str | Measured) -> None:
     """Count every request of the run into `found`, each conversation laid out as `layout` says (LAYOUTS), or
     as an earlier run measured it: its transcripts, and each role's requests and tokens where it recorded them."""
     models = found.models
-    bot = _bot_prompt(target, loaded)
     names = selected_judges(judges) if models["judge"] else []
     tools = [{k: v for k, v in tool.items() if k != "effect"} for tool in loaded.tools.values()]
     reads = {tool["function"]["name"] for tool in loaded.tools.values() if tool["effect"] == "read"}
@@ -419,9 +419,9 @@ def _bot_prompt(target: str | None, suite: Any) -> tuple[int, bool] | None:
 
         return count(SYSTEM_PROMPT), True
     if spec.endswith(".json"):
-        from lobeval.prompt_target import PromptTargetConfig
+        from lobeval.prompt_target import read_config
 
-        return count(PromptTargetConfig.model_validate_json(Path(spec).read_text(encoding="utf-8")).system_prompt), False
+        return count(read_config(Path(spec)).system_prompt), False
     return None
 
 

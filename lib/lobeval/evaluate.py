@@ -37,10 +37,10 @@ from lobeval.records import (
     MACHINERY_ERRORS, METRICS, PENALTY_KINDS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases,
     iter_conversations, iter_jsonl, read_as, read_labels, read_results, rows_path, with_changes,
 )
-from lobeval.scoring import Rules, fuzzy_similar, normal_text, score_conversation
+from lobeval.scoring import Rules, fuzzy_similar, score_conversation
 from lobeval.stats import RowTally, figure_lines, left_out_notes, unreferenced_note
 from lobeval.suite import Suite, load_suite
-from lobeval.vocabulary import function_key
+from lobeval.vocabulary import function_key, normal_text
 from lobeval.user_faults import judged_faults, user_faults
 
 EVALUATOR = "function_calls"

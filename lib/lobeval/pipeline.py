@@ -349,7 +349,8 @@ def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:
 
     found = estimate(config["suite"], cases_per_scenario=config["cases_per_scenario"], seed=config["seed"],
                      trials=config["trials"], user=config["user"], judges=config["judges"], attacks=config["attacks"],
-                     target=config["target"], batch=config.get("batch", False), attack_roles=config.get("attack_roles"))
+                     target=config["target"], batch=config.get("batch", False), attack_roles=config.get("attack_roles"),
+                     max_turns=option(config, "max_turns"))
     return {row["role"]: row["per_conversation_usd"] for row in found.rows()}
 
 

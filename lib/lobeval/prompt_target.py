@@ -58,11 +58,16 @@ class PromptTargetConfig(BaseModel):
     max_tool_rounds: int = Field(8, ge=1)
 
 
+def read_config(path: Path) -> PromptTargetConfig:
+    """A prompt target's JSON file, checked (RecordError naming the file and the field)."""
+    return validated(PromptTargetConfig, read_json(path), path, WHERE)
+
+
 def load_prompt_target(path: str | Path) -> PromptTarget:
     """The target the JSON file at `path` describes. Bad input (the file, the model's configuration, tools
     the server or module does not define) is a LobevalError, raised here rather than in a conversation."""
     path = Path(path)
-    config = validated(PromptTargetConfig, read_json(path), path, WHERE)
+    config = read_config(path)
     offered = offered_tools(path.parent / config.tools_file)
     model = target_model(config.model, path)
     source = tool_source(config.tools, path)
@@ -80,7 +85,7 @@ def check_concurrency(path: str | Path, concurrency: int) -> None:
     if concurrency <= 1:
         return
     path = Path(path)
-    tools = validated(PromptTargetConfig, read_json(path), path, WHERE).tools
+    tools = read_config(path).tools
     if "python" in tools:
         shared = f"the module {tools['python']!r}"
     elif tools.get("per_conversation", True) is False:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lobeval.records import read_conversations
-from lobeval.suite import Suite
+from lobeval.suite import Suite, write_functions
 from lobeval.users import say
 from lobeval.vocabulary import function_key
 
@@ -27,8 +27,7 @@ Summarise = Callable[[list[str]], str]
 def regression_templates(suite: Suite, path: str | Path, summarise: Summarise | None = None) -> list[dict[str, Any]]:
     """One template per conversation whose writes all succeeded; one that cannot be replayed carries `unfit`,
     its reason."""
-    ignored = set(map(function_key, suite.ignored_functions))
-    writes = {key for key, tool in suite.tools.items() if tool["effect"] == "write" and key not in ignored}
+    writes = {function_key(function["name"]) for function in write_functions(suite)}
     drafts = []
     for _, _, conversation in read_conversations(path):
         calls = conversation.get("function_calls") or []

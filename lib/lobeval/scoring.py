@@ -24,7 +24,7 @@ from scipy.optimize import linear_sum_assignment
 from lobeval import operators
 from lobeval.operators import DEFAULT_THRESHOLD, MISSING
 from lobeval.records import MACHINERY_ERRORS, METRICS, NORMAL_ENDINGS
-from lobeval.vocabulary import function_key
+from lobeval.vocabulary import function_key, normal_text
 
 
 _BOOL_WORDS = {"true": True, "yes": True, "false": False, "no": False}
@@ -90,11 +90,6 @@ def _label_applies(label: dict[str, Any], scenario: str, key: str) -> bool:
 
 
 # --- argument agreement ---------------------------------------------------------------------
-
-def normal_text(value: Any) -> str:
-    """Trimmed, case-folded, whitespace collapsed."""
-    return " ".join(str(value).split()).casefold()
-
 
 def truth(value: Any) -> bool | None:
     if isinstance(value, bool):

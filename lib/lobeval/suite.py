@@ -185,6 +185,12 @@ class Suite:
         return self.tools.get(function_key(name))
 
 
+def write_functions(suite: Suite) -> list[dict[str, Any]]:
+    """The definitions of the suite's write functions, those it ignores left out."""
+    ignored = set(map(function_key, suite.ignored_functions))
+    return [tool["function"] for key, tool in suite.tools.items() if tool["effect"] == "write" and key not in ignored]
+
+
 def repo_root(suite_dir: Path) -> Path:
     """Paths in suite.json are relative to the repository: the folder holding `scenarios/`."""
     return suite_dir.parent.parent if suite_dir.parent.name == "scenarios" else suite_dir

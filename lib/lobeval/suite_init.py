@@ -171,7 +171,7 @@ def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
     shown = shown_url(url)
     try:
         engine = create_engine(url, connect_args=_connect_args(url.get_driver_name()))
-    except NoSuchModuleError:
+    except (NoSuchModuleError, ImportError):   # a dialect unknown, or known but its DBAPI module not installed
         raise ConfigError(f"--data {shown}: no driver for {url.drivername!r} is installed (pip install it)") from None
     tables, record = [], {}
     try:

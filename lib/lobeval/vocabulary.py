@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 _PLUGIN_PREFIX = re.compile(r"^[A-Za-z0-9_]*Plugin-", re.IGNORECASE)
 
@@ -17,6 +18,11 @@ def strip_plugin_prefix(name: str) -> str:
 def function_key(name: str) -> str:
     """The name functions are compared by: case-insensitive, without a `...Plugin-` prefix."""
     return strip_plugin_prefix(name).lower()
+
+
+def normal_text(value: Any) -> str:
+    """Trimmed, case-folded, whitespace collapsed."""
+    return " ".join(str(value).split()).casefold()
 
 
 

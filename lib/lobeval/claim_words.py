@@ -551,8 +551,8 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
     for argument, schema in function.parameters.items():
         if argument not in arguments or not isinstance(arguments[argument], str):
             continue
-        said = [value for value in schema.get("enum") or [] if isinstance(value, str)
-                and value_pattern(value).search(text)]
+        options = [value for value in schema.get("enum") or [] if isinstance(value, str)]
+        said = [value for value in options if value_pattern(value).search(text)] or _quoted_options(sentence, options)
         if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
             return Disagreement(argument, said[0], arguments[argument])
     dated = {name: call_dates(value) for name, value in arguments.items() if call_dates(value)}
@@ -590,6 +590,13 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
             argument = next(iter(numbers))
             return Disagreement(argument, match.group(), arguments[argument])
     return None
+
+
+def _quoted_options(sentence: str, options: list[str]) -> list[str]:
+    """The enum values said whole in quotation marks ('with the reason "damaged"'): a quotation is else the user's
+    words or a title, which state nothing."""
+    quoted = {re.sub(r"[\s_-]+", " ", match.group()[1:-1].strip()).casefold() for match in _QUOTE.finditer(sentence)}
+    return [value for value in options if re.sub(r"[\s_-]+", " ", value).casefold() in quoted]
 
 
 _TIME = re.compile(r"\b\d{1,2}:\d\d\b")

@@ -39,9 +39,10 @@ refund policy"."""
 _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
 _LATER = re.compile(r"\b(?:will|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
-_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:all\s+)?(?:in\b(?!\s+[a-z])|through|underway|yours|"
+_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:all\s+)?(?:in\b(?!\s+[a-z])|through|underway|yours|open|live|"
                        r"on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
-"""A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours"."""
+"""A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours", "your
+return is open"."""
 
 
 # ---- The check ---------------------------------------------------------------------------------------------
@@ -316,6 +317,12 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
         in_place = in_place or bool(named) and made["message_index"] == state.message_index
         if stated or named:
             state.told.add(made["actual_index"])
+        found = named and made["message_index"] == state.message_index and disagreement(sentence, call, function,
+                                                                                        state.read)
+        if found:
+            return {"claim": arrived.group().lower(), "functionName": call["functionName"],
+                    "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
+                    "sent": found.sent}
     tried = [made for made in state.failed if made["message_index"] == state.message_index
              and function_of(made["call"]["functionName"], state.tools).entities & words]
     if arrived and tried and not in_place:

@@ -89,6 +89,8 @@ NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor
 NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
+_HEADER = re.compile(r"\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{2,6}-?\d{2,}\W*")
+"""A record's identifier alone, heading what a dash joins to it."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
 CLAUSE = re.compile(r"[,;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
                      r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
@@ -275,6 +277,8 @@ def _sentences(line: str) -> Iterator[str]:
     start = 0
     for end in [*_SENTENCE_END.finditer(masked), None]:
         sentence = line[start: end.start() if end else len(line)].strip()
+        if end and _HEADER.fullmatch(sentence) and end.group().strip() in ("—", "–", "-"):
+            continue   # "INC0034700 — Status: Closed": the identifier heads what follows
         if sentence:
             yield sentence
         start = end.end() if end else start

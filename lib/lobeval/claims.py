@@ -258,26 +258,37 @@ def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any]
 
 _FIELD_ROW = re.compile(r"^\W*?([A-Za-z][A-Za-z _-]*?)\W*\s*(?:\||:)\W*([A-Za-z][\w .-]*?)\W*$")
 """A field and its value as a table row or a label: "| Priority | High |", "**Priority:** Critical"."""
+_HEADED = re.compile(r"^\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?([A-Z]{2,6}-?\d{2,})\W*?\s+[—–-]\s+(.+)$")
+"""A record's identifier as a header of what follows: "INC0034700 — Status: Closed", "**INC-3** — On Hold"."""
 
 
 def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
-    """A field of a write of this message shown with an enum value of its parameter, as a table row or a label: the
-    value it sent tells the write; another value of the same enum is claimed but not done."""
-    row = _FIELD_ROW.match(sentence.strip())
-    if not row:
+    """A field of a write of this message shown with an enum value of its parameter, as a table row or a label, or a
+    value under the record's identifier as a header ("INC-3 — On Hold, waiting on the vendor"): the value it sent
+    tells the write; another value of the same enum is claimed but not done."""
+    headed = _HEADED.match(sentence.strip())
+    record, rest = (headed.group(1), headed.group(2).strip()) if headed else (None, sentence.strip())
+    row = _FIELD_ROW.match(rest)
+    if not row and not record:
         return None
-    label, value = row.group(1), row.group(2).strip()
     for made in reversed(state.writes):
         call = made["call"]
-        if made["message_index"] != state.message_index:
+        if made["message_index"] != state.message_index or record and record not in json.dumps(
+                [call.get("arguments"), call.get("result")], default=str):
             continue
         for name, sent in (call.get("arguments") or {}).items():
             options = (function_of(call["functionName"], state.tools).parameters.get(name) or {}).get("enum") or []
-            if not isinstance(sent, str) or sent not in options \
-                    or not _names_argument_label(label, {"arguments": {name: sent}}):
+            if not isinstance(sent, str) or sent not in options:
                 continue
+            if row:
+                if not _names_argument_label(row.group(1), {"arguments": {name: sent}}):
+                    continue
+                said = next((option for option in options if option.casefold() == row.group(2).strip().casefold()), None)
+            else:
+                said = next((option for option in options if value_pattern(option).match(rest.lstrip("*_ "))), None)
+                if said is None:
+                    continue
             state.told.add(made["actual_index"])
-            said = next((option for option in options if option.casefold() == value.casefold()), None)
             if said and said != sent:
                 return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
                         "argument": name, "said": said, "sent": sent}

@@ -18,16 +18,12 @@ from lobeval.vocabulary import function_key
 FOLDER = Path(__file__).parent / "fixtures" / "claims"
 KNOWN_MISSES = {
     "labelled:support-037": "'now belongs to you' states no value of a write's parameters",
-    "labelled:orders-h2-040": "'Both orders, ORD-8812 and ORD-8813, have been cancelled' is backed by one cancel: a claim "
-                              "on several records needs only one of them",
     "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
     "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
     "blind:hr-01": "'submitted ... and sent to your manager for approval': the sending a submission does is read as a "
                    "send no call did",
     "blind2:b2-56": "a table row of what changed ('| Priority | High | Medium |', sent Low): a table's cells are not read "
                     "as the values of the change the sentence before it claims",
-    "blind3:blind3-017": "'Both articles, KB0020 and KB0021, are now linked' after one link failed: a claim on several "
-                         "records needs only one of them",
     "blind3:blind3-070": "'Thursday 9 April at 11:00 it is — an engineer will call you then': a value confirmed in the "
                          "future tense tells nothing",
 }

@@ -176,7 +176,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
         if backing:
-            problems.append(_agreement(said, sentence, backing, state))
+            problems.append(_agreement(said, sentence, backing, state) or _records_left_out(said, sentence, backing))
         elif said.claim and not (said.passive and _reported(said, sentence, state)) \
                 and not (present and NEW_STATE.search(sentence)):
             problems.append({"claim": said.word.lower()})
@@ -185,6 +185,31 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     return next((problem for problem in problems if problem), None)
+
+
+_RECORD = r"(?<![\w-])#?[A-Z]{2,6}-?\d{2,}(?![\w-])"
+_RECORDS = re.compile(rf"{_RECORD}(?:\s*,\s*{_RECORD})*,?\s+(?:and|&)\s+(?:also\s+)?{_RECORD}")
+_BETWEEN = re.compile(r"[\s,*]*(?:(?:have|has|had|been|are|were|is|was|now|all|both|also|successfully|just|already)"
+                      r"[\s,*]+)*")
+
+
+def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """An action said of several records named together ("Both orders, ORD-1 and ORD-2, have been cancelled",
+    "I've linked KB0020 and KB0021") must be backed on each of them: one that no backing write names makes it
+    claimed but not done."""
+    text = unquoted(sentence)
+    at = text.find(said.word)
+    sent = json.dumps([[made["call"].get("arguments"), made["call"].get("result")] for made in backing], default=str)
+    for match in _RECORDS.finditer(text):
+        before, after = text[match.end(): at], text[at + len(said.word): match.start()]
+        if not (at >= match.end() and _BETWEEN.fullmatch(before) or at < match.start() and len(after.split()) <= 4
+                and not re.search(r"\b(?:and|or|but|is|are|was|were|has|have)\b|[.;:]", after)):
+            continue
+        named = [record.lstrip("#") for record in re.findall(_RECORD, match.group())]
+        missing = [record for record in named if record not in sent]
+        if missing and len(missing) < len(named):
+            return {"claim": said.word.lower()}
+    return None
 
 
 def _told_all_the_same(said: Said, sentence: str, state: _Conversation) -> set[int]:

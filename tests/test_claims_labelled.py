@@ -22,10 +22,6 @@ KNOWN_MISSES = {
     "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
     "blind:hr-01": "'submitted ... and sent to your manager for approval': the sending a submission does is read as a "
                    "send no call did",
-    "blind2:b2-56": "a table row of what changed ('| Priority | High | Medium |', sent Low): a table's cells are not read "
-                    "as the values of the change the sentence before it claims",
-    "blind3:blind3-070": "'Thursday 9 April at 11:00 it is — an engineer will call you then': a value confirmed in the "
-                         "future tense tells nothing",
 }
 
 

@@ -184,6 +184,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_field_row(sentence, state))
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
+    _tell_dates(sentence, state)
     return next((problem for problem in problems if problem), None)
 
 
@@ -293,6 +294,12 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     tells the write; another value of the same enum is claimed but not done."""
     headed = _HEADED.match(sentence.strip())
     record, rest = (headed.group(1), headed.group(2).strip()) if headed else (None, sentence.strip())
+    cells = [cell.strip() for cell in rest.strip("| ").split("|")]
+    if len(cells) > 1:   # a table row: its field, then the value it has now in the last column ("| Priority | High | Low |")
+        rest = f"{cells[0]}: {cells[-1]}"
+    changed = re.split(r"\s*(?:→|->|=>)\s*", rest)
+    if len(changed) > 1 and ":" in changed[0]:   # "Priority: High → Low"
+        rest = f"{changed[0].split(':')[0]}: {changed[-1]}"
     row = _FIELD_ROW.match(rest)
     if not row and not record:
         return None
@@ -364,6 +371,16 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     if arrived and tried and not in_place:
         return {"claim": arrived.group().lower()}
     return None
+
+
+def _tell_dates(sentence: str, state: _Conversation) -> None:
+    """A write of this message is told by the day it sent, in any tense ("Thursday 9 April at 11:00 it is — an
+    engineer will call you then")."""
+    days = [key for _, key in dates_in(sentence)]
+    for made in state.writes:
+        sent = call_dates(made["call"].get("arguments"))
+        if made["message_index"] == state.message_index and any(date_matches(key, sent) for key in days):
+            state.told.add(made["actual_index"])
 
 
 def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:

@@ -87,7 +87,9 @@ _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automat
 NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
                        r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
 NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
-IDENTIFIER = re.compile(r"\b[A-Z]{2,6}-\d+\b")
+IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0-9]+)*(?![\w-])|(?<=#)\d{3,}\b|"
+                        r"(?<![\w./:-])\d{2,}-(?:\d{3,}|[A-Z]{1,3})(?![\w-])")
+"""A record's identifier, in the shapes teams give them: TKT-4, INC0049002, #50112 (without its #), 55-7712, 7781-KX."""
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
 _HEADER = re.compile(r"\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{2,6}-?\d{2,}\W*")
 """A record's identifier alone, heading what a dash joins to it."""
@@ -106,7 +108,7 @@ _CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:questio
 _ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
-TOKEN = re.compile(r"[A-Z]{2,6}-\d+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
+TOKEN = re.compile(r"[A-Z]{2,6}-?\d+|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
     (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),

@@ -78,8 +78,17 @@ def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Func
     if named and not named & (function.entities | _records_referred(call)):
         return False
     identifiers = set(IDENTIFIER.findall(sentence))
-    return not identifiers or bool(identifiers & set(IDENTIFIER.findall(
-        json.dumps([call.get("arguments"), call.get("result")], default=str))))
+    sent = _values_text(call)
+    return not identifiers or any(_holds(sent, identifier) for identifier in identifiers)
+
+
+def _values_text(call: dict[str, Any]) -> str:
+    return json.dumps([call.get("arguments"), call.get("result")], default=str)
+
+
+def _holds(text: str, identifier: str) -> bool:
+    """Whether the text has the identifier as a whole word: "7720" in `{"ticket_id": "7720"}`, not in "77201"."""
+    return re.search(rf"(?<![\w-]){re.escape(identifier)}(?![\w-])", text) is not None
 
 
 _REFERENCE = re.compile(r"(?:^|_)(?:id|no|number|ref)$", re.IGNORECASE)
@@ -101,7 +110,7 @@ class _Conversation:
     vocabulary: Vocabulary
     said_by_user: str = " "
     read: str = ""         # what successful reads returned, lower case
-    known_ids: set[str] = field(default_factory=set)
+    known: str = " "      # what the user said and the calls sent and returned: the identifiers in it are known
     writes: list[dict[str, Any]] = field(default_factory=list)    # successful writes so far
     reads: list[dict[str, Any]] = field(default_factory=list)     # successful reads so far
     failed: list[dict[str, Any]] = field(default_factory=list)    # failed writes so far
@@ -123,14 +132,13 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
         if message.get("role") != "assistant":
             state.turn += message.get("role") == "user"
             state.said_by_user += " ".join(re.findall(r"[a-z0-9]+", expand(text).lower())) + " "
-            state.known_ids.update(IDENTIFIER.findall(text))
+            state.known += text + " "
             continue
         state.message_index = index
         for made in calls.get(index, []):
             made = {**made, "message_index": index}
             call = made["call"]
-            state.known_ids.update(IDENTIFIER.findall(json.dumps([call.get("arguments"), call.get("result")],
-                                                                  default=str)))
+            state.known += _values_text(call) + " "
             write = is_write(call["functionName"], tools)
             if write:
                 (state.failed if call.get("error") else state.writes).append(
@@ -145,17 +153,22 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
 
 
 def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
+    """The sentences' problems, and each identifier that neither the user nor a call produced, said where the message
+    made or tried a write or the sentence claims an action."""
     found = []
+    acted = any(made["message_index"] == state.message_index for made in [*state.writes, *state.failed])
     for sentence in statements(text):
         if sentence.endswith("?") or EXAMPLE.search(sentence):
             continue
         problem = _sentence_problem(sentence, state)
         if problem:
             found.append({**problem, "text": sentence[:200]})
+        if not acted and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
+            continue   # "There's a knowledge article for that: KB0017" cites, it claims no record was made
         stated = unquoted(sentence)
         stated = "; ".join(clause for clause in CLAUSE.split(stated) if clause and not REQUEST.search(clause))
         for identifier in dict.fromkeys(IDENTIFIER.findall(stated)):
-            if identifier not in state.known_ids:
+            if not _holds(state.known, identifier):
                 found.append({"claim": identifier, "text": sentence[:200]})
     return found
 
@@ -188,7 +201,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     return next((problem for problem in problems if problem), None)
 
 
-_RECORD = r"(?<![\w-])#?[A-Z]{2,6}-?\d{2,}(?![\w-])"
+_RECORD = rf"#?(?:{IDENTIFIER.pattern})"
 _RECORDS = re.compile(rf"{_RECORD}(?:\s*,\s*{_RECORD})*,?\s+(?:and|&)\s+(?:also\s+)?{_RECORD}")
 _BETWEEN = re.compile(r"[\s,*]*(?:(?:have|has|had|been|are|were|is|was|now|all|both|also|successfully|just|already)"
                       r"[\s,*]+)*")
@@ -206,7 +219,7 @@ def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]]) 
         if not (at >= match.end() and _BETWEEN.fullmatch(before) or at < match.start() and len(after.split()) <= 4
                 and not re.search(r"\b(?:and|or|but|is|are|was|were|has|have)\b|[.;:]", after)):
             continue
-        named = [record.lstrip("#") for record in re.findall(_RECORD, match.group())]
+        named = IDENTIFIER.findall(match.group())
         missing = [record for record in named if record not in sent]
         if missing and len(missing) < len(named):
             return {"claim": said.word.lower()}
@@ -242,7 +255,7 @@ def _read_back_history(sentence: str, backing: list[dict[str, Any]], state: _Con
 
 def _known_identifiers(text: str, state: _Conversation) -> str:
     """The text without the identifiers that neither the user nor any call produced."""
-    return IDENTIFIER.sub(lambda match: match.group() if match.group() in state.known_ids else " ", text)
+    return IDENTIFIER.sub(lambda match: match.group() if _holds(state.known, match.group()) else " ", text)
 
 
 def _not_by_kin(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> list[dict[str, Any]]:

@@ -154,7 +154,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
 
 def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
     """The sentences' problems, and each identifier that neither the user nor a call produced, said where the message
-    made or tried a write or the sentence claims an action."""
+    made or tried a write, or of the user's, or where the sentence claims an action."""
     found = []
     acted = any(made["message_index"] == state.message_index for made in [*state.writes, *state.failed])
     for sentence in statements(text):
@@ -163,8 +163,9 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
         problem = _sentence_problem(sentence, state)
         if problem:
             found.append({**problem, "text": sentence[:200]})
-        if not acted and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
-            continue   # "There's a knowledge article for that: KB0017" cites, it claims no record was made
+        if not acted and not re.search(r"\byours?\b", sentence, re.IGNORECASE) \
+                and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
+            continue   # "There's a knowledge article for that: KB0017" cites; "Your ticket TKT-999 is ..." claims one
         stated = unquoted(sentence)
         stated = "; ".join(clause for clause in CLAUSE.split(stated) if clause and not REQUEST.search(clause))
         for identifier in dict.fromkeys(IDENTIFIER.findall(stated)):

@@ -28,11 +28,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
                "mark", "flag", "assign", "reassign", "transfer", "escalate", "upgrade", "downgrade", "reopen",
                "replace", "patch", "postpone", "push", "revert", "restore"),
     "cancel": ("cancel", "delete", "remove", "revoke", "withdraw", "void", "drop", "discard", "archive", "close",
-               "terminate", "retract", "rescind"),
+               "terminate", "retract", "rescind", "release", "deactivate", "disable", "unlink", "unsubscribe", "detach",
+               "waive"),
     "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
-    "send": ("send", "email", "notify", "forward", "inform", "alert"),
+    "send": ("send", "email", "notify", "forward", "inform", "alert", "post", "reply", "message", "share"),
     "refund": ("refund", "reimburse", "credit"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),
@@ -90,7 +91,7 @@ NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0-9]+)*(?![\w-])|(?<=#)\d{3,}\b|"
                         r"(?<![\w./:-])\d{2,}-(?:\d{3,}|[A-Z]{1,3})(?![\w-])")
 """A record's identifier, in the shapes teams give them: TKT-4, INC0049002, #50112 (without its #), 55-7712, 7781-KX."""
-_QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)")
+_QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)|`[^`\n]*`")
 _HEADER = re.compile(r"\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{2,6}-?\d{2,}\W*")
 """A record's identifier alone, heading what a dash joins to it."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
@@ -311,7 +312,7 @@ def named_values(sentence: str, vocabulary: Vocabulary, words: re.Pattern[str] =
 
 def unquoted(sentence: str) -> str:
     """The sentence with every quotation (a title, the user's words) replaced by a placeholder."""
-    return _QUOTE.sub(" QUOTED ", sentence)
+    return _QUOTE.sub(" QUOTATION ", sentence)
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,17 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, NEGATION, NEW_STATE, ON_A_DAY,
+from lobeval.scoring import number, numbers_agree
+from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE, ON_A_DAY,
                                  REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name, call_dates,
                                  date_matches, dates_in, disagreement, expand, function_of, groups_of, is_write,
                                  lemmas, named_values, names_argument, singular, specific, statements, unquoted,
                                  value_pattern, value_text)
 
-_NAMED_ACTION = re.compile(r"\b(?:your|the|this|my|our)\s+(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
+_NAMED_ACTION = re.compile(r"(?:^\W*|\b(?:your|the|this|my|our)\s+)(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
                            r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)
-"""An action named as the head of a noun phrase after a determiner: "your refund of", "the plan change to"; not "the
-refund policy"."""
+"""An action named as the head of a noun phrase after a determiner or first in the sentence: "your refund of", "the
+plan change to", "Refund of $60 done"; not "the refund policy"."""
 _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
 _LATER = re.compile(r"\b(?:will|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
@@ -60,7 +61,29 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or names_argument(said.lemma, arguments)
             or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
-    return bool(same) and fits(call, said.span, entities, function)
+    if not same and said.claim and not _opposed(said.lemma, words):
+        # Another verb for what the call did, on the thing it acted on or with a value it sent: "Sent the reply"
+        # (`post_reply`), "a temporary password was sent by SMS" (`reset_password(delivery="sms")`).
+        acted_on = " ".join(said.subject) if said.passive else said.span[said.span.find(said.word) + len(said.word):]
+        named = {singular(word.lower()) for word in TOKEN.findall(acted_on)} & function.entities
+        same = bool(named) or _states_a_value(sentence, call)
+    return bool(same) and fits(call, said.span, entities, function) and _subject_action_agrees(said, words)
+
+
+def _subject_action_agrees(said: Said, words: set[str]) -> bool:
+    """A passive whose subject names an action ("your refund has been issued") is backed only by a call of that
+    action: `create_return` issued no refund."""
+    named = {word for word in said.subject if word in LEXICON}
+    groups = {group for word in words for group in groups_of(word)} - {"any"}
+    return not named or bool(named & words) or any(groups_of(word) & groups for word in named)
+
+
+_UNDOING = {"cancel", "reject"}
+
+
+def _opposed(lemma: str, words: set[str]) -> bool:
+    """A claim that undoes (cancel, reject) against a call that does, or the reverse."""
+    return bool(groups_of(lemma) & _UNDOING) != bool({group for word in words for group in groups_of(word)} & _UNDOING)
 
 
 def _reported_effects(result: Any) -> set[str]:
@@ -275,8 +298,14 @@ def _not_by_kin(said: Said, sentence: str, backing: list[dict[str, Any]], state:
 
 def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """An action of this message's writes named as a noun ("Your refund of €29.99 is on its way", "Your switch to
-    Basic 10GB takes effect on 1 June"): the values the sentence states must be the ones sent; one it sent tells it
-    ("your new ticket is TKT-5" alone does not)."""
+    Basic 10GB takes effect on 1 June"), in each part of the sentence with a doer of its own ("Refund of $60 done and
+    I added the tag"): the values it states must be the ones sent; one it sent tells it ("your new ticket is TKT-5"
+    alone does not)."""
+    parts = re.split(r"\s+and\s+(?=(?:i|we)\b)", sentence, flags=re.IGNORECASE)
+    return next(filter(None, (_named_action_in(part, state) for part in parts)), None)
+
+
+def _named_action_in(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     text = value_text(unquoted(sentence))
     nouns = [match.group(1).lower() for match in _NAMED_ACTION.finditer(text)]
     for made in reversed(state.writes):
@@ -288,7 +317,7 @@ def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any]
                 or not fits(call, sentence, state.vocabulary.entities, function):
             continue
         found = disagreement(sentence, call, function, state.read)
-        if found or _states_a_value(text, call):
+        if found or _states_a_value(text, call) or _states_a_number(text, call):
             state.told.add(made["actual_index"])
         if found:
             return {"claim": noun, "functionName": call["functionName"], "actual_index": made["actual_index"],
@@ -519,6 +548,14 @@ def _states_a_value(text: str, call: dict[str, Any]) -> bool:
         if dates and any(date_matches(key, dates) for _, key in dates_in(text)):
             return True
     return False
+
+
+def _states_a_number(text: str, call: dict[str, Any]) -> bool:
+    """Whether the text says a number the call sent, not a record's identifier: "Refund of $60 done" (`amount=60`)."""
+    sent = [value for name, value in (call.get("arguments") or {}).items()
+            if isinstance(value, int | float) and not isinstance(value, bool) and not _REFERENCE.search(name)]
+    return any(numbers_agree(said, value) for said in map(number, re.findall(r"\d[\d.,]*\d|\d", text))
+               if said is not None for value in sent)
 
 
 def said_value(value: Any) -> str:

@@ -33,7 +33,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
-    "send": ("send", "email", "notify", "forward", "inform", "alert", "post", "reply", "message", "share"),
+    "send": ("send", "email", "notify", "forward", "inform", "alert", "post", "reply", "message"),
     "refund": ("refund", "reimburse", "credit"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),

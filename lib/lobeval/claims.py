@@ -66,7 +66,7 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
         # (`post_reply`), "a temporary password was sent by SMS" (`reset_password(delivery="sms")`).
         acted_on = " ".join(said.subject) if said.passive else said.span[said.span.find(said.word) + len(said.word):]
         named = {singular(word.lower()) for word in TOKEN.findall(acted_on)} & function.entities
-        same = bool(named) or _states_a_value(sentence, call)
+        same = bool(named) or _states_a_value(said.span, call)
     return bool(same) and fits(call, said.span, entities, function) and _subject_action_agrees(said, words)
 
 

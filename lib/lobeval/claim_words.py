@@ -49,7 +49,7 @@ _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally",
             "still", "only"}
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
-           "ready", "plan", "to", "before", "cannot", "let"}
+           "ready", "plan", "to", "before", "cannot", "let", "why", "whether"}
 _BEFORE_TO = {"going", "able", "need", "needs", "want", "wants", "try", "ready", "plan", "about"}
 _BOT = {"i", "we"}
 _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
@@ -94,7 +94,9 @@ IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)|`[^`\n]*`")
 _HEADER = re.compile(r"\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{2,6}-?\d{2,}\W*")
 """A record's identifier alone, heading what a dash joins to it."""
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+|"
+                           r"(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\ufe0f?\s+(?=\S)")
+"""Where a sentence ends: also after an emoji, which chatty bots use as a full stop ("Sent to ana@ ✅ chloe@ bounced")."""
 CLAUSE = re.compile(r"[,;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
                      r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
 EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
@@ -115,7 +117,7 @@ _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
     (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
-    (r"\b(took|taken) care of\b", "handled"))]
+    (r"\b(took|taken) care of\b", "handled"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
 _WEEKDAY_DAY = re.compile(rf"\b(mon|tues|wednes|thurs|fri|satur|sun)day\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"
@@ -330,9 +332,12 @@ class Said:
     """The words of its clause before the verb and its auxiliaries."""
 
 
-_CONDITION_FIRST = re.compile(r"\W*(?:if|once|unless|whenever|as soon as)\b[^,;:]*[,;:]", re.IGNORECASE)
-"""A sentence that opens with a condition says what happens then, in all its clauses: "Once a ticket is set to
-Critical, the duty manager is paged and a bridge call is opened"."""
+_CONDITION_FIRST = re.compile(r"\W*(?:(?:please\s+)?(?:be aware|note)\W+)?(?:(?:if|once|unless|whenever|when|as soon as)\b|"
+                              r"(?:according to|as per|per|under)\b[^,;:]*\b(?:policy|rules|terms|guidelines)\b)"
+                              r"[^,;:]*[,;:]", re.IGNORECASE)
+"""A sentence that opens with a condition or a policy says what happens then, in all its clauses: "Once a ticket is
+set to Critical, the duty manager is paged and a bridge call is opened", "According to the equipment policy, laptops
+are replaced every 4 years and requests above EUR 500 are escalated"."""
 
 
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:

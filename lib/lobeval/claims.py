@@ -176,17 +176,16 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
 
 
 def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
-    """The sentences' problems, and each identifier that neither the user nor a call produced, said where the message
-    made or tried a write, or of the user's, or where the sentence claims an action."""
+    """The sentences' problems, and each identifier that neither the user nor a call produced, said of the user's or
+    where the sentence claims an action."""
     found = []
-    acted = any(made["message_index"] == state.message_index for made in [*state.writes, *state.failed])
     for sentence in statements(text):
         if sentence.endswith("?") or EXAMPLE.search(sentence):
             continue
         problem = _sentence_problem(sentence, state)
         if problem:
             found.append({**problem, "text": sentence[:200]})
-        if not acted and not re.search(r"\byours?\b", sentence, re.IGNORECASE) \
+        if not re.search(r"\byours?\b", sentence, re.IGNORECASE) \
                 and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
             continue   # "There's a knowledge article for that: KB0017" cites; "Your ticket TKT-999 is ..." claims one
         stated = unquoted(sentence)
@@ -465,7 +464,7 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     claimed but not done."""
     expanded = expand(unquoted(sentence))
     if not NEW_STATE.search(named_values(expanded, state.vocabulary, NEW_STATE)) or NEGATION.search(expanded) \
-            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should)\b", expanded,
+            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|must)\b", expanded,
                          re.IGNORECASE):
         return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
     problem = None

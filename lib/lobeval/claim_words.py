@@ -50,6 +50,7 @@ _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally",
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
            "ready", "plan", "to", "before", "cannot", "let", "why", "whether"}
+_ABILITY = {"will", "would", "could", "can", "may", "might", "able"}
 _BEFORE_TO = {"going", "able", "need", "needs", "want", "wants", "try", "ready", "plan", "about"}
 _BOT = {"i", "we"}
 _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
@@ -75,7 +76,10 @@ _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 HISTORY = re.compile(
     rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
     rf"back in|since|history|log "
-    rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b", re.IGNORECASE)
+    rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b|"
+    rf"^\W*(?:\d{{1,2}}[/.]\d{{1,2}}(?:[/.]\d{{2,4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}|"
+    rf"\d{{4}}-\d\d-\d\d)\W*\s[—–-]\s", re.IGNORECASE)
+"""What was done before ("already", "last week"), or an entry of a dated list: "**19/11** – a refund was issued"."""
 ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|till|by)\b)[\w\s,]){{0,12}}?"
                        rf"(?:\bon\s+(?:the\s+)?)?\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d|"
                        rf"(?:on\s+)(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day))|"
@@ -92,8 +96,11 @@ IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0
                         r"(?<![\w./:-])\d{2,}-(?:\d{3,}|[A-Z]{1,3})(?![\w-])")
 """A record's identifier, in the shapes teams give them: TKT-4, INC0049002, #50112 (without its #), 55-7712, 7781-KX."""
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)|`[^`\n]*`")
-_HEADER = re.compile(r"\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{2,6}-?\d{2,}\W*")
-"""A record's identifier alone, heading what a dash joins to it."""
+_HEADER = re.compile(rf"\W*(?:(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{{2,6}}-?\d{{2,}}|\d{{1,2}}[/.]\d{{1,2}}(?:[/.]\d{{2,4}})?|"
+                     rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{4}}-\d\d-\d\d)\W*",
+                     re.IGNORECASE)
+"""A record's identifier or a day alone, heading what a dash joins to it: "INC0034700 — Status: Closed", "**19/11** –
+a partial refund was issued" (history)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+|"
                            r"(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\ufe0f?\s+(?=\S)")
 """Where a sentence ends: also after an emoji, which chatty bots use as a full stop ("Sent to ana@ ✅ chloe@ bounced")."""
@@ -117,7 +124,7 @@ _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
     (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
-    (r"\b(took|taken) care of\b", "handled"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
+    (r"\b(took|taken) care of\b", "handled"), (r"\bthe moment\b", "when"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
 _WEEKDAY_DAY = re.compile(rf"\b(mon|tues|wednes|thurs|fri|satur|sun)day\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"
@@ -345,11 +352,16 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
     found = []
     if _CONDITION_FIRST.match(sentence):
         return found
+    able = False   # the clause before said what can or will be done: "I can swap your SIM, change your plan, ..."
     for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
         if not clause or not clause.strip() or NEGATION.search(clause) or REQUEST.search(clause):
             continue
         tokens = TOKEN.findall(clause)
         lowered = [token.lower() for token in tokens]
+        first = next((word for word in lowered if word not in ("and", "or", "also", "then")), "")
+        if able and (first in LEXICON or vocabulary.action(first)):
+            continue
+        able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered))
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
             if _echoed(lowered, position, said_by_user) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \

@@ -22,7 +22,7 @@ from lobeval.vocabulary import function_key, strip_plugin_prefix
 GROUPS: dict[str, tuple[str, ...]] = {
     "create": ("create", "add", "new", "open", "log", "raise", "file", "submit", "register", "book", "schedule",
                "place", "insert", "lodge", "record", "generate", "issue", "reserve", "start", "make", "post",
-               "enter", "initiate"),
+               "enter", "initiate", "order", "purchase", "buy"),
     "update": ("update", "change", "modify", "edit", "set", "move", "adjust", "amend", "correct", "bump", "raise",
                "lower", "increase", "decrease", "reduce", "extend", "shorten", "switch", "rename", "reschedule",
                "mark", "flag", "assign", "reassign", "transfer", "escalate", "upgrade", "downgrade", "reopen",
@@ -42,7 +42,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 LEXICON = frozenset(word for words in GROUPS.values() for word in words)
 _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset": "reset", "shut": "shut",
               "withdrawn": "withdraw", "withdrew": "withdraw", "undone": "undo", "paid": "pay", "frozen": "freeze",
-              "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin"}
+              "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin",
+              "unfrozen": "unfreeze", "bought": "buy", "built": "build", "rebuilt": "rebuild", "sold": "sell"}
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
 _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
             "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully",
@@ -354,7 +355,7 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
         return found
     able = False   # the clause before said what can or will be done: "I can swap your SIM, change your plan, ..."
     for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
-        if not clause or not clause.strip() or NEGATION.search(clause) or REQUEST.search(clause):
+        if not clause or not clause.strip() or REQUEST.search(clause):
             continue
         tokens = TOKEN.findall(clause)
         lowered = [token.lower() for token in tokens]
@@ -364,7 +365,8 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
         able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered))
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
-            if _echoed(lowered, position, said_by_user) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
+            if _negated(lowered, position) or _echoed(lowered, position, said_by_user) \
+                    or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
                     or set(lowered) <= _DISCOURSE:   # "All set!": ready, of nothing named
                 continue
             how = _how(lowered, position)
@@ -375,6 +377,16 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
                                   " ".join(tokens[_verb_start(lowered, before, position):
                                                   _clause_end(lowered, position, after)]), subject))
     return found
+
+
+def _negated(tokens: list[str], position: int) -> bool:
+    """A negation in the clause of the action word: before it, or after it unless it is of what came with the act ("I
+    applied a credit for the days without data")."""
+    after = " ".join(tokens[position + 1:])
+    return bool(NEGATION.search(" ".join(tokens[:position + 1])) or NEGATION.search(_WITHOUT.sub(" ", after)))
+
+
+_WITHOUT = re.compile(r"\b(?:without|no)\b(?:\s+\w+)?")
 
 
 def _verb_start(tokens: list[str], before: int, position: int) -> int:

@@ -306,7 +306,8 @@ def _named_action_problem(sentence: str, state: _Conversation) -> dict[str, Any]
 
 def _named_action_in(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     text = value_text(unquoted(sentence))
-    nouns = [match.group(1).lower() for match in _NAMED_ACTION.finditer(text)]
+    nouns = [match.group(1).lower() for match in _NAMED_ACTION.finditer(text)
+             if match.group(1).lower() not in state.vocabulary.entities]   # "Order 5073-US": a record, no act
     for made in reversed(state.writes):
         call = made["call"]
         function = function_of(call["functionName"], state.tools)

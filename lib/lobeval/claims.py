@@ -217,6 +217,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
                 and not (present and NEW_STATE.search(sentence)):
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
+    problems.append(_all_of_a_batch(sentence, state))
     problems.append(_field_row(sentence, state))
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
@@ -246,6 +247,30 @@ def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]]) 
         missing = [record for record in named if record not in sent]
         if missing and len(missing) < len(named):
             return {"claim": said.word.lower()}
+    return None
+
+
+_EVERY = re.compile(r"\b(?:both|all|each|every|everything)\b", re.IGNORECASE)
+
+
+def _all_of_a_batch(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """"All three incidents have been resolved", "Both Sam and Alex now have Power BI Pro": said of a batch of
+    writes of this message of which one failed and was not done again, it is claimed but not done."""
+    text = expand(unquoted(sentence))
+    clause = next((clause for clause in CLAUSE.split(text) if clause and _EVERY.search(clause)), "")
+    every = _EVERY.search(clause)
+    if not every or NEGATION.search(text) or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|should)\b", clause):
+        return None
+    done = [made for made in state.writes if made["message_index"] == state.message_index]
+    for failed in state.failed:
+        call = failed["call"]
+        function = function_of(call["functionName"], state.tools)
+        if failed["message_index"] == state.message_index \
+                and any(made["call"]["functionName"] == call["functionName"] for made in done) \
+                and not any(made["call"].get("arguments") == call.get("arguments") for made in done) \
+                and (function.entities & {singular(word.lower()) for word in TOKEN.findall(text)}
+                     or IDENTIFIER.search(text) and fits(call, text, set(), function)):
+            return {"claim": every.group().lower()}
     return None
 
 
@@ -463,11 +488,11 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     """A statement of a new state ("TKT-1 is now Critical", "LV-3 now starts on 3 March 2026"): tells the latest
     write that set what it says; one that set it otherwise, or a value only a failed write tried to set, is
     claimed but not done."""
-    expanded = expand(unquoted(sentence))
-    if not NEW_STATE.search(named_values(expanded, state.vocabulary, NEW_STATE)) or NEGATION.search(expanded) \
-            or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|must)\b", expanded,
-                         re.IGNORECASE):
-        return None   # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
+    # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
+    expanded = " ; ".join(clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not re.search(
+        r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|must)\b", clause, re.IGNORECASE))
+    if not NEW_STATE.search(named_values(expanded, state.vocabulary, NEW_STATE)) or NEGATION.search(expanded):
+        return None
     problem = None
     for made in reversed(state.writes):
         call, function = made["call"], function_of(made["call"]["functionName"], state.tools)

@@ -52,6 +52,8 @@ _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
            "ready", "plan", "to", "before", "cannot", "let", "why", "whether"}
 _ABILITY = {"will", "would", "could", "can", "may", "might", "able"}
+_NOT_YET = {"when", "before", "until", "till", "once", "unless", "whenever"}
+"""A verb in a clause these open tells when something else happens, not what was done."""
 _BEFORE_TO = {"going", "able", "need", "needs", "want", "wants", "try", "ready", "plan", "about"}
 _BOT = {"i", "we"}
 _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
@@ -117,6 +119,8 @@ REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|
 _CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
                             re.IGNORECASE)
 _ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
+_OFFERS = re.compile(r"\b(?:can|could|will|would|may|might|able to|options?)\b[^.!?]*:\W*$", re.IGNORECASE)
+"""A line that introduces what can be done: "Besides password resets, I can:", "Your options are:"."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
 TOKEN = re.compile(r"[A-Z]{2,6}-?\d+|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
@@ -275,7 +279,7 @@ def statements(text: str) -> Iterator[str]:
         after = next((line for line in lines[end:] if line.strip()), "")
         last = next((line for line in reversed(lines[index:end]) if line.strip()), "")
         if ("?" in after and not _CLOSING_OFFER.search(after)) or before.rstrip().endswith("?") \
-                or last.rstrip().endswith("?") or _ASKS.match(before):
+                or last.rstrip().endswith("?") or _ASKS.match(before) or _OFFERS.search(before):
             skip.update(range(index, end))
         index = end
     for number_, line in enumerate(lines):
@@ -421,6 +425,9 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
     if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
            for index, word in enumerate(tokens[:position])):
         return None
+    subordinate = next((index for index in range(position - 1, -1, -1) if tokens[index] in _NOT_YET), None)
+    if subordinate is not None and not any(lemmas(word) for word in tokens[subordinate + 1: position]):
+        return None   # "... the moment the return is approved", "just before my request went through"
     auxiliaries: list[str] = []
     back = position - 1
     while back >= 0:

@@ -126,7 +126,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 TOKEN = re.compile(r"[A-Z]{2,6}-?\d+|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
-    (r"'ll\b", " will"), (r"'d\b", " would"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
+    (r"\b(i|you|we|they|he|she|it|that|there|who)'d\b", r"\1 would"), (r"'d\b", "ed"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
     (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
     (r"\b(took|taken) care of\b", "handled"), (r"\bthe moment\b", "when"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
@@ -369,15 +369,16 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
         able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered))
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
-            if _negated(lowered, position) or _echoed(lowered, position, said_by_user) \
-                    or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
+            if _negated(lowered, position) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
                     or set(lowered) <= _DISCOURSE:   # "All set!": ready, of nothing named
                 continue
             how = _how(lowered, position)
             if how is not None:
                 claim, passive, subject = how
+                # The user's own words said back tell what a call did, and claim nothing alone (a title).
                 found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
-                                  claim and not _GENERAL.search(clause), passive,
+                                  claim and not _GENERAL.search(clause) and not _echoed(lowered, position, said_by_user),
+                                  passive,
                                   " ".join(tokens[_verb_start(lowered, before, position):
                                                   _clause_end(lowered, position, after)]), subject))
     return found

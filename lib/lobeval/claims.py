@@ -40,10 +40,10 @@ plan change to", "Refund of $60 done"; not "the refund policy"."""
 _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
 _LATER = re.compile(r"\b(?:will|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
-_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(?:all\s+)?(?:in\b(?!\s+[a-z])|through|underway|yours|open|live|"
-                       r"on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
+_IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:(?:now|already|all)\s+)*(?:in\b(?!\s+[a-z])|through|underway|yours|open|live|"
+                       r"in\s+place|(?:in|on)\s+(?:your|the)\s+account|on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
 """A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours", "your
-return is open"."""
+return is open", "the override is in place", "your store credit is already in your account"."""
 
 
 # ---- The check ---------------------------------------------------------------------------------------------
@@ -406,7 +406,8 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was), or by its record said to be
     in place ("Your request #ABS-1310 is in", "A replacement is on its way") naming the identifier its result
     returned or its entity. A record said to be in place that no successful write of the message made, when one of
-    the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), is claimed but not done."""
+    the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), or that names what a write
+    function of the suite does when none did it, is claimed but not done."""
     clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not _LATER.search(clause)]
     if sentence.endswith("?"):
         return None
@@ -424,7 +425,10 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
             IDENTIFIER.findall(json.dumps(arguments, default=str)))
         stated = any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
                      and _spelt(value, affirmed) for name, value in arguments.items())
-        named = arrived and (new & set(IDENTIFIER.findall(text)) or function.entities & words)
+        named = arrived and (new & set(IDENTIFIER.findall(text)) or (function.entities | function.actions) & words
+                             or any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
+                                    and _spelt(value, text.replace(arrived.group(), " "))
+                                    for name, value in arguments.items()))   # "ACT-3 is Open" may be as it was
         in_place = in_place or bool(named) and made["message_index"] == state.message_index
         if stated or named:
             state.told.add(made["actual_index"])
@@ -436,9 +440,21 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
                     "sent": found.sent}
     tried = [made for made in state.failed if made["message_index"] == state.message_index
              and function_of(made["call"]["functionName"], state.tools).entities & words]
-    if arrived and tried and not in_place:
+    if arrived and not in_place and (tried or _names_what_none_did(words, state)):
         return {"claim": arrived.group().lower()}
     return None
+
+
+def _names_what_none_did(words: set[str], state: _Conversation) -> bool:
+    """Whether the words name the thing or act of one of the suite's write functions ("a reset link is on its way"),
+    with no call in this message (a read may tell it: "ORD-4411 is on its way") and no write before that did it."""
+    if any(made["message_index"] == state.message_index for made in [*state.writes, *state.reads]):
+        return False
+    suite = [function_of((tool.get("function") or {}).get("name") or key, state.tools)
+             for key, tool in state.tools.items() if is_write(key, state.tools)]
+    done = [function_of(made["call"]["functionName"], state.tools) for made in state.writes]
+    return any((function.entities | function.actions) & words for function in suite) \
+        and not any((function.entities | function.actions) & words for function in done)
 
 
 def _tell_dates(sentence: str, state: _Conversation) -> None:

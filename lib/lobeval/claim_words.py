@@ -222,6 +222,15 @@ def groups_of(word: str) -> frozenset[str]:
     return frozenset(group for group, words in GROUPS.items() if word in words)
 
 
+def _owners(functions: list[Function]) -> dict[str, set[str]]:
+    owners: dict[str, set[str]] = {}
+    for function in functions:
+        verb = next(iter(_name_words(function.name)), "")
+        if verb in function.actions and len(groups_of(verb)) < 2:
+            owners.setdefault(verb, set()).add(function.name)
+    return owners
+
+
 def _enums(functions: list[Function]) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for function in functions:
@@ -242,6 +251,8 @@ class Vocabulary:
     """The write functions' parameters as the bot names them: follow_up → "follow up"."""
     enums: dict[str, set[str]]
     """Each write function parameter's enum values."""
+    owners: dict[str, set[str]]
+    """The write functions named for each verb: "reassign" → reassign_incident (not a verb of two groups: "raise")."""
 
     @classmethod
     def of(cls, tools: dict[str, dict[str, Any]], calls: list[dict[str, Any]]) -> Vocabulary:
@@ -252,7 +263,8 @@ class Vocabulary:
         names = {name.lower() for function in writes for name in function.parameters}
         return cls(set(LEXICON) | {verb for function in writes for verb in function.actions | function.entities},
                    entities, entities | {singular(word) for name in names for word in name.split("_")},
-                   {name.replace("_", " ") for name in names}, _enums(writes))
+                   {name.replace("_", " ") for name in names}, _enums(writes),
+                   _owners(writes))
 
     def action(self, word: str) -> str | None:
         """The base form of an action word said in its past form, or None."""
@@ -352,11 +364,17 @@ set to Critical, the duty manager is paged and a bridge call is opened", "Accord
 are replaced every 4 years and requests above EUR 500 are escalated"."""
 
 
+_LABEL = re.compile(r"^\W*([A-Za-z]+(?:\s+[A-Za-z]+){1,2})\s*:\s*")
+
+
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
     """Each action word of a statement whose doer is the bot (or may be), with whether it claims or only tells."""
     found = []
     if _CONDITION_FIRST.match(sentence):
         return found
+    label = _LABEL.match(sentence)
+    if label and " ".join(label.group(1).lower().split()[1:]) in vocabulary.labels:
+        sentence = sentence[label.end():]   # "Assigned group: Network Operations" names a field
     able = False   # the clause before said what can or will be done: "I can swap your SIM, change your plan, ..."
     for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
         if not clause or not clause.strip() or REQUEST.search(clause):

@@ -49,9 +49,14 @@ return is open", "the override is in place", "your store credit is already in yo
 # ---- The check ---------------------------------------------------------------------------------------------
 
 
-def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, entities: set[str]) -> bool:
-    """Whether a successful write `call` did the action `said` in `sentence`."""
+def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, vocabulary: Vocabulary) -> bool:
+    """Whether a successful write `call` did the action `said` in `sentence`: not when the suite has a function of
+    its own for the word ("reassigned" and `reassign_incident`, when the call was `reopen_incident`), nor when the
+    words state a value of a parameter the call did not set ("set to Urgent" and `escalate_ticket(tier=...)`)."""
     arguments = call.get("arguments") or {}
+    if _owned_elsewhere(said, call, function, vocabulary) or _sets_otherwise(said.span, call, vocabulary):
+        return False
+    entities = vocabulary.entities
     words = set(function.actions | function.entities)
     for argument, value in arguments.items():
         if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
@@ -68,6 +73,20 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, e
         named = {singular(word.lower()) for word in TOKEN.findall(acted_on)} & function.entities
         same = bool(named) or _states_a_value(said.span, call)
     return bool(same) and fits(call, said.span, entities, function) and _subject_action_agrees(said, words)
+
+
+def _owned_elsewhere(said: Said, call: dict[str, Any], function: Function, vocabulary: Vocabulary) -> bool:
+    owners = vocabulary.owners.get(said.lemma, set())
+    sent = {word.lower() for value in (call.get("arguments") or {}).values() if isinstance(value, str)
+            for word in TOKEN.findall(value)}   # "reason: Changed mind" says what `start_return` sent
+    return bool(owners) and said.lemma not in function.actions and "any" not in groups_of(said.lemma) \
+        and said.word.lower() not in sent and not names_argument(said.lemma, call.get("arguments") or {})
+
+
+def _sets_otherwise(span: str, call: dict[str, Any], vocabulary: Vocabulary) -> bool:
+    arguments = call.get("arguments") or {}
+    said = {name for name, values in vocabulary.enums.items() for value in values if _spelt(value, span)}
+    return bool(said) and not said & set(arguments)
 
 
 def _subject_action_agrees(said: Said, words: set[str]) -> bool:
@@ -203,7 +222,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     for said in actions_said(sentence, state.vocabulary, state.said_by_user):
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
-                            state.vocabulary.entities)]
+                            state.vocabulary)]
         if not backing:
             state.told.update(_told_all_the_same(said, sentence, state))
         backing = _not_by_kin(said, sentence, backing, state)
@@ -286,8 +305,7 @@ def _told_all_the_same(said: Said, sentence: str, state: _Conversation) -> set[i
         function = function_of(made["call"]["functionName"], state.tools)
         changed = made["message_index"] == state.message_index and "update" in groups_of(said.lemma) \
             and function.entities & words and fits(made["call"], said.span, state.vocabulary.entities, function)
-        if changed or backs(said_known, made["call"], function, _known_identifiers(sentence, state),
-                            state.vocabulary.entities):
+        if changed or backs(said_known, made["call"], function, _known_identifiers(sentence, state), state.vocabulary):
             told.add(made["actual_index"])
     return told
 
@@ -415,7 +433,7 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     affirmed = " ; ".join(clause for clause in clauses if _CHANGED.search(clause)
                           and not NEGATION.search(_CHANGED.sub(" ", clause)))
     words = {singular(word.lower()) for word in TOKEN.findall(text)}
-    arrived = _IN_PLACE.search(" ; ".join(clause for clause in clauses if not NEGATION.search(clause)))
+    arrived = next(filter(None, (_IN_PLACE.search(clause) for clause in clauses if not NEGATION.search(clause))), None)
     in_place = False
     for made in state.writes:
         call = made["call"]
@@ -440,19 +458,19 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
                     "sent": found.sent}
     tried = [made for made in state.failed if made["message_index"] == state.message_index
              and function_of(made["call"]["functionName"], state.tools).entities & words]
-    if arrived and not in_place and (tried or _names_what_none_did(words, state)):
+    if arrived and not in_place and (tried or _names_what_none_did(arrived.string, state)):
         return {"claim": arrived.group().lower()}
     return None
 
 
-def _names_what_none_did(words: set[str], state: _Conversation) -> bool:
-    """Whether the words name the thing or act of one of the suite's write functions ("a reset link is on its way"),
-    with no call in this message (a read may tell it: "ORD-4411 is on its way") and no write before that did it."""
-    if any(made["message_index"] == state.message_index for made in [*state.writes, *state.reads]):
-        return False
+def _names_what_none_did(clause: str, state: _Conversation) -> bool:
+    """Whether the clause names the thing or act of one of the suite's write functions ("a reset link is on its
+    way") that no call of this message (a read may tell it) and no write before was about."""
+    words = {singular(word.lower()) for word in TOKEN.findall(clause)}
     suite = [function_of((tool.get("function") or {}).get("name") or key, state.tools)
              for key, tool in state.tools.items() if is_write(key, state.tools)]
-    done = [function_of(made["call"]["functionName"], state.tools) for made in state.writes]
+    done = [function_of(made["call"]["functionName"], state.tools) for made in [*state.writes, *state.reads]
+            if made["message_index"] == state.message_index or made in state.writes]
     return any((function.entities | function.actions) & words for function in suite) \
         and not any((function.entities | function.actions) & words for function in done)
 

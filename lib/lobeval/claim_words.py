@@ -33,7 +33,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
-    "send": ("send", "email", "notify", "forward", "inform", "alert", "post", "reply", "message"),
+    "send": ("send", "email", "mail", "notify", "forward", "inform", "alert", "post", "reply", "message"),
     "refund": ("refund", "reimburse", "credit"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),
@@ -129,7 +129,7 @@ _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\b(i|you|we|they|he|she|it|that|there|who)'d\b", r"\1 would"), (r"'d\b", "ed"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
     (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
-    (r"\b(took|taken) care of\b", "handled"), (r"\bthe moment\b", "when"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
+    (r"\be-mail", "email"), (r"\b(took|taken) care of\b", "handled"), (r"\bthe moment\b", "when"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
 _WEEKDAY_DAY = re.compile(rf"\b(mon|tues|wednes|thurs|fri|satur|sun)day\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"

@@ -129,8 +129,9 @@ def _values_text(call: dict[str, Any]) -> str:
 
 
 def _holds(text: str, identifier: str) -> bool:
-    """Whether the text has the identifier as a whole word: "7720" in `{"ticket_id": "7720"}`, not in "77201"."""
-    return re.search(rf"(?<![\w-]){re.escape(identifier)}(?![\w-])", text) is not None
+    """Whether the text has the identifier as a whole word: "7720" in `{"ticket_id": "7720"}` or `card_7720`, not in
+    "77201"."""
+    return re.search(rf"(?<![A-Za-z0-9-]){re.escape(identifier)}(?![\w-])", text) is not None
 
 
 _REFERENCE = re.compile(r"(?:^|_)(?:id|no|number|ref)$", re.IGNORECASE)
@@ -288,7 +289,7 @@ def _all_of_a_batch(sentence: str, state: _Conversation) -> dict[str, Any] | Non
                 and any(made["call"]["functionName"] == call["functionName"] for made in done) \
                 and not any(made["call"].get("arguments") == call.get("arguments") for made in done) \
                 and (function.entities & {singular(word.lower()) for word in TOKEN.findall(text)}
-                     or IDENTIFIER.search(text) and fits(call, text, set(), function)):
+                     or IDENTIFIER.search(text) and fits(call, text, set(), function) or _states_a_value(text, call)):
             return {"claim": every.group().lower()}
     return None
 

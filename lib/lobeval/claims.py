@@ -478,11 +478,14 @@ def _names_what_none_did(clause: str, state: _Conversation) -> bool:
 
 def _tell_dates(sentence: str, state: _Conversation) -> None:
     """A write of this message is told by the day it sent, in any tense ("Thursday 9 April at 11:00 it is — an
-    engineer will call you then")."""
+    engineer will call you then"), or by a value it sent after an arrow ("Seats dropped from 12 → 11")."""
     days = [key for _, key in dates_in(sentence)]
+    changed = re.split(r"→|->|=>", sentence)
     for made in state.writes:
         sent = call_dates(made["call"].get("arguments"))
-        if made["message_index"] == state.message_index and any(date_matches(key, sent) for key in days):
+        if made["message_index"] == state.message_index and (
+                any(date_matches(key, sent) for key in days) or len(changed) > 1 and (
+                _states_a_value(changed[-1], made["call"]) or _states_a_number(changed[-1], made["call"]))):
             state.told.add(made["actual_index"])
 
 
@@ -612,10 +615,10 @@ def _states_a_value(text: str, call: dict[str, Any]) -> bool:
 
 def _states_a_number(text: str, call: dict[str, Any]) -> bool:
     """Whether the text says a number the call sent, not a record's identifier: "Refund of $60 done" (`amount=60`)."""
-    sent = [value for name, value in (call.get("arguments") or {}).items()
+    sent = [number(value) for name, value in (call.get("arguments") or {}).items()
             if isinstance(value, int | float) and not isinstance(value, bool) and not _REFERENCE.search(name)]
-    return any(numbers_agree(said, value) for said in map(number, re.findall(r"\d[\d.,]*\d|\d", text))
-               if said is not None for value in sent)
+    return any(numbers_agree(said, value) for said in map(number, re.findall(r"\d+(?:\.\d+)?", text))
+               if said is not None for value in sent if value is not None)
 
 
 def said_value(value: Any) -> str:

@@ -1,0 +1,122 @@
+"""The claims rules added after the fourth blind round (docs/metrics.md, section 9), each with a hand-worked case in
+a domain none of the labelled sets use: a library's loans, holds and fines."""
+import pytest
+
+from lobeval.claims import find_claims
+
+
+def tool(name, effect="write", description="", **properties):
+    return {"type": "function", "effect": effect, "function": {
+        "name": name, "description": description, "parameters": {"type": "object", "properties": {
+            key: ({"type": "string", "enum": value} if isinstance(value, list) else {"type": value})
+            for key, value in properties.items()}}}}
+
+
+TOOLS = {entry["function"]["name"]: entry for entry in [
+    tool("renew_loan", description="Renew a loan.", loan_id="string", due="string"),
+    tool("place_hold", description="Place a hold on a title.", member_id="string", title_id="string",
+         pickup=["Central", "Eastside", "Harbour"]),
+    tool("update_member", description="Update a member.", member_id="string", tier=["Standard", "Plus", "Student"],
+         email="string"),
+    tool("waive_fine", description="Waive a fine.", fine_id="string", amount="number"),
+    tool("cancel_hold", description="Cancel a hold.", hold_id="string"),
+    tool("send_card", description="Send a library card.", member_id="string", delivery=["post", "email"]),
+    tool("get_member", effect="read", description="Get a member.", member_id="string"),
+]}
+
+
+def said(text, *calls):
+    return {"role": "assistant", "content": text, "function_calls": list(calls)}
+
+
+def made(name, result=None, error=None, **arguments):
+    return {"functionName": name, "arguments": arguments, "result": result if error is None else None,
+            **({"error": error} if error else {})}
+
+
+def asked(text):
+    return {"role": "user", "content": text}
+
+
+def check(*messages):
+    """(the texts found claimed but not done, the indices of the writes found not told)."""
+    conversation = {"messages": [asked("Please help."), *messages], "function_calls": []}
+    found = find_claims(conversation, TOOLS)
+    return (list(dict.fromkeys(item["text"] for item in found["claimed_not_done"])),
+            [item["actual_index"] for item in found["done_not_told"]])
+
+
+CASES = {
+    "a quoted enum value is compared with what was sent": (
+        [said("Your hold is open with pickup at 'Eastside'.", made("place_hold", {"hold_id": "H-101"},
+                                                                   member_id="M-1", title_id="T-9", pickup="Harbour"))],
+        (["Your hold is open with pickup at 'Eastside'."], [])),
+    "an identifier heading a value tells the write": (
+        [said("MB-22 — Plus", made("update_member", {"ok": True}, member_id="MB-22", tier="Plus"))], ([], [])),
+    "an identifier heading another value contradicts it": (
+        [said("MB-22 — Tier: Student", made("update_member", {"ok": True}, member_id="MB-22", tier="Plus"))],
+        (["MB-22 — Tier: Student"], [])),
+    "records named together must each be backed": (
+        [said("Both loans, LN-301 and LN-302, have been renewed.",
+              made("renew_loan", {"ok": True}, loan_id="LN-301", due="2026-12-10"),
+              made("renew_loan", error="limit reached", loan_id="LN-302", due="2026-12-10"))],
+        (["Both loans, LN-301 and LN-302, have been renewed."], [])),
+    "a day sent tells the write in any tense": (
+        [said("It will be due back on 10 December.", made("renew_loan", {"ok": True}, loan_id="LN-4", due="2026-12-10"))],
+        ([], [])),
+    "a table row is read by its last column": (
+        [said("I've updated the member.\n| Tier | Standard | Student |",
+              made("update_member", {"ok": True}, member_id="M-3", tier="Plus"))],
+        (["Tier | Standard | Student |"], [])),
+    "identifiers in other shapes are compared whole": (
+        [said("Renewed LN0045.", made("renew_loan", {"ok": True}, loan_id="LN0054", due="2026-12-01"))],
+        (["Renewed LN0045."], [])),   # the write it names with an unknown identifier is told all the same
+    "another verb on the thing the call acted on backs the claim": (
+        [said("I've sent out a new card by email.", made("send_card", {"ok": True}, member_id="M-4", delivery="email"))],
+        ([], [])),
+    "a claim that undoes is not backed by a call that does": (
+        [said("Your hold has been cancelled.", made("place_hold", {"hold_id": "H-7"}, member_id="M-5",
+                                                   title_id="T-1", pickup="Central"))],
+        (["Your hold has been cancelled."], [0])),
+    "a passive whose subject names an action needs that action": (
+        [said("Your refund has been issued.", made("place_hold", {"hold_id": "H-8"}, member_id="M-6",
+                                                  title_id="T-2", pickup="Central"))],
+        (["Your refund has been issued."], [0])),
+    "an emoji ends a sentence": (
+        [said("Fine waived ✅ the other one was already paid.", made("waive_fine", {"ok": True}, fine_id="F-1", amount=2))],
+        ([], [])),
+    "a rule opened by 'when' claims nothing": (
+        [said("When a hold is cancelled, the title is returned to the shelf.")], ([], [])),
+    "a negation after the act that is of what came with it keeps the claim": (
+        [said("I've waived the fine without any charge.")], (["I've waived the fine without any charge."], [])),
+    "a dated list entry after a read is history": (
+        [said("Here is the history:\n- **3 March** – fine F-2 waived by the desk\n- **4 March** – card sent",
+              made("get_member", {"member_id": "M-7", "events": ["fine_waived", "card_sent"]}, member_id="M-7"))],
+        ([], [])),
+    "clauses after one that says what can be done claim nothing": (
+        [said("I can renew a loan, waive a fine, send a card and cancel a hold.")], ([], [])),
+    "'all' said of a batch with a failed write is claimed but not done": (
+        [said("All three loans are renewed until 10 December.",
+              made("renew_loan", {"ok": True}, loan_id="LN-1", due="2026-12-10"),
+              made("renew_loan", {"ok": True}, loan_id="LN-2", due="2026-12-10"),
+              made("renew_loan", error="overdue", loan_id="LN-3", due="2026-12-10"))],
+        (["All three loans are renewed until 10 December."], [])),
+    "the user's words said back tell the write": (
+        [asked("set tier to Plus for MB-30 please"), said("Set tier to Plus for MB-30.", made(
+            "update_member", {"ok": True}, member_id="MB-30", tier="Plus"))], ([], [])),
+    "a thing in place that no call was about is claimed but not done": (
+        [said("Your new card is on its way.")], (["Your new card is on its way."], [])),
+    "a word the suite names a function for needs that function": (
+        [said("I've renewed it.", made("update_member", {"ok": True}, member_id="M-8", tier="Plus"))],
+        (["I've renewed it."], [0])),
+    "a label naming a field claims nothing": (
+        [said("Updated tier: Plus", made("update_member", {"ok": True}, member_id="M-9", tier="Plus"))], ([], [])),
+    "a value after an arrow tells the write": (
+        [said("Membership: Standard → Student", made("update_member", {"ok": True}, member_id="M-3", tier="Student"))],
+        ([], [])),
+}
+
+
+@pytest.mark.parametrize("messages, expected", CASES.values(), ids=CASES.keys())
+def test_rule(messages, expected):
+    assert check(*messages) == expected

@@ -292,9 +292,15 @@ def expand(text: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def value_pattern(value: str) -> re.Pattern[str]:
-    """A value as said, whole: `not_recognised` is "Not recognised" too, "Network" is not "Network Security"."""
-    words = r"[\s_-]+".join(map(re.escape, re.split(r"[\s_-]+", value.strip())))
-    return re.compile(rf"(?<![\w-]){words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
+    """A value as said, whole: `not_recognised` is "Not recognised" too, "Network" is not "Network Security"; a dash
+    is any dash, and a value that starts with a number may be said with a letter before it ("1 - Critical" is
+    "P1 – Critical")."""
+    words = _DASHES.join(map(re.escape, re.split(_DASHES, value.strip())))
+    prefix = r"(?:[a-z]{1,3}(?=\d))?" if value.strip()[:1].isdigit() else ""
+    return re.compile(rf"(?<![\w-]){prefix}{words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
+
+
+_DASHES = r"[\s_\-–—]+"
 
 
 def named_values(sentence: str, vocabulary: Vocabulary, words: re.Pattern[str] = NEGATION) -> str:
@@ -593,7 +599,12 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
     return (_enum_disagreement(sentence, text, call, function) or _date_disagreement(text, call, context)
             or _time_disagreement(text, call, context) or _moment_disagreement(text, call)
             or _email_disagreement(text, call)
-            or _number_disagreement(text, call, context))
+            or _number_disagreement(value_text(_RESTATED.sub(r"\1", unquoted(sentence))), call, context))
+
+
+_RESTATED = re.compile(r"(\d\s*[^\W\d]+\s*)\([^()]*\)")
+"""A parenthesis right after a number and its unit says it in other terms ("1,450 points (worth $14.50)", "800 points (−€8,00)"):
+not compared."""
 
 
 def _enum_disagreement(sentence: str, text: str, call: dict[str, Any], function: Function) -> Disagreement | None:
@@ -627,16 +638,16 @@ def _moment_disagreement(text: str, call: dict[str, Any]) -> Disagreement | None
     any: not the date of one and the time of another."""
     arguments = call.get("arguments") or {}
     moments = {name: moment for name, value in arguments.items() for moment in _moments(value)}
-    for start, end, _, key in _dates_at(text) if moments else ():
+    for _, end, written, key in _dates_at(text) if moments else ():
         time = _TIME_AFTER_DATE.match(text, end)
         clock = time and _said_clock(time.group(1))
         if clock and not any(date_matches(key, {day}) and at == clock for day, at in moments.values()):
             argument = next(iter(moments))
-            return Disagreement(argument, text[start: time.end()].strip(" *"), arguments[argument])
+            return Disagreement(argument, f"{written} {time.group(1).strip()}", arguments[argument])
     return None
 
 
-_TIME_AFTER_DATE = re.compile(r"[\s,*]*(?:(?:at|from|between)\s+)?\**(\d{1,2}(?::\d\d)?\s*(?:[ap]\.?m\b\.?)?)",
+_TIME_AFTER_DATE = re.compile(r"[\s,;*]*(?:(?:at|from|between)\s+)?\**(\d{1,2}(?::\d\d)?\s*(?:[ap]\.?m\b\.?)?)",
                               re.IGNORECASE)
 _ISO_MOMENT = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d{1,2}:\d\d)")
 
@@ -781,8 +792,8 @@ def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disag
 def _quoted_options(sentence: str, options: list[str]) -> list[str]:
     """The enum values said whole in quotation marks ('with the reason "damaged"'): a quotation is else the user's
     words or a title, which state nothing."""
-    quoted = {re.sub(r"[\s_-]+", " ", match.group()[1:-1].strip()).casefold() for match in _QUOTE.finditer(sentence)}
-    return [value for value in options if re.sub(r"[\s_-]+", " ", value).casefold() in quoted]
+    quoted = {re.sub(_DASHES, " ", match.group()[1:-1].strip()).casefold() for match in _QUOTE.finditer(sentence)}
+    return [value for value in options if re.sub(_DASHES, " ", value).casefold() in quoted]
 
 
 def _without_dates(text: str) -> str:

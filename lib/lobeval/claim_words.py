@@ -521,7 +521,7 @@ def value_text(sentence: str) -> str:
 DateKey = frozenset[date] | frozenset[tuple[int, int]]
 """The days a date as said may be: calendar dates, or (month, day) pairs when it has no year."""
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_DOTTED = re.compile(r"(?<![\d.])\d{1,2}\.\d{1,2}\.\d{4}(?![\d.]|\.\d)")
+_DOTTED = re.compile(r"(?<![\d.])\d{1,2}\.\d{1,2}\.\d{4}(?!\d|\.\d)")
 _DAY_MONTH = re.compile(r"(?<![\d/.,-])(\d{1,2})/(\d{2})(?![\d/])")
 """A day and month without year, both ways: "27/11" is 27 November, "12/01" 1 December or 12 January."""
 _WEEKDAY_BEFORE = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)day,?\s+(?:the\s+)?$", re.IGNORECASE)
@@ -565,7 +565,7 @@ def _dates_at(text: str) -> list[tuple[int, int, str, DateKey]]:
 def _day_of_month(text: str, match: re.Match[str], pairs: set[tuple[int, int]]) -> tuple[int, int, str, DateKey]:
     weekday = _WEEKDAY_BEFORE.search(text[max(0, match.start() - 16): match.start()])
     key = _on_weekday(_WEEKDAYS.index(weekday.group(1).lower()), pairs) if weekday else frozenset(pairs)
-    return match.start(), match.end(), match.group().strip(), key
+    return match.start(), match.end(), match.group().strip().rstrip("."), key
 
 
 def _on_weekday(weekday: int, pairs: set[tuple[int, int]]) -> frozenset[date]:

@@ -692,3 +692,18 @@ def test_every_word_of_the_name_a_record_was_assigned_to_must_be_sent(name, said
                        [call("reassign_incident", {"ok": True}, number="INC-8", assignment_group="Desktop Support",
                              assigned_to="Jorge Morales")]))
     assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [
+    ("I have added the \"EU Roaming 5GB\" add-on to your line.", "ROAM_EU_5GB"),   # its words in any order, cut short
+    ("I have added the \"World Roaming 2GB\" add-on to your line.", None),
+    ("I have added the \"EU Roaming\" add-on to your line.", None),                 # not every word of a value
+    ("I have added it with the bolt on 'my EU 5GB pack please'.", "EU_5GB"),  # inside a quote after its name
+    ("I have added it, as you said: 'my EU 5GB pack please'.", None),             # the user's words
+])
+def test_an_enum_value_said_in_quotation_marks_in_another_form_must_be_the_value_sent(text, said):
+    tools = tool("add_bolt_on", msisdn="", bolt_on=["ROAM_EU_5GB", "ROAM_WORLD_2GB", "EU_5GB"])
+    conv = transcript(("user", "Add a roaming pack"),
+                      ("assistant", text, [call("add_bolt_on", {"ok": True}, msisdn="447700900789",
+                                                bolt_on="ROAM_WORLD_2GB")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])

@@ -613,7 +613,8 @@ def _enum_disagreement(sentence: str, text: str, call: dict[str, Any], function:
         if argument not in arguments or not isinstance(arguments[argument], str):
             continue
         options = [value for value in schema.get("enum") or [] if isinstance(value, str)]
-        said = [value for value in options if value_pattern(value).search(text)] or _quoted_options(sentence, options)
+        said = [value for value in options if value_pattern(value).search(text)]
+        said = said or _quoted_options(sentence, argument, options)
         if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
             return Disagreement(argument, said[0], arguments[argument])
     return None
@@ -789,11 +790,32 @@ def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disag
     return None
 
 
-def _quoted_options(sentence: str, options: list[str]) -> list[str]:
-    """The enum values said whole in quotation marks ('with the reason "damaged"'): a quotation is else the user's
-    words or a title, which state nothing."""
-    quoted = {re.sub(_DASHES, " ", match.group()[1:-1].strip()).casefold() for match in _QUOTE.finditer(sentence)}
-    return [value for value in options if re.sub(_DASHES, " ", value).casefold() in quoted]
+def _quoted_options(sentence: str, argument: str, options: list[str]) -> list[str]:
+    """The enum values said in quotation marks: whole ('with the reason "damaged"'), with their words in any order and
+    cut short ('the "EU Roaming 5GB" add-on' is `ROAM_EU_5GB`), or inside a quotation right after the argument's name
+    ("the reason 'arrived damaged'" says `damaged`). A quotation is else the user's words or a title, which state
+    nothing."""
+    label = r"[\s_]+".join(map(re.escape, argument.split("_")))
+    found = []
+    for match in _QUOTE.finditer(sentence):
+        quoted = match.group()[1:-1].strip()
+        words = [word.casefold() for word in re.split(_DASHES, quoted) if word]
+        labelled = re.search(rf"\b{label}\W*$", sentence[:match.start()], re.IGNORECASE)
+        found += [value for value in options if _same_words(words, [word.casefold() for word in re.split(_DASHES, value)
+                                                                   if word])
+                  or labelled and value_pattern(value).search(quoted)]
+    return list(dict.fromkeys(found))
+
+
+def _same_words(said: list[str], value: list[str]) -> bool:
+    """Each word of the value starts a word said, one to one, in any order."""
+    left = list(said)
+    for word in value:
+        match = next((index for index, other in enumerate(left) if other.startswith(word)), None)
+        if match is None:
+            return False
+        left.pop(match)
+    return not left
 
 
 def _without_dates(text: str) -> str:

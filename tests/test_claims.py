@@ -707,3 +707,15 @@ def test_an_enum_value_said_in_quotation_marks_in_another_form_must_be_the_value
                       ("assistant", text, [call("add_bolt_on", {"ok": True}, msisdn="447700900789",
                                                 bolt_on="ROAM_WORLD_2GB")]))
     assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [("Done! Card ending 8802 is frozen.", "8802"),
+                                        ("Done! Card ending **3391** is frozen.", None),
+                                        ("Done! The card ending in 33 91 is frozen.", None),   # digits grouped
+                                        ("Done! Card ending 4417 is frozen.", None)])          # a read returned it
+def test_the_last_digits_said_of_a_number_must_end_one_the_call_sent_or_a_read_returned(text, said):
+    tools = {**tool("freeze_card", card_id=""), **tool("get_cards", effect="read")}
+    conv = transcript(("user", "Freeze the Visa"),
+                      ("assistant", text, [call("get_cards", {"cards": ["visa_4417"]}),
+                                           call("freeze_card", {"status": "frozen"}, card_id="card_3391")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])

@@ -598,7 +598,7 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
     text = value_text(unquoted(sentence))
     return (_enum_disagreement(sentence, text, call, function) or _date_disagreement(text, call, context)
             or _time_disagreement(text, call, context) or _moment_disagreement(text, call)
-            or _email_disagreement(text, call)
+            or _email_disagreement(text, call) or _ending_disagreement(text, call, context)
             or _number_disagreement(value_text(_RESTATED.sub(r"\1", unquoted(sentence))), call, context))
 
 
@@ -741,6 +741,23 @@ def _email_disagreement(text: str, call: dict[str, Any]) -> Disagreement | None:
         if kind == "email" and key not in sent_text:
             argument = next(iter(emails))
             return Disagreement(argument, written, arguments[argument])
+    return None
+
+
+_ENDING = re.compile(r"\bending(?:\s+in)?\s+[*#]*(\d[\d ]*\d)", re.IGNORECASE)
+"""The last digits of a number said in its place: "your card ending 8802", "the IBAN ending in 3249 31"."""
+
+
+def _ending_disagreement(text: str, call: dict[str, Any], context: str) -> Disagreement | None:
+    """The last digits said of a card, account or phone number must end a number the call (with a string argument
+    of three digits or more), its result or a read holds."""
+    arguments = call.get("arguments") or {}
+    numbered = [name for name, value in arguments.items() if isinstance(value, str) and len(re.sub(r"\D", "", value)) >= 3]
+    held = [re.sub(r"\D", "", leaf) for leaf in texts([arguments, call.get("result")])] + re.findall(r"\d+", context)
+    for match in _ENDING.finditer(text) if numbered else ():
+        digits = match.group(1).replace(" ", "")
+        if len(digits) >= 3 and not any(number.endswith(digits) for number in held):
+            return Disagreement(numbered[0], match.group(1), arguments[numbered[0]])
     return None
 
 

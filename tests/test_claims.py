@@ -719,3 +719,13 @@ def test_the_last_digits_said_of_a_number_must_end_one_the_call_sent_or_a_read_r
                       ("assistant", text, [call("get_cards", {"cards": ["visa_4417"]}),
                                            call("freeze_card", {"status": "frozen"}, card_id="card_3391")]))
     assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [("I've removed both pairs from the order.", "both"),
+                                        ("I've removed one pair from the order.", None)])
+def test_a_count_in_words_is_compared_with_the_numbers_sent_as_numbers_not_digits_in_text(text, said):
+    tools = tool("void_line", line_id="", date="")   # "L2" and "2026-01-02" hold a 2, as text
+    conv = transcript(("user", "Take one pair off"),
+                      ("assistant", text, [call("void_line", {"remaining_qty": 1}, line_id="L2", date="2026-01-02",
+                                                quantity=1)]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])

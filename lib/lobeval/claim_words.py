@@ -787,7 +787,8 @@ def readings(written: str) -> set[Decimal]:
 
 def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disagreement | None:
     """A number said (in any of its readings) must be one the call sent as a number, or that its arguments, its result
-    or a read hold; a count said as a word, a whole number up to twelve the call or its result holds."""
+    or a read hold; a count said as a word, a whole number up to twelve the call sent or its result holds as a
+    number."""
     arguments = call.get("arguments") or {}
     numbers = {name: number(value) for name, value in arguments.items()
                if isinstance(value, int | float) and not isinstance(value, bool)}
@@ -800,11 +801,21 @@ def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disag
     for match in _NUMBER.finditer(_without_dates(text)):
         if not any(numbers_agree(said, sent) for said in readings(match.group()) for sent in known):
             return Disagreement(argument, match.group(), arguments[argument])
-    counts = {sent for sent in known if sent == sent.to_integral_value() and 0 < sent <= 12}
-    for match in _COUNT.finditer(text):
-        if counts and not any(numbers_agree(Decimal(_COUNTS[match.group(1).lower()]), sent) for sent in counts):
+    counts = {sent for sent in {*numbers.values(), *_numbers_in(call.get("result"))}
+              if sent is not None and sent == sent.to_integral_value() and 0 < sent <= 12}
+    for match in _COUNT.finditer(text) if counts else ():
+        if Decimal(_COUNTS[match.group(1).lower()]) not in counts:
             return Disagreement(argument, match.group(1), arguments[argument])
     return None
+
+
+def _numbers_in(value: Any) -> set[Decimal | None]:
+    """The numbers a JSON value holds as numbers (not in text)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return set().union(set(), *(_numbers_in(item) for item in value))
+    return {number(value)} if isinstance(value, int | float) and not isinstance(value, bool) else set()
 
 
 def _quoted_options(sentence: str, argument: str, options: list[str]) -> list[str]:

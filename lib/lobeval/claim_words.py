@@ -552,7 +552,8 @@ def _dates_at(text: str) -> list[tuple[int, int, str, DateKey]]:
         found.append(_day_of_month(text, match, {(_MONTH_NAMES.index(month[:3].lower()) + 1, int(day))}))
     for match in _DAY_MONTH.finditer(text):
         first, second = int(match.group(1)), int(match.group(2))
-        pairs = {(month, day) for month, day in ((second, first), (first, second)) if 1 <= month <= 12 and 1 <= day <= 31}
+        pairs = {(month, day) for month, day in ((second, first), (first, second))
+                 if 1 <= month <= 12 and 1 <= day <= 31}
         if pairs:
             found.append(_day_of_month(text, match, pairs))
     for match in _WEEKDAY_DAY.finditer(text):
@@ -603,8 +604,8 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
 
 
 _RESTATED = re.compile(r"(\d\s*[^\W\d]+\s*)\([^()]*\)")
-"""A parenthesis right after a number and its unit says it in other terms ("1,450 points (worth $14.50)", "800 points (−€8,00)"):
-not compared."""
+"""A parenthesis right after a number and its unit says it in other terms ("1,450 points (worth $14.50)", "800 points
+(−€8,00)"): not compared."""
 
 
 def _enum_disagreement(sentence: str, text: str, call: dict[str, Any], function: Function) -> Disagreement | None:
@@ -659,12 +660,13 @@ def _moments(value: Any) -> list[tuple[date, str]]:
             for text in texts(value) if len(text) <= 40 for match in _ISO_MOMENT.finditer(text)]
 
 
-_SAID_TIME = re.compile(r"(?<![\d:.,/-])(\d{1,2})(?::(\d\d))?\s*([ap])\.?m\b\.?|(?<![\d:.,/-])(\d{1,2}):(\d\d)(?![\d:])|"
-                        r"\b(noon|midnight)\b", re.IGNORECASE)
+_SAID_TIME = re.compile(r"(?<![\d:.,/-])(\d{1,2})(?::(\d\d))?\s*([ap])\.?m\b\.?|"
+                        r"(?<![\d:.,/-])(\d{1,2}):(\d\d)(?![\d:])|\b(noon|midnight)\b", re.IGNORECASE)
 """A time of day as said: "14:00", "9:00", "8:00 PM", "6pm", "noon"."""
 _RANGE_LINK = re.compile(r"\s*(?:[-–—]|to|until|till|and)\s*", re.IGNORECASE)
 _SENT_TIME = re.compile(r"(?<![\d:+-])(\d{1,2}):(\d\d)(?!\d)")
-_SENT_RANGE = re.compile(r"(?<![\d:T])(\d{1,2}:\d\d)(?::\d\d)?\s*[-–—]\s*(?:\d{4}-\d\d-\d\dT?\s*)?(\d{1,2}:\d\d)(?!\d)")
+_SENT_RANGE = re.compile(r"(?<![\d:T])(\d{1,2}:\d\d)(?::\d\d)?\s*[-–—]\s*(?:\d{4}-\d\d-\d\dT?\s*)?"
+                         r"(\d{1,2}:\d\d)(?!\d)")
 """A time window sent as text: "13:00-18:00", "2026-04-10 08:00-12:00"."""
 
 
@@ -752,7 +754,8 @@ def _ending_disagreement(text: str, call: dict[str, Any], context: str) -> Disag
     """The last digits said of a card, account or phone number must end a number the call (with a string argument
     of three digits or more), its result or a read holds."""
     arguments = call.get("arguments") or {}
-    numbered = [name for name, value in arguments.items() if isinstance(value, str) and len(re.sub(r"\D", "", value)) >= 3]
+    numbered = [name for name, value in arguments.items()
+                if isinstance(value, str) and len(re.sub(r"\D", "", value)) >= 3]
     held = [re.sub(r"\D", "", leaf) for leaf in texts([arguments, call.get("result")])] + re.findall(r"\d+", context)
     for match in _ENDING.finditer(text) if numbered else ():
         digits = match.group(1).replace(" ", "")
@@ -814,7 +817,7 @@ def _numbers_in(value: Any) -> set[Decimal | None]:
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, list):
-        return set().union(set(), *(_numbers_in(item) for item in value))
+        return set().union(*(_numbers_in(item) for item in value))
     return {number(value)} if isinstance(value, int | float) and not isinstance(value, bool) else set()
 
 
@@ -871,7 +874,8 @@ def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreeme
     work to someone ("reassigned", "transferred") when the call sent an e-mail: the name said after "to" must be
     one sent — every word of it, unless an e-mail was sent."""
     arguments = call.get("arguments") or {}
-    named = [name for name in arguments if names_argument(said.lemma, {name: None}) and isinstance(arguments[name], str)]
+    named = [name for name, value in arguments.items()
+             if names_argument(said.lemma, {name: None}) and isinstance(value, str)]
     if not named and said.lemma in ("assign", "reassign", "transfer"):
         named = list(_emails(arguments))[:1]
     if not named:
@@ -880,14 +884,19 @@ def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreeme
     if match is None:
         return None
     name = match.group(1)
-    words = [word.casefold() for word in name.split()]
-    if "@" not in name and words[0] in ("the", "a", "an", "your"):
+    if name.split()[0].casefold() in ("the", "a", "an", "your"):
         return None
-    for argument in named:
-        sent = arguments[argument].casefold()
-        if name.casefold() == sent if "@" in name else (any if "@" in sent else all)(word in sent for word in words):
-            return None
+    if any(_same_name(name, arguments[argument].casefold()) for argument in named):
+        return None
     return Disagreement(named[0], name, arguments[named[0]])
+
+
+def _same_name(name: str, sent: str) -> bool:
+    """An e-mail said is the one sent; a name, when every word of it is in the name sent (any word of it in an
+    e-mail sent)."""
+    if "@" in name:
+        return name.casefold() == sent
+    return (any if "@" in sent else all)(word.casefold() in sent for word in name.split())
 
 
 def names_argument(lemma: str, arguments: dict[str, Any]) -> bool:

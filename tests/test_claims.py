@@ -593,6 +593,8 @@ AMOUNT_TOOLS = {"issue_refund": {"effect": "write", "function": {"name": "issue_
     ("I've refunded €5,00 on order 40-22918.", 5.0, None, None),
     ("I've refunded $1,580 on order 40-22918.", 1850, None, "1,580"),      # thousands separator, digits swapped
     ("I've refunded EUR 125.00 on order 40-22918.", 1250, None, "125.00"),
+    ("I've refunded $1,234.56 on order 40-22918.", 1234.56, None, None),
+    ("I've refunded 1.234,56 € on order 40-22918.", 1234.56, None, None),
     ("I've refunded 300 EUR; your balance is now 1,450 EUR.", 300, {"balance": 1450}, None),   # from the result
     ("I've refunded 300 points (worth $3.00) on order 40-22918.", 300, None, None),   # said again in other terms
 ])
@@ -606,6 +608,7 @@ def test_an_amount_said_in_another_format_is_compared_with_the_number_sent(text,
 @pytest.mark.parametrize("text, said", [
     ("Chen is on call now, I have set the override from 8:00 PM to 12:00 AM.", "8:00 PM"),   # sent 18:00
     ("Chen is on call now, I have set the override from 6pm until midnight.", None),
+    ("Chen is on call now, I have set the override from 6:00 p.m. to 12 a.m.", None),
     ("Chen is on call now, I have set the override for 4 July from 18:00 to 00:00.", None),
     ("Chen is on call now, I have set the override for 6 July from 18:00 to 00:00.", "6 July"),   # not a date sent
     ("Chen is on call now, I have set the override for 5 July from 18:00 to 00:00.", "5 July 18:00"),   # the end's date

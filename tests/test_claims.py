@@ -732,3 +732,14 @@ def test_a_count_in_words_is_compared_with_the_numbers_sent_as_numbers_not_digit
                       ("assistant", text, [call("void_line", {"remaining_qty": 1}, line_id="L2", date="2026-01-02",
                                                 quantity=1)]))
     assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+def test_an_impossible_date_time_sent_is_no_moment_to_compare_with():
+    tools = tool("set_override", user_id="", start="", end="")
+    conv = transcript(("user", "Chen on call"),
+                      ("assistant", "I have set the override until 5 July, 00:00.",
+                       [call("set_override", {"ok": True}, user_id="cwei", start="2025-13-04T18:00:00",
+                             end="2025-07-05T00:00:00")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+    conv["messages"][1]["content"] = "I have set the override until 5 July, 01:00."
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["01:00"]

@@ -655,9 +655,9 @@ _ISO_MOMENT = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d{1,2}:\d\d)")
 
 
 def _moments(value: Any) -> list[tuple[date, str]]:
-    """The (day, HH:MM) of each date-time in a sent value ("2025-03-14T22:00:00Z")."""
-    return [(date.fromisoformat(match.group(1)), f"{int(match.group(2)[:-3]):02d}{match.group(2)[-3:]}")
-            for text in texts(value) if len(text) <= 40 for match in _ISO_MOMENT.finditer(text)]
+    """The (day, HH:MM) of each date-time in a sent value ("2025-03-14T22:00:00Z"; not "2025-02-30T10:00")."""
+    return [(day, _pad(match.group(2))) for text in texts(value) if len(text) <= 40
+            for match in _ISO_MOMENT.finditer(text) for day in calendar_dates(match.group(1))]
 
 
 _SAID_TIME = re.compile(r"(?<![\d:.,/-])(\d{1,2})(?::(\d\d))?\s*([ap])\.?m\b\.?|"

@@ -648,6 +648,7 @@ def test_a_time_window_said_must_be_the_window_sent(text, said):
     ("Your delivery is booked for 26.11.2026.", "2026-11-27", "26.11.2026"),
     ("Your delivery is booked for Friday 27 November.", "2026-11-27", None),   # a Friday
     ("Your delivery is booked for Thursday 27 November.", "2026-11-27", "27 November"),
+    ("Your delivery is booked for Friday 0 November.", "2026-11-27", "0 November"),   # no such day
     ("Your delivery is booked today (26.11.2026) for 27 November.", "2026-11-27", None),   # today's date is no value
 ])
 def test_a_date_said_with_its_weekday_or_as_day_and_month_must_be_the_day_sent(text, sent, said):

@@ -573,7 +573,7 @@ def _on_weekday(weekday: int, pairs: set[tuple[int, int]]) -> frozenset[date]:
     """The days within ten years of today that fall on `weekday` (Monday 0) and on one of the (month, day) pairs."""
     today = date.today()
     return frozenset(day for year in range(today.year - 10, today.year + 11) for month, dom in pairs
-                     if dom <= calendar.monthrange(year, month)[1]
+                     if 1 <= dom <= calendar.monthrange(year, month)[1]
                      for day in (date(year, month, dom),) if day.weekday() == weekday)
 
 

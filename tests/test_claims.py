@@ -573,3 +573,174 @@ def test_a_weekday_and_day_of_the_month_is_a_date(sent, claims):
                       ("assistant", "Your callback is booked for Friday the 14th.",
                        [call("schedule_callback", {"ok": True}, number="INC-9", date=sent)]))
     assert [(item["argument"], item["said"]) for item in find_claims(conv, tools)["claimed_not_done"]] == claims
+
+
+@pytest.mark.parametrize("written, numbers", [("1,450", {"1450", "1.45"}), ("5,00", {"5.00"}), ("1.450,50", {"1450.50"}),
+                                              ("1,000,000", {"1000000"}), ("14.50", {"14.50"}), ("12.5.3", set())])
+def test_a_number_as_written_may_be_read_with_a_decimal_comma_or_thousands_separators(written, numbers):
+    from decimal import Decimal
+
+    from lobeval.claim_words import readings
+    assert readings(written) == {Decimal(number) for number in numbers}
+
+
+AMOUNT_TOOLS = {"issue_refund": {"effect": "write", "function": {"name": "issue_refund", "parameters": {
+    "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}}}}}
+
+
+@pytest.mark.parametrize("text, sent, result, said", [
+    ("I've refunded €42,40 on order 40-22918.", 42.4, None, None),          # a decimal comma
+    ("I've refunded €5,00 on order 40-22918.", 5.0, None, None),
+    ("I've refunded $1,580 on order 40-22918.", 1850, None, "1,580"),      # thousands separator, digits swapped
+    ("I've refunded EUR 125.00 on order 40-22918.", 1250, None, "125.00"),
+    ("I've refunded $1,234.56 on order 40-22918.", 1234.56, None, None),
+    ("I've refunded 1.234,56 € on order 40-22918.", 1234.56, None, None),
+    ("I've refunded 300 EUR; your balance is now 1,450 EUR.", 300, {"balance": 1450}, None),   # from the result
+    ("I've refunded 300 points (worth $3.00) on order 40-22918.", 300, None, None),   # said again in other terms
+])
+def test_an_amount_said_in_another_format_is_compared_with_the_number_sent(text, sent, result, said):
+    conv = transcript(("user", "Refund order 40-22918"),
+                      ("assistant", text, [call("issue_refund", result or {"ok": True}, order_id="40-22918",
+                                                amount=sent)]))
+    assert [item["said"] for item in find_claims(conv, AMOUNT_TOOLS)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [
+    ("Chen is on call now, I have set the override from 8:00 PM to 12:00 AM.", "8:00 PM"),   # sent 18:00
+    ("Chen is on call now, I have set the override from 6pm until midnight.", None),
+    ("Chen is on call now, I have set the override from 6:00 p.m. to 12 a.m.", None),
+    ("Chen is on call now, I have set the override for 4 July from 18:00 to 00:00.", None),
+    ("Chen is on call now, I have set the override for 6 July from 18:00 to 00:00.", "6 July"),   # not a date sent
+    ("Chen is on call now, I have set the override for 5 July from 18:00 to 00:00.", "5 July 18:00"),   # the end's date
+    ("Chen is on call now, I have set the override for Saturday 4 July, 18:00 to 00:00.", "4 July"),   # a Friday
+    ("Chen is on call now, I have set the override for 4 July, 00:00 to 18:00.", "4 July 00:00"),
+])
+def test_a_time_said_on_a_12_hour_clock_or_with_its_date_must_be_the_date_time_sent(text, said):
+    tools = tool("set_override", user_id="", start="", end="")
+    conv = transcript(("user", "Chen on call 4 July from 6pm"),
+                      ("assistant", text, [call("set_override", {"ok": True}, user_id="cwei",
+                                                start="2025-07-04T18:00:00", end="2025-07-05T00:00:00")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [
+    ("Your pickup is booked for 30 November, 13:00–18:00.", None),
+    ("Your pickup is booked for 30 November, between 12:00 and 16:00.", "12:00 and 16:00"),
+    ("Your pickup is booked for 30 November, 13:00 to 16:00.", "13:00 to 16:00"),
+    ("Your pickup is booked for 30 November, 08:00–12:00.", "08:00–12:00"),   # only a read returned it
+    ("Your pickup is booked for 13:00–18:00 instead of 08:00–12:00.", None),   # the old window beside the new one
+])
+def test_a_time_window_said_must_be_the_window_sent(text, said):
+    tools = {**tool("schedule_pickup", date="", window=""), **tool("get_pickup", effect="read")}
+    conv = transcript(("user", "Pickup on 30 November"),
+                      ("assistant", text, [call("get_pickup", {"window": "08:00-12:00"}),
+                                           call("schedule_pickup", {"ok": True}, date="2026-11-30",
+                                                window="13:00-18:00")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, sent, said", [
+    ("Your delivery is booked for 27/11.", "2026-11-27", None),
+    ("Your delivery is booked for 12/01.", "2026-12-01", None),            # month first
+    ("Your delivery is booked for 12/01.", "2027-01-12", None),            # day first
+    ("Your delivery is booked for 12/01.", "2026-12-02", "12/01"),
+    ("Your delivery is booked for 26.11.2026.", "2026-11-26", None),
+    ("Your delivery is booked for 26.11.2026.", "2026-11-27", "26.11.2026"),
+    ("Your delivery is booked for Friday 27 November.", "2026-11-27", None),   # a Friday
+    ("Your delivery is booked for Thursday 27 November.", "2026-11-27", "27 November"),
+    ("Your delivery is booked for Friday 0 November.", "2026-11-27", "0 November"),   # no such day
+    ("Your delivery is booked today (26.11.2026) for 27 November.", "2026-11-27", None),   # today's date is no value
+])
+def test_a_date_said_with_its_weekday_or_as_day_and_month_must_be_the_day_sent(text, sent, said):
+    tools = tool("reserve_delivery", date="")
+    conv = transcript(("user", "Deliver it please"), ("assistant", text,
+                                                      [call("reserve_delivery", {"ok": True}, date=sent)]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+PRIORITIES = ["1 - Critical", "2 - High", "3 - Moderate", "4 - Low"]
+
+
+def test_an_enum_value_is_said_with_any_dash_and_a_letter_before_its_number():
+    from lobeval.claim_words import value_pattern
+    assert value_pattern("1 - Critical").search("raised to **P1 – Critical**")
+    assert value_pattern("1 - Critical").search("raised to 1—critical")
+    assert not value_pattern("2 - High").search("raised to **P1 – Critical**")
+    assert not value_pattern("1 - Critical").search("raised to P21 - Critical")
+    tools = tool("update_incident", number="", priority=PRIORITIES)
+    conv = transcript(("user", "Highest priority please"),
+                      ("assistant", "Priority raised to P1 Critical.",
+                       [call("update_incident", {"ok": True}, number="INC-4", priority="2 - High")]))
+    assert [(item["said"], item["sent"]) for item in find_claims(conv, tools)["claimed_not_done"]] == [
+        ("1 - Critical", "2 - High")]
+
+
+@pytest.mark.parametrize("text, said", [("I have raised a request for one monitor.", "one"),
+                                        ("I have raised a request for two monitors.", None),
+                                        ("I have raised a request for both monitors.", None),
+                                        ("I have raised a request; the new one arrives Monday.", None)])
+def test_a_quantity_said_as_a_word_must_be_the_whole_number_sent(text, said):
+    tools = tool("raise_request", item="")
+    tools["raise_request"]["function"]["parameters"]["properties"]["quantity"] = {"type": "integer"}
+    conv = transcript(("user", "Two monitors"),
+                      ("assistant", text, [call("raise_request", {"ok": True}, item="Monitor", quantity=2)]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("name, said", [("**Jorge Martínez**", "Jorge Martínez"), ("**Jorge Morales**", None),
+                                        ("Jorge", None)])
+def test_every_word_of_the_name_a_record_was_assigned_to_must_be_sent(name, said):
+    tools = tool("reassign_incident", number="", assignment_group="", assigned_to="")
+    conv = transcript(("user", "Give INC-8 to Jorge Morales"),
+                      ("assistant", f"It is now assigned to {name}.",
+                       [call("reassign_incident", {"ok": True}, number="INC-8", assignment_group="Desktop Support",
+                             assigned_to="Jorge Morales")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [
+    ("I have added the \"EU Roaming 5GB\" add-on to your line.", "ROAM_EU_5GB"),   # its words in any order, cut short
+    ("I have added the \"World Roaming 2GB\" add-on to your line.", None),
+    ("I have added the \"EU Roaming\" add-on to your line.", None),                 # not every word of a value
+    ("I have added it with the bolt on 'my EU 5GB pack please'.", "EU_5GB"),  # inside a quote after its name
+    ("I have added it, as you said: 'my EU 5GB pack please'.", None),             # the user's words
+])
+def test_an_enum_value_said_in_quotation_marks_in_another_form_must_be_the_value_sent(text, said):
+    tools = tool("add_bolt_on", msisdn="", bolt_on=["ROAM_EU_5GB", "ROAM_WORLD_2GB", "EU_5GB"])
+    conv = transcript(("user", "Add a roaming pack"),
+                      ("assistant", text, [call("add_bolt_on", {"ok": True}, msisdn="447700900789",
+                                                bolt_on="ROAM_WORLD_2GB")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [("Done! Card ending 8802 is frozen.", "8802"),
+                                        ("Done! Card ending **3391** is frozen.", None),
+                                        ("Done! The card ending in 33 91 is frozen.", None),   # digits grouped
+                                        ("Done! Card ending 4417 is frozen.", None)])          # a read returned it
+def test_the_last_digits_said_of_a_number_must_end_one_the_call_sent_or_a_read_returned(text, said):
+    tools = {**tool("freeze_card", card_id=""), **tool("get_cards", effect="read")}
+    conv = transcript(("user", "Freeze the Visa"),
+                      ("assistant", text, [call("get_cards", {"cards": ["visa_4417"]}),
+                                           call("freeze_card", {"status": "frozen"}, card_id="card_3391")]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+@pytest.mark.parametrize("text, said", [("I've removed both pairs from the order.", "both"),
+                                        ("I've removed one pair from the order.", None)])
+def test_a_count_in_words_is_compared_with_the_numbers_sent_as_numbers_not_digits_in_text(text, said):
+    tools = tool("void_line", line_id="", date="")   # "L2" and "2026-01-02" hold a 2, as text
+    conv = transcript(("user", "Take one pair off"),
+                      ("assistant", text, [call("void_line", {"remaining_qty": 1}, line_id="L2", date="2026-01-02",
+                                                quantity=1)]))
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ([said] if said else [])
+
+
+def test_an_impossible_date_time_sent_is_no_moment_to_compare_with():
+    tools = tool("set_override", user_id="", start="", end="")
+    conv = transcript(("user", "Chen on call"),
+                      ("assistant", "I have set the override until 5 July, 00:00.",
+                       [call("set_override", {"ok": True}, user_id="cwei", start="2025-13-04T18:00:00",
+                             end="2025-07-05T00:00:00")]))
+    assert find_claims(conv, tools) == {"claimed_not_done": [], "done_not_told": []}
+    conv["messages"][1]["content"] = "I have set the override until 5 July, 01:00."
+    assert [item["said"] for item in find_claims(conv, tools)["claimed_not_done"]] == ["01:00"]

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from lobeval.scoring import calendar_dates, number, numbers_agree
@@ -136,8 +137,6 @@ _WEEKDAY_DAY = re.compile(rf"\b(mon|tues|wednes|thurs|fri|satur|sun)day\s+the\s+
                           rf"(?!\s+(?:of\s+)?{_MONTHS})", re.IGNORECASE)
 """A day said by its weekday and day of the month alone: "Friday the 14th"."""
 _WEEKDAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
-_NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:\.\d+)?(?![\w/@-]|[.,]\d)")
-_NAME_AFTER = re.compile(r"\bto\s+([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)")
 
 
 # ---- The suite's vocabulary ----------------------------------------------------------------------------------
@@ -322,9 +321,15 @@ def expand(text: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def value_pattern(value: str) -> re.Pattern[str]:
-    """A value as said, whole: `not_recognised` is "Not recognised" too, "Network" is not "Network Security"."""
-    words = r"[\s_-]+".join(map(re.escape, re.split(r"[\s_-]+", value.strip())))
-    return re.compile(rf"(?<![\w-]){words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
+    """A value as said, whole: `not_recognised` is "Not recognised" too, "Network" is not "Network Security"; a dash
+    is any dash, and a value that starts with a number may be said with a letter before it ("1 - Critical" is
+    "P1 – Critical")."""
+    words = _DASHES.join(map(re.escape, re.split(_DASHES, value.strip())))
+    prefix = r"(?:[a-z]{1,3}(?=\d))?" if value.strip()[:1].isdigit() else ""
+    return re.compile(rf"(?<![\w-]){prefix}{words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
+
+
+_DASHES = r"[\s_\-–—]+"
 
 
 def named_values(sentence: str, vocabulary: Vocabulary, words: re.Pattern[str] = NEGATION) -> str:
@@ -558,39 +563,80 @@ def _named_agent(after: list[str]) -> bool:
 # ---- Values a sentence states ----------------------------------------------------------------------------------
 
 
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
+
+
 def value_text(sentence: str) -> str:
-    """The parts of a sentence whose values describe what was done: not clauses about later or others' acts."""
-    kept = [clause for clause in CLAUSE.split(expand(sentence))
+    """The parts of a sentence whose values describe what was done: not clauses about later or others' acts. A comma
+    inside a number ("1,450", "€5,00") parts no clauses."""
+    masked = _DIGIT_COMMA.sub("\0", expand(sentence))
+    kept = [clause for clause in CLAUSE.split(masked)
             if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|by)\b",
                                         clause, re.IGNORECASE)]
-    return " ; ".join(kept)
+    return " ; ".join(kept).replace("\0", ",")
 
 
-def dates_in(text: str) -> list[tuple[str, frozenset[date] | tuple[int, int]]]:
-    found: list[tuple[str, Any]] = [(written, key) for kind, written, key in stated_values(text) if kind == "date"
-                                    and key]
+DateKey = frozenset[date] | frozenset[tuple[int, int]]
+"""The days a date as said may be: calendar dates, or (month, day) pairs when it has no year."""
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DOTTED = re.compile(r"(?<![\d.])\d{1,2}\.\d{1,2}\.\d{4}(?!\d|\.\d)")
+_DAY_MONTH = re.compile(r"(?<![\d/.,-])(\d{1,2})/(\d{2})(?![\d/])")
+"""A day and month without year, both ways: "27/11" is 27 November, "12/01" 1 December or 12 January."""
+_WEEKDAY_BEFORE = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)day,?\s+(?:the\s+)?$", re.IGNORECASE)
+_TODAY = re.compile(r"\btoday\W{0,3}$|^\W{0,3}today\b", re.IGNORECASE)
+
+
+def dates_in(text: str) -> list[tuple[str, DateKey]]:
+    """Each date the text states, with the days it may be (docs/metrics.md, "Values agree")."""
+    return [(written, key) for _, _, written, key in _dates_at(text)]
+
+
+def _dates_at(text: str) -> list[tuple[int, int, str, DateKey]]:
+    """(start, end, as written, days) of each date in the text: a full date in any format ("26.11.2026" too); a day
+    and month alone ("14 May", "May 14", "27/11"), on its weekday when one is said before it ("Saturday 15 March":
+    the years whose 15 March is a Saturday); "Friday the 14th". A date said as today's ("today (26.11.2026)") is
+    not a value of a call."""
+    found: list[tuple[int, int, str, DateKey]] = []
+    cursor = 0
+    for kind, written, key in stated_values(text):
+        start = text.find(written, cursor)
+        cursor = start + len(written)
+        if kind == "date" and key:
+            found.append((start, cursor, written, key))
+    found += [(match.start(), match.end(), match.group(), calendar_dates(match.group()))
+              for match in _DOTTED.finditer(text)]
     for match in _YEARLESS.finditer(text):
         day, month = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
-        months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-        found.append((match.group().strip(), (months.index(month[:3].lower()) + 1, int(day))))
+        found.append(_day_of_month(text, match, {(_MONTH_NAMES.index(month[:3].lower()) + 1, int(day))}))
+    for match in _DAY_MONTH.finditer(text):
+        first, second = int(match.group(1)), int(match.group(2))
+        pairs = {(month, day) for month, day in ((second, first), (first, second))
+                 if 1 <= month <= 12 and 1 <= day <= 31}
+        if pairs:
+            found.append(_day_of_month(text, match, pairs))
     for match in _WEEKDAY_DAY.finditer(text):
-        found.append((match.group(), _weekday_days(_WEEKDAYS.index(match.group(1).lower()), int(match.group(2)))))
-    return found
+        found.append((match.start(), match.end(), match.group(), _on_weekday(
+            _WEEKDAYS.index(match.group(1).lower()), {(month, int(match.group(2))) for month in range(1, 13)})))
+    return sorted((start, end, written, key) for start, end, written, key in found
+                  if not (_TODAY.search(text[max(0, start - 10): start]) or _TODAY.search(text[end: end + 10])))
 
 
-def _weekday_days(weekday: int, day: int) -> frozenset[date]:
-    """The days within ten years of today that fall on `weekday` (Monday 0) and are the `day`th of their month."""
+def _day_of_month(text: str, match: re.Match[str], pairs: set[tuple[int, int]]) -> tuple[int, int, str, DateKey]:
+    weekday = _WEEKDAY_BEFORE.search(text[max(0, match.start() - 16): match.start()])
+    key = _on_weekday(_WEEKDAYS.index(weekday.group(1).lower()), pairs) if weekday else frozenset(pairs)
+    return match.start(), match.end(), match.group().strip().rstrip("."), key
+
+
+def _on_weekday(weekday: int, pairs: set[tuple[int, int]]) -> frozenset[date]:
+    """The days within ten years of today that fall on `weekday` (Monday 0) and on one of the (month, day) pairs."""
     today = date.today()
-    return frozenset(date(year, month, day) for year in range(today.year - 10, today.year + 11)
-                     for month in range(1, 13) if 1 <= day <= calendar.monthrange(year, month)[1]
-                     if date(year, month, day).weekday() == weekday)
+    return frozenset(day for year in range(today.year - 10, today.year + 11) for month, dom in pairs
+                     if 1 <= dom <= calendar.monthrange(year, month)[1]
+                     for day in (date(year, month, dom),) if day.weekday() == weekday)
 
 
-
-def date_matches(key: frozenset[date] | tuple[int, int], dates: set[date]) -> bool:
-    if isinstance(key, tuple):
-        return any((day.month, day.day) == key for day in dates)
-    return bool(key & dates)
+def date_matches(key: DateKey, dates: set[date]) -> bool:
+    return any(day in key or (day.month, day.day) in key for day in dates)
 
 
 def call_dates(value: Any) -> set[date]:
@@ -609,71 +655,266 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
     """The first value the sentence states that the call, which backs its claim, did not send; None when they
     agree. `context`: what the reads returned, lower case (an old value read back may be said too)."""
     text = value_text(unquoted(sentence))
+    return (_enum_disagreement(sentence, text, call, function) or _date_disagreement(text, call, context)
+            or _time_disagreement(text, call, context) or _moment_disagreement(text, call)
+            or _email_disagreement(text, call) or _ending_disagreement(text, call, context)
+            or _number_disagreement(value_text(_RESTATED.sub(r"\1", unquoted(sentence))), call, context))
+
+
+_RESTATED = re.compile(r"(\d\s*[^\W\d]+\s*)\([^()]*\)")
+"""A parenthesis right after a number and its unit says it in other terms ("1,450 points (worth $14.50)", "800 points
+(−€8,00)"): not compared."""
+
+
+def _enum_disagreement(sentence: str, text: str, call: dict[str, Any], function: Function) -> Disagreement | None:
     arguments = call.get("arguments") or {}
     for argument, schema in function.parameters.items():
         if argument not in arguments or not isinstance(arguments[argument], str):
             continue
         options = [value for value in schema.get("enum") or [] if isinstance(value, str)]
-        said = [value for value in options if value_pattern(value).search(text)] or _quoted_options(sentence, options)
+        said = [value for value in options if value_pattern(value).search(text)]
+        said = said or _quoted_options(sentence, argument, options)
         if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
             return Disagreement(argument, said[0], arguments[argument])
-    dated = {name: call_dates(value) for name, value in arguments.items() if call_dates(value)}
-    if dated:
-        everything = set().union(*dated.values()) | call_dates(call.get("result")) | call_dates(context)
-        for written, key in dates_in(text):
-            if not date_matches(key, everything):
-                argument = next(iter(dated))
-                return Disagreement(argument, written, arguments[argument])
-    times = {name: _clock(value) for name, value in arguments.items() if isinstance(value, str) and _clock(value)}
-    if times:
-        known = set(times.values()) | {_clock(match.group()) for match in _TIME.finditer(
-            json.dumps(call.get("result"), default=str) + " " + context)}
-        for match in _TIME.finditer(text):
-            if _clock(match.group()) not in known:
-                argument = next(iter(times))
-                return Disagreement(argument, match.group(), arguments[argument])
-    emails = _emails(arguments)
-    sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
-    if emails:
-        for kind, written, key in stated_values(text):
-            if kind == "email" and key not in sent_text:
-                argument = next(iter(emails))
-                return Disagreement(argument, written, arguments[argument])
-    numbers = {name: number(value) for name, value in arguments.items()
-               if isinstance(value, int | float) and not isinstance(value, bool)}
-    if numbers:
-        for match in _NUMBER.finditer(_without_dates(text)):
-            said = number(match.group())
-            if said is None or any(numbers_agree(said, sent) for sent in numbers.values() if sent is not None):
-                continue
-            if any(re.search(rf"(?<![\d.]){re.escape(match.group())}(?![\d]|\.\d)", text)
-                   for text in (sent_text, context)):
-                continue
-            argument = next(iter(numbers))
-            return Disagreement(argument, match.group(), arguments[argument])
     return None
 
 
-def _quoted_options(sentence: str, options: list[str]) -> list[str]:
-    """The enum values said whole in quotation marks ('with the reason "damaged"'): a quotation is else the user's
-    words or a title, which state nothing."""
-    quoted = {re.sub(r"[\s_-]+", " ", match.group()[1:-1].strip()).casefold() for match in _QUOTE.finditer(sentence)}
-    return [value for value in options if re.sub(r"[\s_-]+", " ", value).casefold() in quoted]
+def _date_disagreement(text: str, call: dict[str, Any], context: str) -> Disagreement | None:
+    """A date said must be one the call sent, its result or a read returned."""
+    arguments = call.get("arguments") or {}
+    dated = {name: call_dates(value) for name, value in arguments.items() if call_dates(value)}
+    if not dated:
+        return None
+    everything = set().union(*dated.values()) | call_dates(call.get("result")) | call_dates(context)
+    for _, _, written, key in _dates_at(text):
+        if not date_matches(key, everything):
+            argument = next(iter(dated))
+            return Disagreement(argument, written, arguments[argument])
+    return None
 
 
-_TIME = re.compile(r"\b\d{1,2}:\d\d\b")
+def _moment_disagreement(text: str, call: dict[str, Any]) -> Disagreement | None:
+    """A date said with a time ("Saturday 15 March, 22:00 – 01:00") must be a date-time the call sent, when it sent
+    any: not the date of one and the time of another."""
+    arguments = call.get("arguments") or {}
+    moments = {name: moment for name, value in arguments.items() for moment in _moments(value)}
+    for _, end, written, key in _dates_at(text) if moments else ():
+        time = _TIME_AFTER_DATE.match(text, end)
+        clock = time and _said_clock(time.group(1))
+        if clock and not any(date_matches(key, {day}) and at == clock for day, at in moments.values()):
+            argument = next(iter(moments))
+            return Disagreement(argument, f"{written} {time.group(1).strip()}", arguments[argument])
+    return None
 
 
-def _clock(text: str) -> str | None:
-    """A time of day as HH:MM ("9:00" → 09:00, "2026-04-03T15:00" → 15:00), or None."""
-    match = re.fullmatch(r"\s*(?:\d{4}-\d\d-\d\d[T ])?(\d{1,2}):(\d\d)(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\s*", text)
-    return f"{int(match.group(1)):02d}:{match.group(2)}" if match else None
+_TIME_AFTER_DATE = re.compile(r"[\s,;*]*(?:(?:at|from|between)\s+)?\**(\d{1,2}(?::\d\d)?\s*(?:[ap]\.?m\b\.?)?)",
+                              re.IGNORECASE)
+_ISO_MOMENT = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d{1,2}:\d\d)")
+
+
+def _moments(value: Any) -> list[tuple[date, str]]:
+    """The (day, HH:MM) of each date-time in a sent value ("2025-03-14T22:00:00Z"; not "2025-02-30T10:00")."""
+    return [(day, _pad(match.group(2))) for text in texts(value) if len(text) <= 40
+            for match in _ISO_MOMENT.finditer(text) for day in calendar_dates(match.group(1))]
+
+
+_SAID_TIME = re.compile(r"(?<![\d:.,/-])(\d{1,2})(?::(\d\d))?\s*([ap])\.?m\b\.?|"
+                        r"(?<![\d:.,/-])(\d{1,2}):(\d\d)(?![\d:])|\b(noon|midnight)\b", re.IGNORECASE)
+"""A time of day as said: "14:00", "9:00", "8:00 PM", "6pm", "noon"."""
+_RANGE_LINK = re.compile(r"\s*(?:[-–—]|to|until|till|and)\s*", re.IGNORECASE)
+_SENT_TIME = re.compile(r"(?<![\d:+-])(\d{1,2}):(\d\d)(?!\d)")
+_SENT_RANGE = re.compile(r"(?<![\d:T])(\d{1,2}:\d\d)(?::\d\d)?\s*[-–—]\s*(?:\d{4}-\d\d-\d\dT?\s*)?"
+                         r"(\d{1,2}:\d\d)(?!\d)")
+"""A time window sent as text: "13:00-18:00", "2026-04-10 08:00-12:00"."""
+
+
+def _said_clock(written: str) -> str | None:
+    match = _SAID_TIME.fullmatch(written.strip())
+    if not match:
+        return None
+    if match.group(6):
+        return "12:00" if match.group(6).lower() == "noon" else "00:00"
+    if match.group(4):
+        return f"{int(match.group(4)):02d}:{match.group(5)}"
+    hour = int(match.group(1)) % 12 + (12 if match.group(3).lower() == "p" else 0)
+    return f"{hour:02d}:{match.group(2) or '00'}"
+
+
+def _said_times(text: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """Each time of day or window said: as written, its HH:MM ends and each end as written. "8:00 PM – 12:00 AM" is
+    (20:00, 00:00), "between 08:00 and 12:00" (08:00, 12:00)."""
+    found: list[tuple[int, str, tuple[str, ...], tuple[str, ...]]] = []
+    for match in _SAID_TIME.finditer(text):
+        clock = _said_clock(match.group())
+        if clock is None:
+            continue
+        if found and len(found[-1][2]) == 1 and _RANGE_LINK.fullmatch(text[found[-1][0]: match.start()]):
+            end, written, (first,), (first_written,) = found.pop()
+            found.append((match.end(), written + text[end: match.end()], (first, clock),
+                          (first_written, match.group())))
+        else:
+            found.append((match.end(), match.group(), (clock,), (match.group(),)))
+    return [(written, clocks, parts) for _, written, clocks, parts in found]
+
+
+def _clocks(text: str) -> tuple[set[str], set[tuple[str, ...]]]:
+    """The times of day and the windows a sent or read text holds."""
+    ranges = {(_pad(match.group(1)), _pad(match.group(2))) for match in _SENT_RANGE.finditer(text)}
+    times = {f"{int(match.group(1)):02d}:{match.group(2)}" for match in _SENT_TIME.finditer(text)}
+    return times | {clock for window in ranges for clock in window}, ranges
+
+
+def _pad(clock: str) -> str:
+    return clock.zfill(5)
+
+
+def _time_disagreement(text: str, call: dict[str, Any], context: str) -> Disagreement | None:
+    """A time said must be one the call sent (or its result); a window said, one it sent when it sent windows
+    ("13:00-18:00"). One a read returned may be said too, beside one the call sent (the old value)."""
+    arguments = call.get("arguments") or {}
+    timed = {name: value for name, value in arguments.items() if isinstance(value, str) and _clocks(value)[0]}
+    if not timed:
+        return None
+    times, ranges = _clocks(" ".join(texts([arguments, call.get("result")])))
+    read_times, read_ranges = _clocks(context)
+    said = _said_times(text)
+
+    def sent(clocks: tuple[str, ...]) -> bool:
+        return clocks in ranges if len(clocks) == 2 and ranges else all(clock in times for clock in clocks)
+
+    old_too = any(sent(clocks) for _, clocks, _ in said)
+    for written, clocks, parts in said:
+        read = clocks in read_ranges if len(clocks) == 2 and ranges else all(clock in read_times for clock in clocks)
+        if not sent(clocks) and not (old_too and read):
+            if not (len(clocks) == 2 and ranges):   # compared end by end: the end not sent
+                written = next(part for clock, part in zip(clocks, parts) if clock not in times)
+            argument = next(iter(timed))
+            return Disagreement(argument, written, arguments[argument])
+    return None
+
+
+def _email_disagreement(text: str, call: dict[str, Any]) -> Disagreement | None:
+    arguments = call.get("arguments") or {}
+    emails = _emails(arguments)
+    sent_text = " ".join(texts([arguments, call.get("result")])).casefold()
+    for kind, written, key in stated_values(text) if emails else ():
+        if kind == "email" and key not in sent_text:
+            argument = next(iter(emails))
+            return Disagreement(argument, written, arguments[argument])
+    return None
+
+
+_ENDING = re.compile(r"\bending(?:\s+in)?\s+[*#]*(\d[\d ]*\d)", re.IGNORECASE)
+"""The last digits of a number said in its place: "your card ending 8802", "the IBAN ending in 3249 31"."""
+
+
+def _ending_disagreement(text: str, call: dict[str, Any], context: str) -> Disagreement | None:
+    """The last digits said of a card, account or phone number must end a number the call (with a string argument
+    of three digits or more), its result or a read holds."""
+    arguments = call.get("arguments") or {}
+    numbered = [name for name, value in arguments.items()
+                if isinstance(value, str) and len(re.sub(r"\D", "", value)) >= 3]
+    held = [re.sub(r"\D", "", leaf) for leaf in texts([arguments, call.get("result")])] + re.findall(r"\d+", context)
+    for match in _ENDING.finditer(text) if numbered else ():
+        digits = match.group(1).replace(" ", "")
+        if len(digits) >= 3 and not any(number.endswith(digits) for number in held):
+            return Disagreement(numbered[0], match.group(1), arguments[numbered[0]])
+    return None
+
+
+_NUMBER = re.compile(r"(?<![\w.,/@-])\d+(?:[.,]\d+)*(?![\w/@-]|[.,]\d)")
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+           "ten": 10, "eleven": 11, "twelve": 12, "both": 2}
+_COUNT = re.compile(rf"\b(?<!\bthe )(?<!\bthis )(?<!\bthat )(?<!\bwhich )(?<!\bnew )(?<!\bold )(?<!\bany )(?<!\beach )"
+                    rf"({'|'.join(_COUNTS)})\s+(?!(?:of|the|a|an|more|other|another|at|by|or|and|to|in|on|for|"
+                    rf"with|is|are|was|were|has|have|last|time)\b)[a-z]", re.IGNORECASE)
+"""A count said as a word before what it counts: "one monitor", "both pairs" (not "the new one", "one of")."""
+
+
+def readings(written: str) -> set[Decimal]:
+    """The numbers a number as written may be: "1,450" is 1450 or, with a decimal comma, 1.45; "€5,00" is 5;
+    "1.450,50" is 1450.5."""
+    parts, separators = re.split(r"[.,]", written), re.findall(r"[.,]", written)
+    if not separators:
+        return {Decimal(written)}
+    found = set()
+    grouped = all(len(part) == 3 for part in parts[1:-1])
+    if grouped and len(set(separators[:-1])) <= 1 and (len(separators) == 1 or separators[-1] != separators[0]):
+        found.add(Decimal(f"{''.join(parts[:-1])}.{parts[-1]}"))   # the last mark is the decimal one
+    if len(set(separators)) == 1 and len(parts[0]) <= 3 and all(len(part) == 3 for part in parts[1:]):
+        found.add(Decimal("".join(parts)))                             # every mark groups thousands
+    return found
+
+
+def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disagreement | None:
+    """A number said (in any of its readings) must be one the call sent as a number, or that its arguments, its result
+    or a read hold; a count said as a word, a whole number up to twelve the call sent or its result holds as a
+    number."""
+    arguments = call.get("arguments") or {}
+    numbers = {name: number(value) for name, value in arguments.items()
+               if isinstance(value, int | float) and not isinstance(value, bool)}
+    if not numbers:
+        return None
+    known = {sent for sent in numbers.values() if sent is not None} | {
+        Decimal(found) for found in re.findall(r"\d+(?:\.\d+)?", " ".join(texts([arguments, call.get("result")]))
+                                               + " " + context)}
+    argument = next(iter(numbers))
+    for match in _NUMBER.finditer(_without_dates(text)):
+        if not any(numbers_agree(said, sent) for said in readings(match.group()) for sent in known):
+            return Disagreement(argument, match.group(), arguments[argument])
+    counts = {sent for sent in {*numbers.values(), *_numbers_in(call.get("result"))}
+              if sent is not None and sent == sent.to_integral_value() and 0 < sent <= 12}
+    for match in _COUNT.finditer(text) if counts else ():
+        if Decimal(_COUNTS[match.group(1).lower()]) not in counts:
+            return Disagreement(argument, match.group(1), arguments[argument])
+    return None
+
+
+def _numbers_in(value: Any) -> set[Decimal | None]:
+    """The numbers a JSON value holds as numbers (not in text)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return set().union(*(_numbers_in(item) for item in value))
+    return {number(value)} if isinstance(value, int | float) and not isinstance(value, bool) else set()
+
+
+def _quoted_options(sentence: str, argument: str, options: list[str]) -> list[str]:
+    """The enum values said in quotation marks: whole ('with the reason "damaged"'), with their words in any order and
+    cut short ('the "EU Roaming 5GB" add-on' is `ROAM_EU_5GB`), or inside a quotation right after the argument's name
+    ("the reason 'arrived damaged'" says `damaged`). A quotation is else the user's words or a title, which state
+    nothing."""
+    label = r"[\s_]+".join(map(re.escape, argument.split("_")))
+    found = []
+    for match in _QUOTE.finditer(sentence):
+        quoted = match.group()[1:-1].strip()
+        words = [word.casefold() for word in re.split(_DASHES, quoted) if word]
+        labelled = re.search(rf"\b{label}\W*$", sentence[:match.start()], re.IGNORECASE)
+        found += [value for value in options if _same_words(words, [word.casefold() for word in re.split(_DASHES, value)
+                                                                   if word])
+                  or labelled and value_pattern(value).search(quoted)]
+    return list(dict.fromkeys(found))
+
+
+def _same_words(said: list[str], value: list[str]) -> bool:
+    """Each word of the value starts a word said, one to one, in any order."""
+    left = list(said)
+    for word in value:
+        match = next((index for index, other in enumerate(left) if other.startswith(word)), None)
+        if match is None:
+            return False
+        left.pop(match)
+    return not left
 
 
 def _without_dates(text: str) -> str:
-    for _, written, _ in stated_values(text):
-        text = text.replace(written, " ")
-    text = _YEARLESS.sub(" ", text)
+    """The text without its dates, times, e-mails and identifiers, nor its bare runs of three digits or more (an
+    order or phone number; "1,450" and "125.00" stay)."""
+    for start, end, _, _ in reversed(_dates_at(text)):
+        text = text[:start] + " " + text[end:]
+    for kind, written, _ in stated_values(text):
+        if kind != "number" or written.isdigit():
+            text = text.replace(written, " ")
     text = IDENTIFIER.sub(" ", text)
     return re.sub(r"\b\d{1,2}:\d\d\b|\b\d{1,2}\s*(?:am|pm)\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", " ", text,
                   flags=re.IGNORECASE)
@@ -683,27 +924,37 @@ def _emails(arguments: dict[str, Any]) -> dict[str, str]:
     return {name: value for name, value in arguments.items() if isinstance(value, str) and "@" in value}
 
 
+_NAME_AFTER = re.compile(r"\bto\s+[*_]{0,2}([\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?)")
+
+
 def assigned_name(said: Said, sentence: str, call: dict[str, Any]) -> Disagreement | None:
-    """An action word that names an argument the call set ("assigned" → assignee), or one of giving work to
-    someone ("reassigned", "transferred") when the call sent an e-mail: the name said after "to" must be the
-    one sent."""
+    """An action word that names an argument the call set ("assigned" → assignee, assigned_to), or one of giving
+    work to someone ("reassigned", "transferred") when the call sent an e-mail: the name said after "to" must be
+    one sent — every word of it, unless an e-mail was sent."""
     arguments = call.get("arguments") or {}
-    argument = next((name for name in arguments if names_argument(said.lemma, {name: None})
-                     and isinstance(arguments[name], str)), None)
-    if argument is None and said.lemma in ("assign", "reassign", "transfer"):
-        argument = next(iter(_emails(arguments)), None)
-    if argument is None:
+    named = [name for name, value in arguments.items()
+             if names_argument(said.lemma, {name: None}) and isinstance(value, str)]
+    if not named and said.lemma in ("assign", "reassign", "transfer"):
+        named = list(_emails(arguments))[:1]
+    if not named:
         return None
     match = _NAME_AFTER.search(unquoted(sentence)[unquoted(sentence).find(said.word):])
     if match is None:
         return None
-    name, sent = match.group(1), arguments[argument].casefold()
-    if "@" in name:
-        return None if name.casefold() == sent else Disagreement(argument, name, arguments[argument])
-    words = [word.casefold() for word in name.split()]
-    if words[0] in ("the", "a", "an", "your") or any(word in sent for word in words):
+    name = match.group(1)
+    if name.split()[0].casefold() in ("the", "a", "an", "your"):
         return None
-    return Disagreement(argument, name, arguments[argument])
+    if any(_same_name(name, arguments[argument].casefold()) for argument in named):
+        return None
+    return Disagreement(named[0], name, arguments[named[0]])
+
+
+def _same_name(name: str, sent: str) -> bool:
+    """An e-mail said is the one sent; a name, when every word of it is in the name sent (any word of it in an
+    e-mail sent)."""
+    if "@" in name:
+        return name.casefold() == sent
+    return (any if "@" in sent else all)(word.casefold() in sent for word in name.split())
 
 
 def names_argument(lemma: str, arguments: dict[str, Any]) -> bool:

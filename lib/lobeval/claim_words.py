@@ -299,14 +299,21 @@ def statements(text: str) -> Iterator[str]:
         yield from _sentences(_LIST_ITEM.sub("", line))
 
 
+_RANGE_BEFORE = re.compile(r"(?:\d|\b[ap]\.?m\.?|\b[A-Z]{1,3}\d)\**$", re.IGNORECASE)
+_RANGE_AFTER = re.compile(r"\**\d|\**[A-Z][a-z]+\b(?!\s+(?:is|are|was|were|has|have|will)\b)")
+"""A dash between two ends of a range ("22:00 – 01:00"), or in an enum value ("P1 – Critical"), splits nothing."""
+
+
 def _sentences(line: str) -> Iterator[str]:
     """The sentences of a line, never split inside a quotation ("Laptop stolen – not reported")."""
     masked = _QUOTE.sub(lambda match: "\0" * len(match.group()), line)
     start = 0
     for end in [*_SENTENCE_END.finditer(masked), None]:
         sentence = line[start: end.start() if end else len(line)].strip()
-        if end and _HEADER.fullmatch(sentence) and end.group().strip() in ("—", "–", "-"):
-            continue   # "INC0034700 — Status: Closed": the identifier heads what follows
+        if end and end.group().strip() in ("—", "–", "-") and (
+                _HEADER.fullmatch(sentence) or _RANGE_BEFORE.search(line[:end.start()])
+                and _RANGE_AFTER.match(line[end.end():])):
+            continue   # "INC0034700 — Status: Closed", "8:00 PM – 12:00 AM", "P1 – Critical": one statement
         if sentence:
             yield sentence
         start = end.end() if end else start

@@ -232,7 +232,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
         if backing:
-            problems.append(_agreement(said, sentence, backing, state) or _records_left_out(said, sentence, backing))
+            problems.append(_agreement(said, sentence, backing, state) or _records_left_out(said, sentence, backing, state))
         elif said.claim and not (said.passive and _reported(said, sentence, state)) \
                 and not (present and NEW_STATE.search(sentence)):
             problems.append({"claim": said.word.lower()})
@@ -251,22 +251,31 @@ _BETWEEN = re.compile(r"[\s,*]*(?:(?:have|has|had|been|are|were|is|was|now|all|b
                       r"[\s,*]+)*")
 
 
-def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]],
+                      state: _Conversation) -> dict[str, Any] | None:
     """An action said of several records named together ("Both orders, ORD-1 and ORD-2, have been cancelled",
-    "I've linked KB0020 and KB0021") must be backed on each of them: one that no backing write names makes it
-    claimed but not done."""
+    "Refunded $15.00 on both INV-7012 and INV-7013") must be backed on each of them, with the values it states: one
+    that no backing write names makes it claimed but not done; one whose writes all sent other values, said but not
+    sent."""
     text = unquoted(sentence)
     at = text.find(said.word)
-    sent = json.dumps([[made["call"].get("arguments"), made["call"].get("result")] for made in backing], default=str)
     for match in _RECORDS.finditer(text):
         before, after = text[match.end(): at], text[at + len(said.word): match.start()]
         if not (at >= match.end() and _BETWEEN.fullmatch(before) or at < match.start() and len(after.split()) <= 4
-                and not re.search(r"\b(?:and|or|but|is|are|was|were|has|have)\b|[.;:]", after)):
+                and not re.search(r"\b(?:and|or|but|is|are|was|were|has|have)\b|[;:]|\.(?!\d)", after)):
             continue
-        named = IDENTIFIER.findall(match.group())
-        missing = [record for record in named if record not in sent]
-        if missing and len(missing) < len(named):
+        named = {record: [made for made in backing if _holds(_values_text(made["call"]), record)]
+                 for record in IDENTIFIER.findall(match.group())}
+        if any(named.values()) and not all(named.values()):
             return {"claim": said.word.lower()}
+        for made in (writes[0] for writes in named.values() if writes and all(
+                disagreement(sentence, other["call"], function_of(other["call"]["functionName"], state.tools),
+                             state.read) for other in writes)):
+            found = disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
+                                 state.read)
+            return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
+                    "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
+                    "sent": found.sent}
     return None
 
 

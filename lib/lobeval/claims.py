@@ -270,9 +270,9 @@ def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]],
             return {"claim": said.word.lower()}
         for made in (writes[0] for writes in named.values() if writes and all(
                 disagreement(sentence, other["call"], function_of(other["call"]["functionName"], state.tools),
-                             state.read) for other in writes)):
+                             _besides(other, state)) for other in writes)):
             found = disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
-                                 state.read)
+                                 _besides(made, state))
             return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
                     "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
                     "sent": found.sent}
@@ -369,7 +369,7 @@ def _named_action_in(sentence: str, state: _Conversation) -> dict[str, Any] | No
         if made["message_index"] != state.message_index or noun is None \
                 or not fits(call, sentence, state.vocabulary.entities, function):
             continue
-        found = disagreement(sentence, call, function, state.read)
+        found = disagreement(sentence, call, function, _besides(made, state))
         if found or _states_a_value(text, call) or _states_a_number(text, call):
             state.told.add(made["actual_index"])
         if found:
@@ -378,16 +378,16 @@ def _named_action_in(sentence: str, state: _Conversation) -> dict[str, Any] | No
     return None
 
 
-_FIELD_ROW = re.compile(r"^\W*?([A-Za-z][A-Za-z _-]*?)\W*\s*(?:\||:)\W*([A-Za-z][\w .-]*?)\W*$")
+_FIELD_ROW = re.compile(r"^\W*?([A-Za-z][A-Za-z _-]*?)\W*\s*(?:\||:)[^\w€$£]*([\w€$£][\w .,€$£-]*?)\W*$")
 """A field and its value as a table row or a label: "| Priority | High |", "**Priority:** Critical"."""
 _HEADED = re.compile(r"^\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?([A-Z]{2,6}-?\d{2,})\W*?\s+[—–-]\s+(.+)$")
 """A record's identifier as a header of what follows: "INC0034700 — Status: Closed", "**INC-3** — On Hold"."""
 
 
 def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
-    """A field of a write of this message shown with an enum value of its parameter, as a table row or a label, or a
-    value under the record's identifier as a header ("INC-3 — On Hold, waiting on the vendor"): the value it sent
-    tells the write; another value of the same enum is claimed but not done."""
+    """A field of a write of this message shown with an enum value of its parameter or a number, as a table row or a
+    label, or a value under the record's identifier as a header ("INC-3 — On Hold, waiting on the vendor"): the value
+    it sent tells the write; another value is claimed but not done."""
     headed = _HEADED.match(sentence.strip())
     record, rest = (headed.group(1), headed.group(2).strip()) if headed else (None, sentence.strip())
     cells = [cell.strip() for cell in rest.strip("| ").split("|")]
@@ -404,8 +404,17 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
         if made["message_index"] != state.message_index or record and record not in json.dumps(
                 [call.get("arguments"), call.get("result")], default=str):
             continue
+        function = function_of(call["functionName"], state.tools)
         for name, sent in (call.get("arguments") or {}).items():
-            options = (function_of(call["functionName"], state.tools).parameters.get(name) or {}).get("enum") or []
+            if row and isinstance(sent, int | float) and not isinstance(sent, bool) \
+                    and _names_argument_label(row.group(1), {"arguments": {name: sent}}):   # "Amount: EUR 125.00"
+                state.told.add(made["actual_index"])
+                found = disagreement(row.group(2), {"arguments": {name: sent}, "result": call.get("result")}, function,
+                                     _besides(made, state))
+                if found:
+                    return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
+                            "argument": name, "said": found.said, "sent": sent}
+            options = (function.parameters.get(name) or {}).get("enum") or []
             if not isinstance(sent, str) or sent not in options:
                 continue
             if row:
@@ -504,7 +513,8 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
     priority does not back "raised to Critical" when `update_incident` sent High)."""
     state.told.update(other["actual_index"] for other in backing)
     found = [(made, disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
-                                 state.read) or assigned_name(said, sentence, made["call"])) for made in reversed(backing)]
+                                 _besides(made, state)) or assigned_name(said, sentence, made["call"]))
+             for made in reversed(backing)]
     differ = {problem.argument for _, problem in found if problem}
     if not found or any(problem is None and differ <= set(made["call"].get("arguments") or {})
                         for made, problem in found):
@@ -513,6 +523,15 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
     return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
             "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
             "sent": found.sent}
+
+
+def _besides(made: dict[str, Any], state: _Conversation) -> str:
+    """What the reads returned and the other writes of the message sent and returned, lower case: values a sentence
+    may state of them ("The vase (qty 1) is off your order, your new total is $42.00, and the $18.00 difference has
+    been refunded")."""
+    others = [_values_text(other["call"]) for other in state.writes
+              if other["message_index"] == made["message_index"] and other is not made]
+    return " ".join([state.read, *others]).lower()
 
 
 def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
@@ -545,14 +564,14 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
         call, function = made["call"], function_of(made["call"]["functionName"], state.tools)
         if not fits(call, sentence, state.vocabulary.entities, function):
             continue
-        found = disagreement(sentence, call, function, state.read)
+        found = disagreement(sentence, call, function, _besides(made, state))
         if found:
             state.told.add(made["actual_index"])
             problem = problem or {"claim": "set", "functionName": call["functionName"],
                                   "actual_index": made["actual_index"], "argument": found.argument,
                                   "said": found.said, "sent": found.sent}
         elif _states_a_value(expanded, call) or function.actions & {word.lower() for word in TOKEN.findall(expanded)} \
-                or _names_argument_label(expanded, call):
+                or _names_argument_label(expanded, call) or _states_a_number(expanded, {"arguments": call.get("result")}):
             state.told.add(made["actual_index"])
             return None
     if problem:

@@ -920,6 +920,7 @@ def _without_dates(text: str) -> str:
     order or phone number; "1,450" and "125.00" stay)."""
     for start, end, _, _ in reversed(_dates_at(text)):
         text = text[:start] + " " + text[end:]
+    text = _DOTTED.sub(" ", text)   # today's date too: "today (26.11.2026)"
     for kind, written, _ in stated_values(text):
         if kind != "number" or written.isdigit():
             text = text.replace(written, " ")

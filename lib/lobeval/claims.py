@@ -72,7 +72,9 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
         acted_on = " ".join(said.subject) if said.passive else said.span[said.span.find(said.word) + len(said.word):]
         named = {singular(word.lower()) for word in TOKEN.findall(acted_on)} & function.entities
         same = bool(named) or _states_a_value(said.span, call)
-    return bool(same) and fits(call, said.span, entities, function) and _subject_action_agrees(said, words)
+    # A record heading the sentence is what its clauses are about: "**VIS-2** (boiler service): moved to 20 April".
+    named = sentence if not IDENTIFIER.search(said.span) and re.match(rf"\W*{_RECORD}", sentence) else said.span
+    return bool(same) and fits(call, said.span, entities, function, named) and _subject_action_agrees(said, words)
 
 
 def _owned_elsewhere(said: Said, call: dict[str, Any], function: Function, vocabulary: Vocabulary) -> bool:
@@ -113,13 +115,13 @@ def _reported_effects(result: Any) -> set[str]:
             for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key) for lemma in lemmas(word)}
 
 
-def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function) -> bool:
+def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function, records: str = "") -> bool:
     """Whether `sentence` can be about `call`: the entities it names (of `entities`, the suite's writes') include
-    one of the call's, and the identifiers it gives one of the call's."""
+    one of the call's, and the identifiers it (or `records`, when given) gives one of the call's."""
     named = {singular(word.lower()) for word in re.findall(r"[A-Za-z]+", sentence)} & entities
     if named and not named & (function.entities | _records_referred(call)):
         return False
-    identifiers = set(IDENTIFIER.findall(sentence))
+    identifiers = set(IDENTIFIER.findall(records or sentence))
     sent = _values_text(call)
     return not identifiers or any(_holds(sent, identifier) for identifier in identifiers)
 
@@ -511,7 +513,7 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
     """Tell the backing writes; the disagreement with the latest when none agrees with every value said (a write
     that did not set the argument another one disagrees on agrees with nothing: `create_incident` without a
     priority does not back "raised to Critical" when `update_incident` sent High)."""
-    state.told.update(other["actual_index"] for other in backing)
+    state.told.update(other["actual_index"] for other in _the_ones_said(sentence, backing))
     found = [(made, disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
                                  _besides(made, state)) or assigned_name(said, sentence, made["call"]))
              for made in reversed(backing)]
@@ -523,6 +525,17 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
     return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
             "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
             "sent": found.sent}
+
+
+def _the_ones_said(sentence: str, backing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of several backing calls of one function, those whose values the sentence states, when it states any: "VPN
+    access revoked (removed from VPN-Users)" tells `revoke_access(group="VPN-Users")`, not the one on the share."""
+    told = []
+    for name in dict.fromkeys(made["call"]["functionName"] for made in backing):
+        calls = [made for made in backing if made["call"]["functionName"] == name]
+        stated = [made for made in calls if _states_a_value(sentence, made["call"])]
+        told += stated if len(calls) > 1 and stated else calls
+    return told
 
 
 def _besides(made: dict[str, Any], state: _Conversation) -> str:

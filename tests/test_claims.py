@@ -541,11 +541,11 @@ def test_a_second_verb_after_and_keeps_another_doer_however_long_the_first_verbs
 
 @pytest.mark.parametrize("text, claims", [
     ("Once a ticket is set to Critical, the duty manager is paged and a bridge call is opened.", []),
-    ("The ticket is Critical, the duty manager was paged and a bridge call was opened.", ["opened"])])
+    ("The ticket is Critical, the duty manager was paged and a bridge call was opened.", ["paged"])])
 def test_a_sentence_that_opens_with_a_condition_says_what_happens_then_in_all_its_clauses(text, claims):
     conv = transcript(("user", "What happens at Critical?"), ("assistant", text))
     said = [item["claim"] for item in find_claims(conv, tool("open_bridge_call"))["claimed_not_done"]]
-    assert [claim for claim in said if claim == "opened"] == claims
+    assert [claim for claim in said if claim in ("paged", "opened")] == claims   # the sentence's first claim
 
 
 def test_the_month_may_after_a_day_says_no_future():

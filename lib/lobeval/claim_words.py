@@ -34,7 +34,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "complete": ("complete", "resolve", "close", "finish", "fulfil", "fulfill"),
     "approve": ("approve", "accept", "grant", "authorise", "authorize"),
     "reject": ("reject", "decline", "deny", "refuse"),
-    "send": ("send", "email", "mail", "notify", "forward", "inform", "alert", "post", "reply", "message"),
+    "send": ("send", "email", "mail", "notify", "page", "forward", "inform", "alert", "post", "reply", "message"),
     "refund": ("refund", "reimburse", "credit"),
     "exchange": ("exchange", "swap"),
     "any": ("process", "action", "handle", "sort", "apply", "save", "submit", "put", "confirm"),
@@ -51,7 +51,8 @@ _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally",
             "still", "only"}
 _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "must", "going", "gonna", "if",
            "once", "unless", "whenever", "until", "when", "able", "need", "needs", "want", "wants", "try", "about",
-           "ready", "plan", "to", "before", "cannot", "let", "why", "whether"}
+           "ready", "plan", "to", "before", "cannot", "let", "why", "whether", "possible", "possibly", "perhaps",
+           "maybe", "probably", "likely"}
 _ABILITY = {"will", "would", "could", "can", "may", "might", "able"}
 _NOT_YET = {"when", "before", "until", "till", "once", "unless", "whenever"}
 """A verb in a clause these open tells when something else happens, not what was done."""
@@ -79,6 +80,7 @@ _DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 HISTORY = re.compile(
     rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
+    rf"this morning|this afternoon|this week|"
     rf"back in|since|history|log "
     rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b|"
     rf"^\W*(?:\d{{1,2}}[/.]\d{{1,2}}(?:[/.]\d{{2,4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}|"
@@ -93,6 +95,8 @@ ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|
 """The day an act was done: "cancelled on 3 March", "reassigned to Tier 2 on 5 March" (not "moved to 5 March", "updated to end on 5 March")."""
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
                       r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
+_TARGET = re.compile(r"\b(?:within|after) \d+ (?:business |working )?(?:minutes?|hours?|days?|weeks?)\b", re.IGNORECASE)
+"""A service level: "P2: acknowledged within 1 hour", "closed after 10 business days" (not said by the bot of itself)."""
 NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
                        r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
 NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
@@ -131,7 +135,9 @@ _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
     (r"\b(\w+)'s(?=\s+(?:now|already|all|on|in|through|underway|yours|open|live)\b)", r"\1 is"),
     (r"\b(has|have) gone through\b", r"\1 been processed"), (r"\bwent through\b", "was processed"),
-    (r"\be-mail", "email"), (r"\b(took|taken) care of\b", "handled"), (r"\bthe moment\b", "when"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
+    (r"\be-mail", "email"), (r"\b(took|taken) care of\b", "handled"),
+    (r"\bleft (him |her |them |you )?(a|an) (comment|note|message|reply)\b", r"added \1\2 \3"),
+    (r"\bmade (?:the following |these |those |some |a few |the )?changes?\b", "changed"), (r"\bthe moment\b", "when"), (r"\b(?:fully|already) booked up\b|\bfully booked\b", "full"))]
 _YEARLESS = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})(?!,?\s*\d{{4}})|\b({_MONTHS})\s+(\d{{1,2}})"
                        rf"(?:st|nd|rd|th)?\b(?!,?\s*\d{{4}})", re.IGNORECASE)
 _WEEKDAY_DAY = re.compile(rf"\b(mon|tues|wednes|thurs|fri|satur|sun)day\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"
@@ -369,12 +375,17 @@ class Said:
     """The words of its clause before the verb and its auxiliaries."""
 
 
-_CONDITION_FIRST = re.compile(r"\W*(?:(?:please\s+)?(?:be aware|note)\W+)?(?:(?:if|once|unless|whenever|when|as soon as)\b|"
+_CONDITION_FIRST = re.compile(r"\W*(?:(?:just\s+)?to confirm\b|(?:so\s+)?you(?:'d| would)?\s+(?:want|like)\b|"
+                              r"i (?:understand|see|can see|gather)\b|it (?:looks|seems) like\b|apparently\b|"
+                              r"\**[A-Z][\w -]*\**\s+(?:is for|means|is used for)\b|"
+                              r"(?:(?:please\s+)?(?:be aware|note)\W+)?(?:(?:if|once|unless|whenever|when|as soon as)\b|"
                               r"(?:according to|as per|per|under)\b[^,;:]*\b(?:policy|rules|terms|guidelines)\b)"
-                              r"[^,;:]*[,;:]", re.IGNORECASE)
-"""A sentence that opens with a condition or a policy says what happens then, in all its clauses: "Once a ticket is
-set to Critical, the duty manager is paged and a bridge call is opened", "According to the equipment policy, laptops
-are replaced every 4 years and requests above EUR 500 are escalated"."""
+                              r"[^,;:]*[,;:])", re.IGNORECASE)
+"""A sentence that opens with a condition, a policy, a definition, what someone else reported, or the user's request
+said back claims nothing in any of its clauses: "Once a ticket is set to Critical, the duty manager is paged and a
+bridge call is opened", "According to the equipment policy, laptops are replaced every 4 years and requests above EUR
+500 are escalated", "Expedited is for work that can't wait: the on-call lead is notified", "I understand his request
+has been approved", "Just to confirm: you want TKT-1 set to Completed"."""
 
 
 _LABEL = re.compile(r"^\W*([A-Za-z]+(?:\s+[A-Za-z]+){1,2})\s*:\s*")
@@ -394,10 +405,11 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
             continue
         tokens = TOKEN.findall(clause)
         lowered = [token.lower() for token in tokens]
-        first = next((word for word in lowered if word not in ("and", "or", "also", "then")), "")
+        first = next((word for word in lowered if word not in ("and", "or", "nor", "also", "then")), "")
         if able and (first in LEXICON or vocabulary.action(first)):
-            continue
-        able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered))
+            continue   # "I can swap your SIM, change your plan" / "I have not closed, reassigned or commented on it"
+        able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered)) \
+            or bool(NEGATION.search(clause))
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
             if _negated(lowered, position) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
@@ -408,7 +420,8 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
                 claim, passive, subject = how
                 # The user's own words said back tell what a call did, and claim nothing alone (a title).
                 found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
-                                  claim and not _GENERAL.search(clause) and not _echoed(lowered, position, said_by_user),
+                                  claim and not _GENERAL.search(clause) and not _echoed(lowered, position, said_by_user)
+                                  and not (_TARGET.search(clause) and not set(subject) & _BOT),
                                   passive,
                                   " ".join(tokens[_verb_start(lowered, before, position):
                                                   _clause_end(lowered, position, after)]), subject))

@@ -56,10 +56,14 @@ _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "
 _ABILITY = {"will", "would", "could", "can", "may", "might", "able"}
 _NOT_YET = {"when", "before", "until", "till", "once", "unless", "whenever"}
 """A verb in a clause these open tells when something else happens, not what was done."""
+_BEFORE_A_VALUE = {"in", "into", "to", "as", "from"}
+"""An action word after these is a value: "in Completed status", "marked as Closed" (the verb is "marked")."""
 _BEFORE_TO = {"going", "able", "need", "needs", "want", "wants", "try", "ready", "plan", "about"}
 _BOT = {"i", "we"}
 _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody", "everyone", "who", "manager",
-           "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system"}
+           "team", "customer", "colleague", "agent", "admin", "administrator", "supervisor", "system", "airline",
+           "carrier", "courier", "warehouse", "bank", "hotel", "pharmacy", "doctor", "engineer", "technician", "crew",
+           "provider", "vendor", "partner", "hr", "finance", "approver", "requester", "caller", "user"}
 DETERMINERS = {"as", "the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
                 "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
 _ACKNOWLEDGED = {"confirmed", "noted", "understood"}
@@ -81,6 +85,7 @@ _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 HISTORY = re.compile(
     rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
     rf"this morning|this afternoon|this week|"
+    rf"^\W*on\s+(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}|\d{{1,2}}/\d{{1,2}})\b|"
     rf"back in|since|history|log "
     rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b|"
     rf"^\W*(?:\d{{1,2}}[/.]\d{{1,2}}(?:[/.]\d{{2,4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}|"
@@ -410,12 +415,13 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
             continue   # "I can swap your SIM, change your plan" / "I have not closed, reassigned or commented on it"
         able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered)) \
             or bool(NEGATION.search(clause))
-        positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)]
+        positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)
+                     and not (position and lowered[position - 1] in _BEFORE_A_VALUE)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
             if _negated(lowered, position) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
                     or set(lowered) <= _DISCOURSE:   # "All set!": ready, of nothing named
                 continue
-            how = _how(lowered, position)
+            how = None if _named_before(tokens, position) else _how(lowered, position)
             if how is not None:
                 claim, passive, subject = how
                 # The user's own words said back tell what a call did, and claim nothing alone (a title).
@@ -426,6 +432,12 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
                                   " ".join(tokens[_verb_start(lowered, before, position):
                                                   _clause_end(lowered, position, after)]), subject))
     return found
+
+
+def _named_before(tokens: list[str], position: int) -> bool:
+    """A person named right before the verb did it: "Priya Nair approved LV0044981", "Kim Doyle downgraded"."""
+    name = tokens[position - 1] if position > 1 else ""
+    return bool(re.fullmatch(r"[A-Z][a-z]+", name)) and bool(re.fullmatch(r"[A-Z][a-z]+", tokens[position - 2]))
 
 
 def _negated(tokens: list[str], position: int) -> bool:
@@ -503,7 +515,7 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
                 return None
             if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
                 return specific(tokens[0]) and not {"already", "still"} & set(tokens[:position]), True, before
-            return True, True, before
+            return "already" not in tokens[:position], True, before   # "TKT-4 was already Completed": as it was
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
             return True, False, before
@@ -568,7 +580,9 @@ def _modal(tokens: list[str], index: int) -> bool:
 
 def _named_agent(after: list[str]) -> bool:
     """A passive's "by ..." names someone other than the bot ("by the night shift", "by Ana", not "by Friday")."""
-    after = list(itertools.takewhile(lambda word: word not in _COORDINATORS, after))
+    joined = [word for index, word in enumerate(after)   # "approved and issued by Dr Patel"
+              if not (word in ("and", "or") and index + 1 < len(after) and lemmas(after[index + 1]))]
+    after = list(itertools.takewhile(lambda word: word not in _COORDINATORS, joined))
     if "by" not in after:
         return False
     following = after[after.index("by") + 1: after.index("by") + 3]

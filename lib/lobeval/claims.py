@@ -54,7 +54,8 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     its own for the word ("reassigned" and `reassign_incident`, when the call was `reopen_incident`), nor when the
     words state a value of a parameter the call did not set ("set to Urgent" and `escalate_ticket(tier=...)`)."""
     arguments = call.get("arguments") or {}
-    if _owned_elsewhere(said, call, function, vocabulary) or _sets_otherwise(said.span, call, vocabulary):
+    if _owned_elsewhere(said, call, function, vocabulary) \
+            or _sets_otherwise(said.span.replace(said.word, " ", 1), call, vocabulary):
         return False
     entities = vocabulary.entities
     words = set(function.actions | function.entities)
@@ -207,7 +208,7 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
         problem = _sentence_problem(sentence, state)
         if problem:
             found.append({**problem, "text": sentence[:200]})
-        if not re.search(r"\byours?\b", sentence, re.IGNORECASE) \
+        if not re.search(rf"\byour\s+(?:\w+\s+)?{_RECORD}", sentence, re.IGNORECASE) \
                 and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
             continue   # "There's a knowledge article for that: KB0017" cites; "Your ticket TKT-999 is ..." claims one
         stated = unquoted(sentence)

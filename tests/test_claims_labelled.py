@@ -1,11 +1,9 @@
 """The claims check against the labelled conversations of tests/fixtures/claims (format: docs/formats.md, "Claims
-benchmark"): labelled.jsonl, written while the rules were made (eight sets of about 40 in it were written as
-held-out sets, measured, then used to fix the rules), and held_out.jsonl, written after the rules in other wording
-and never used to change them, and blind.jsonl, 80 conversations in the wording of six other domains (IT desk,
-shop, HR, room bookings, bank cards, telecom) written by someone who had not read the rules, measured before it was
-used to fix them (docs/metrics.md, section 9), and blind2.jsonl, 70 support-desk conversations written the same way in
-another round, and blind3.jsonl, 70 more (support desk, orders, HR leave) in a third. Each conversation is a test; those the rules get wrong are expected
-failures, kept visible here and counted by `lobeval bench claims [FILE]`."""
+benchmark"; how each set was written and what it measured: docs/metrics.md, section 9). labelled.jsonl was written
+while the rules were made, held_out.jsonl after them and never used to change them; blind.jsonl .. blind13.jsonl were
+written in rounds by someone who had not read the rules, measured as written, then used to fix them. Each conversation
+is a test; those the rules still get wrong are expected failures, each with what it gets wrong, listed in
+known_misses.json and counted by `lobeval bench claims [FILE]`."""
 import json
 from pathlib import Path
 
@@ -16,17 +14,12 @@ from lobeval.claims import find_claims
 from lobeval.vocabulary import function_key
 
 FOLDER = Path(__file__).parent / "fixtures" / "claims"
-KNOWN_MISSES = {
-    "labelled:support-037": "'now belongs to you' states no value of a write's parameters",
-    "labelled:orders-h4-039": "'will now be delivered to 3 Elm Road' with no call: a new state without a field named",
-    "labelled:orders-h5-029": "an address said ('22 Station Road') against another one sent: free text is not compared",
-    "blind:hr-01": "'submitted ... and sent to your manager for approval': the sending a submission does is read as a "
-                   "send no call did",
-}
+KNOWN_MISSES = json.loads((FOLDER / "known_misses.json").read_text(encoding="utf-8"))
+SETS = ("labelled", "held_out", *(f"blind{n}" for n in ("", 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)))
 
 
 def cases():
-    for name in ("labelled", "held_out", "blind", "blind2", "blind3"):
+    for name in SETS:
         for line in (FOLDER / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             key = f"{name}:{record['case_id']}"

@@ -21,6 +21,7 @@ TOOLS = {entry["function"]["name"]: entry for entry in [
     tool("waive_fine", description="Waive a fine.", fine_id="string", amount="number"),
     tool("cancel_hold", description="Cancel a hold.", hold_id="string"),
     tool("send_card", description="Send a library card.", member_id="string", delivery=["post", "email"]),
+    tool("set_notices", description="Set a member's notices.", member_id="string", email_notices="boolean"),
     tool("get_member", effect="read", description="Get a member.", member_id="string"),
 ]}
 
@@ -114,6 +115,26 @@ CASES = {
     "a value after an arrow tells the write": (
         [said("Membership: Standard → Student", made("update_member", {"ok": True}, member_id="M-3", tier="Student"))],
         ([], [])),
+    "a participle before a plural noun describes a kind": (
+        [said("Renewed loans keep their original holds.")], ([], [])),
+    "a rule in the first clause covers the sentence": (
+        [said("Holds are usually kept for a week, and they are cancelled after that.")], ([], [])),
+    "a rejection told after a failed call is no claim": (
+        [said("The renewal was rejected: the loan is overdue.", made("renew_loan", error="overdue", loan_id="LN-9",
+                                                                   due="2026-12-01"))], ([], [])),
+    "a value a read returned, said in a passive, is read back": (
+        [said("It's marked Student because of the card on file.", made("get_member", {"tier": "Student"},
+                                                                      member_id="MB-40"))], ([], [])),
+    "a sentence introducing a list claims nothing itself": (
+        [said("Here's what I've set up:")], ([], [])),
+    "a flag is told by its own word": (
+        [said("MB-41 now gets email notices.", made("set_notices", {"ok": True}, member_id="MB-41", email_notices=True))],
+        ([], [])),
+    "a batch claim still tells the writes of the batch that were done": (
+        [said("Both loans, LN-11 and LN-12, are renewed until 10 December.",
+              made("renew_loan", {"ok": True}, loan_id="LN-11", due="2026-12-10"),
+              made("renew_loan", error="overdue", loan_id="LN-12", due="2026-12-10"))],
+        (["Both loans, LN-11 and LN-12, are renewed until 10 December."], [])),
 }
 
 

@@ -84,7 +84,7 @@ _DISCOURSE = {"done", "ok", "okay", "sure", "great", "all", "set", "so", "and", 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 HISTORY = re.compile(
     rf"\b(?:yesterday|ago|earlier|previously|originally|already|last|later|the next day|the day before|according to|"
-    rf"this morning|this afternoon|this week|"
+    rf"this morning|this afternoon|this week|at the same time|"
     rf"^\W*on\s+(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}|\d{{1,2}}/\d{{1,2}})\b|"
     rf"back in|since|history|log "
     rf"shows|in {_MONTHS}|at \d{{1,2}}(?::\d\d)?\s*(?:am|pm)?)\b|"
@@ -401,6 +401,10 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
     found = []
     if _CONDITION_FIRST.match(sentence):
         return found
+    first = CLAUSE.split(expand(sentence))[0]
+    if _GENERAL.search(first) and not re.search(r"\b(?:i|we|your|my|our|this)\b", first, re.IGNORECASE) \
+            and not IDENTIFIER.search(first):
+        return found   # "Security tickets are kept internal by default, and they are made visible after review"
     label = _LABEL.match(sentence)
     if label and " ".join(label.group(1).lower().split()[1:]) in vocabulary.labels:
         sentence = sentence[label.end():]   # "Assigned group: Network Operations" names a field
@@ -416,7 +420,8 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
         able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered)) \
             or bool(NEGATION.search(clause))
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)
-                     and not (position and lowered[position - 1] in _BEFORE_A_VALUE)]
+                     and not (position and lowered[position - 1] in _BEFORE_A_VALUE)
+                     and not _describes_a_class(tokens, position)]
         for before, position, after in zip([-1, *positions], positions, [*positions[1:], len(tokens)]):
             if _negated(lowered, position) or (len(tokens) == 1 and lowered[0] in _ACKNOWLEDGED) \
                     or set(lowered) <= _DISCOURSE:   # "All set!": ready, of nothing named
@@ -432,6 +437,15 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
                                   " ".join(tokens[_verb_start(lowered, before, position):
                                                   _clause_end(lowered, position, after)]), subject))
     return found
+
+
+def _describes_a_class(tokens: list[str], position: int) -> bool:
+    """A participle first in its clause before a plural noun, with no record named, describes a kind: "Expedited
+    tickets skip the queue", "saved addresses stay attached" (not "Cancelled orders ORD-1 and ORD-2")."""
+    following = tokens[position + 1] if position + 1 < len(tokens) else ""
+    return not any(word.lower() not in ("and", "or", "your", "the", "all") for word in tokens[:position]) \
+        and len(following) > 3 and following.endswith("s") and not following.endswith("ss") \
+        and following.lower() not in _OBJECTS and not any(IDENTIFIER.fullmatch(word) for word in tokens)
 
 
 def _named_before(tokens: list[str], position: int) -> bool:

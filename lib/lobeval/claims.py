@@ -54,8 +54,8 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     its own for the word ("reassigned" and `reassign_incident`, when the call was `reopen_incident`), nor when the
     words state a value of a parameter the call did not set ("set to Urgent" and `escalate_ticket(tier=...)`)."""
     arguments = call.get("arguments") or {}
-    if _owned_elsewhere(said, call, function, vocabulary) \
-            or _sets_otherwise(said.span.replace(said.word, " ", 1), call, vocabulary):
+    near = " ".join(said.span[said.span.find(said.word) + len(said.word):].split()[:6])   # "set to Urgent"
+    if _owned_elsewhere(said, call, function, vocabulary) or _sets_otherwise(near, call, vocabulary):
         return False
     entities = vocabulary.entities
     words = set(function.actions | function.entities)
@@ -70,15 +70,28 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     if not same and said.claim and not _opposed(said.lemma, words):
         # Another verb for what the call did, on the thing it acted on or with a value it sent: "Sent the reply"
         # (`post_reply`), "a temporary password was sent by SMS" (`reset_password(delivery="sms")`).
-        acted_on = " ".join(said.subject) if said.passive else said.span[said.span.find(said.word) + len(said.word):]
-        named = {singular(word.lower()) for word in TOKEN.findall(acted_on)} & function.entities
-        same = bool(named) or _states_a_value(said.span, call)
+        same = bool(_acted_on(said) & function.entities) or _states_a_value(said.span, call)
     # A record heading the sentence is what its clauses are about: "**VIS-2** (boiler service): moved to 20 April".
     named = sentence if not IDENTIFIER.search(said.span) and re.match(rf"\W*{_RECORD}", sentence) else said.span
     return bool(same) and fits(call, said.span, entities, function, named) and _subject_action_agrees(said, words)
 
 
+_GENERAL_VERBS = {"add", "create", "make", "open", "set", "update", "change", "edit", "modify", "apply", "remove"}
+"""Verbs too general for the function named after them to own when it was not called: "Set tier to Plus" is
+`update_member`'s although the suite has `set_notices`."""
+
+
+def _acted_on(said: Said) -> set[str]:
+    """The words of what the action was done to: a passive's subject, else the words after the verb."""
+    words = " ".join(said.subject) if said.passive else said.span[said.span.find(said.word) + len(said.word):]
+    return {singular(word.lower()) for word in TOKEN.findall(words)}
+
+
 def _owned_elsewhere(said: Said, call: dict[str, Any], function: Function, vocabulary: Vocabulary) -> bool:
+    """The word is the name of another function of the suite's, and not said of what this call acted on ("a £10
+    credit has been added" is `issueGoodwillCredit`'s although the suite has `addInternalNote`)."""
+    if _acted_on(said) & function.entities or said.lemma in _GENERAL_VERBS:
+        return False
     owners = vocabulary.owners.get(said.lemma, set())
     sent = {word.lower() for value in (call.get("arguments") or {}).values() if isinstance(value, str)
             for word in TOKEN.findall(value)}   # "reason: Changed mind" says what `start_return` sent
@@ -198,6 +211,10 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
 
 
+_INTRODUCES = re.compile(r"\b(?:following|here is|here's|below)\b.*:\W*$", re.IGNORECASE)
+"""A sentence that introduces a list ("Here's what I've set up for you:") claims what its items say."""
+
+
 def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
     """The sentences' problems, and each identifier that neither the user nor a call produced, said of the user's or
     where the sentence claims an action."""
@@ -206,7 +223,7 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
         if sentence.endswith("?") or EXAMPLE.search(sentence):
             continue
         problem = _sentence_problem(sentence, state)
-        if problem:
+        if problem and not (_INTRODUCES.search(sentence) and not problem.get("argument")):
             found.append({**problem, "text": sentence[:200]})
         if not re.search(rf"\byour\s+(?:\w+\s+)?{_RECORD}", sentence, re.IGNORECASE) \
                 and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
@@ -227,11 +244,15 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary)]
+        owners = state.vocabulary.owners.get(said.lemma, set())
+        if any(made["call"]["functionName"] in owners for made in backing):   # "updated" and `update_payroll_...`
+            backing = [made for made in backing if made["call"]["functionName"] in owners]
         if not backing:
             state.told.update(_told_all_the_same(said, sentence, state))
         backing = _not_by_kin(said, sentence, backing, state)
-        if said.passive and _read_back_history(sentence, backing, state):
-            continue
+        if said.passive and _read_back_history(sentence, backing, state) \
+                or said.passive and "reject" in groups_of(said.lemma) and state.failed:
+            continue   # "my first attempt was rejected": the failure told
         present = bool(re.search(rf"\b(?:is|are|am)\s+(?:\w+\s+)?{re.escape(said.word)}\b", expand(sentence),
                                  re.IGNORECASE))
         if backing:
@@ -302,6 +323,7 @@ def _all_of_a_batch(sentence: str, state: _Conversation) -> dict[str, Any] | Non
                 and not any(made["call"].get("arguments") == call.get("arguments") for made in done) \
                 and (function.entities & {singular(word.lower()) for word in TOKEN.findall(text)}
                      or IDENTIFIER.search(text) and fits(call, text, set(), function) or _states_a_value(text, call)):
+            state.told.update(made["actual_index"] for made in done if made["call"]["functionName"] == call["functionName"])
             return {"claim": every.group().lower()}
     return None
 
@@ -557,8 +579,10 @@ def _reported(said: Said, sentence: str, state: _Conversation) -> bool:
     if said.subject and not any(specific(word) and word not in DETERMINERS or singular(word) in state.vocabulary.records
                                 for word in said.subject):
         return True   # "the card was declined": not a record of this conversation
-    if HISTORY.search(sentence) or ON_A_DAY.search(sentence):
-        return True
+    if HISTORY.search(sentence) or ON_A_DAY.search(sentence) or any(
+            _spelt(value, sentence) and value.lower() in state.read
+            for values in state.vocabulary.enums.values() for value in values):
+        return True   # "It's marked Blocked because ..." after a read returned "Blocked"
     returned = {lemma for word in re.findall(r"[a-z]+", state.read) for lemma in lemmas(word)}
     groups = {group for word in returned for group in groups_of(word)} - {"any"}
     return f'"{said.lemma}' in state.read or said.lemma in returned or bool(groups_of(said.lemma) & groups)
@@ -637,8 +661,14 @@ def _names_a_change(text: str, state: _Conversation) -> bool:
 def _names_argument_label(text: str, call: dict[str, Any]) -> bool:
     """Whether the text names an argument the call set, other than the record's identifier ("the address")."""
     return any(re.search(r"\b" + r"[\s_-]".join(map(re.escape, name.split("_"))) + r"\b", text, re.IGNORECASE)
+               or isinstance(value, bool) and re.search(rf"\b{re.escape(_last_word(name))}\b", text, re.IGNORECASE)
                for name, value in (call.get("arguments") or {}).items()
                if not (isinstance(value, str) and IDENTIFIER.fullmatch(value)))
+
+
+def _last_word(name: str) -> str:
+    """A flag's own word: `customer_visible` and `customerVisible` → visible ("TKT-1 is now visible to them")."""
+    return re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)[-1].lower()
 
 
 def _states_a_value(text: str, call: dict[str, Any]) -> bool:

@@ -228,7 +228,7 @@ def test_a_cancel_done_as_an_update_to_status_cancelled_backs_has_been_cancelled
 def test_the_turn_of_a_write_never_told_is_the_user_turns_so_far_when_the_call_has_none():
     made = {"functionName": "update_item", "arguments": {"status": "Open"}, "result": {"ok": True}}
     conv = transcript(("user", "hi"), ("assistant", "Hello."), ("user", "Look at ACT-3"),
-                      ("assistant", "ACT-3 is Open.", [made]))
+                      ("assistant", "ACT-3 is in the list.", [made]))
     assert find_claims(conv, SCHEMA_TOOLS)["done_not_told"] == [
         {"actual_index": 0, "functionName": "update_item", "turn": 2}]
 
@@ -558,7 +558,7 @@ def test_the_month_may_after_a_day_says_no_future():
 
 
 @pytest.mark.parametrize("text, silent", [("Not yet. I only moved it to In Progress so the clock starts.", []),
-                                          ("Not yet. It's In Progress so the clock starts.", [0])])
+                                          ("Not yet. It's with the team so the clock starts.", [0])])
 def test_only_before_the_verb_keeps_the_bot_its_doer(text, silent):
     tools = tool("update_incident", number="", state=["New", "In Progress"])
     conv = transcript(("user", "Did you change the priority of INC-7?"),

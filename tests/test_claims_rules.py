@@ -135,6 +135,13 @@ CASES = {
               made("renew_loan", {"ok": True}, loan_id="LN-11", due="2026-12-10"),
               made("renew_loan", error="overdue", loan_id="LN-12", due="2026-12-10"))],
         (["Both loans, LN-11 and LN-12, are renewed until 10 December."], [])),
+    "a value a write of the message set, said of its record, tells it": (
+        [said("There we go — MB-44 is Student.", made("update_member", {"ok": True}, member_id="MB-44", tier="Student"))],
+        ([], [])),
+    "a value the record already had, read back, does not": (
+        [said("MB-45 is Student.", made("get_member", {"tier": "Student"}, member_id="MB-45"),
+              made("update_member", {"ok": True}, member_id="MB-45", tier="Student", email="a@b.example"))],
+        ([], [1])),
 }
 
 

@@ -70,10 +70,11 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     if not same and said.claim and not _opposed(said.lemma, words):
         # Another verb for what the call did, on the thing it acted on or with a value it sent: "Sent the reply"
         # (`post_reply`), "a temporary password was sent by SMS" (`reset_password(delivery="sms")`).
-        same = bool(_acted_on(said) & function.entities) or _states_a_value(said.span, call)
+        same = bool(_acted_on(said) & (function.entities | function.actions)) or _states_a_value(said.span, call)
     # A record heading the sentence is what its clauses are about: "**VIS-2** (boiler service): moved to 20 April".
     named = sentence if not IDENTIFIER.search(said.span) and re.match(rf"\W*{_RECORD}", sentence) else said.span
-    return bool(same) and fits(call, said.span, entities, function, named) and _subject_action_agrees(said, words)
+    return bool(same) and fits(call, said.span, entities, function, named, "create" in groups_of(said.lemma)) \
+        and _subject_action_agrees(said, words)
 
 
 _GENERAL_VERBS = {"add", "create", "make", "open", "set", "update", "change", "edit", "modify", "apply", "remove"}
@@ -129,11 +130,14 @@ def _reported_effects(result: Any) -> set[str]:
             for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key) for lemma in lemmas(word)}
 
 
-def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function, records: str = "") -> bool:
+def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function, records: str = "",
+         made: bool = False) -> bool:
     """Whether `sentence` can be about `call`: the entities it names (of `entities`, the suite's writes') include
-    one of the call's, and the identifiers it (or `records`, when given) gives one of the call's."""
+    one of the call's — or of the records it names by an identifier argument, unless the sentence says one was `made`
+    (`schedule_visit(request_id=...)` made no request) — and the identifiers it (or `records`, when given) gives one
+    of the call's."""
     named = {singular(word.lower()) for word in re.findall(r"[A-Za-z]+", sentence)} & entities
-    if named and not named & (function.entities | _records_referred(call)):
+    if named and not named & (function.entities | (set() if made else _records_referred(call))):
         return False
     identifiers = set(IDENTIFIER.findall(records or sentence))
     sent = _values_text(call)
@@ -150,15 +154,15 @@ def _holds(text: str, identifier: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9-]){re.escape(identifier)}(?![\w-])", text) is not None
 
 
-_REFERENCE = re.compile(r"(?:^|_)(?:id|no|number|ref)$", re.IGNORECASE)
-"""An argument that names the record a call is on: `number`, `order_id`, `case_no`."""
+_REFERENCE = re.compile(r"(?:^|_)(?i:id|no|number|ref|key)$|(?<=[a-z])(?:Id|ID|No|Number|Ref|Key)$")
+"""An argument that names the record a call is on: `number`, `order_id`, `case_no`, `LicenseKey`, `orderId`."""
 
 
 def _records_referred(call: dict[str, Any]) -> set[str]:
     """The records a call names by an identifier argument: `issue_refund(order_id=...)` is about an order too ("I've
     refunded €20 on order 7781")."""
-    return {singular(name.lower().rsplit("_", 1)[0]) for name in call.get("arguments") or {}
-            if "_" in name and _REFERENCE.search(name)}
+    return {singular(_REFERENCE.sub("", name).rstrip("_").lower()) for name in call.get("arguments") or {}
+            if _REFERENCE.search(name) and _REFERENCE.sub("", name)}
 
 
 @dataclass
@@ -465,7 +469,8 @@ def _spelt(value: str, text: str) -> bool:
 
 def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """A write is told by a statement of a new state, not about later, naming a value it set from the suite's enums
-    ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was), or by its record said to be
+    ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was, unless a write of this message
+    set it), or by its record said to be
     in place ("Your request #ABS-1310 is in", "A replacement is on its way") naming the identifier its result
     returned or its entity. A record said to be in place that no successful write of the message made, when one of
     the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), or that names what a write
@@ -477,6 +482,7 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     affirmed = " ; ".join(clause for clause in clauses if _CHANGED.search(clause)
                           and not NEGATION.search(_CHANGED.sub(" ", clause)))
     words = {singular(word.lower()) for word in TOKEN.findall(text)}
+    plain = " ; ".join(clause for clause in clauses if not NEGATION.search(clause))
     arrived = next(filter(None, (_IN_PLACE.search(clause) for clause in clauses if not NEGATION.search(clause))), None)
     in_place = False
     for made in state.writes:
@@ -485,8 +491,10 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
         arguments = call.get("arguments") or {}
         new = set(IDENTIFIER.findall(json.dumps(call.get("result"), default=str))) - set(
             IDENTIFIER.findall(json.dumps(arguments, default=str)))
+        said = f"{plain} ; {affirmed}" if made["message_index"] == state.message_index else affirmed   # "ACT-5 is Done"
         stated = any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
-                     and _spelt(value, affirmed) for name, value in arguments.items())
+                     and _spelt(value, said) and (said is affirmed or f'"{value.lower()}"' not in state.read)
+                     for name, value in arguments.items())
         named = arrived and (new & set(IDENTIFIER.findall(text)) or (function.entities | function.actions) & words
                              or any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
                                     and _spelt(value, text.replace(arrived.group(), " "))

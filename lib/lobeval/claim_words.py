@@ -100,15 +100,18 @@ ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|
                        rf"\bon\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d)", re.IGNORECASE)
 """The day an act was done: "cancelled on 3 March", "reassigned to Tier 2 on 5 March" (not "moved to 5 March", "updated to end on 5 March")."""
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
-                      r"any time|in general|by default|as a rule|policy)\b", re.IGNORECASE)
+                      r"any time|in general|by default|as a rule|policy|per (?:kilometre|kilometer|km|mile|hour|day|night|"
+                      r"week|month|year|item|person|head))\b", re.IGNORECASE)
 _TARGET = re.compile(r"\b(?:within|after) \d+ (?:business |working )?(?:minutes?|hours?|days?|weeks?)\b", re.IGNORECASE)
 """A service level: "P2: acknowledged within 1 hour", "closed after 10 business days" (not said by the bot of itself)."""
 NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor|unable|failed|fail|fails|cannot|"
                        r"without|unsuccessful(?:ly)?|no(?!\s+(?:problem|worries|worry)\b)(?=\s+\w))\b", re.IGNORECASE)
 NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
-IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0-9]+)*(?![\w-])|(?<=#)\d{3,}\b|"
+IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-)*(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0-9]+)*(?![\w-])|"
+                        r"(?<=#)\d{3,}\b|"
                         r"(?<![\w./:-])\d{2,}-(?:\d{3,}|[A-Z]{1,3})(?![\w-])")
-"""A record's identifier, in the shapes teams give them: TKT-4, INC0049002, #50112 (without its #), 55-7712, 7781-KX."""
+"""A record's identifier, in the shapes teams give them: TKT-4, INC0049002, #50112 (without its #), 55-7712, 7781-KX,
+KST-STD-9034-NC."""
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)|`[^`\n]*`")
 _HEADER = re.compile(rf"\W*(?:(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{{2,6}}-?\d{{2,}}|\d{{1,2}}[/.]\d{{1,2}}(?:[/.]\d{{2,4}})?|"
                      rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{4}}-\d\d-\d\d)\W*",
@@ -134,7 +137,7 @@ _OFFERS = re.compile(r"\b(?:can|could|will|would|may|might|able to|options?)\b[^
 """A line that introduces what can be done: "Besides password resets, I can:", "Your options are:"."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
-TOKEN = re.compile(r"[A-Z]{2,6}-?\d+|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
+TOKEN = re.compile(r"(?:[A-Z]{2,6}-)*[A-Z]{2,6}-?\d+(?:-[A-Z0-9]+)*|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
     (r"\b(i|you|we|they|he|she|it|that|there|who)'d\b", r"\1 would"), (r"'d\b", "ed"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),

@@ -142,6 +142,9 @@ CASES = {
         [said("MB-45 is Student.", made("get_member", {"tier": "Student"}, member_id="MB-45"),
               made("update_member", {"ok": True}, member_id="MB-45", tier="Student", email="a@b.example"))],
         ([], [1])),
+    "a result that is no object is read without error": (
+        [said("MB-46 is all good now.", made("update_member", ["MB-46", "Plus"], member_id="MB-46", tier="Plus"))],
+        ([], [0])),
 }
 
 

@@ -412,16 +412,16 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
     label = _LABEL.match(sentence)
     if label and " ".join(label.group(1).lower().split()[1:]) in vocabulary.labels:
         sentence = sentence[label.end():]   # "Assigned group: Network Operations" names a field
-    able = False   # the clause before said what can or will be done: "I can swap your SIM, change your plan, ..."
+    carried = False   # the clause before said what can be done, or not: "I can swap your SIM, change your plan, ..."
     for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
         if not clause or not clause.strip() or REQUEST.search(clause):
             continue
         tokens = TOKEN.findall(clause)
         lowered = [token.lower() for token in tokens]
         first = next((word for word in lowered if word not in ("and", "or", "nor", "also", "then")), "")
-        if able and (first in LEXICON or vocabulary.action(first)):
+        if carried and (first in LEXICON or vocabulary.action(first)):
             continue   # "I can swap your SIM, change your plan" / "I have not closed, reassigned or commented on it"
-        able = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered)) \
+        carried = any(word in _ABILITY and _modal(lowered, index) for index, word in enumerate(lowered)) \
             or bool(NEGATION.search(clause))
         positions = [position for position, token in enumerate(lowered) if vocabulary.action(token)
                      and not (position and lowered[position - 1] in _BEFORE_A_VALUE)

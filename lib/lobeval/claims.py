@@ -269,7 +269,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_field_row(sentence, state))
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
-    _tell_dates(sentence, state)
+    _tell_by_values(sentence, state)
     return next((problem for problem in problems if problem), None)
 
 
@@ -296,14 +296,13 @@ def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]],
                  for record in IDENTIFIER.findall(match.group())}
         if any(named.values()) and not all(named.values()):
             return {"claim": said.word.lower()}
-        for made in (writes[0] for writes in named.values() if writes and all(
-                disagreement(sentence, other["call"], function_of(other["call"]["functionName"], state.tools),
-                             _besides(other, state)) for other in writes)):
-            found = disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
-                                 _besides(made, state))
-            return {"claim": said.word.lower(), "functionName": made["call"]["functionName"],
-                    "actual_index": made["actual_index"], "argument": found.argument, "said": found.said,
-                    "sent": found.sent}
+        for writes in filter(None, named.values()):
+            found = [disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
+                                  _besides(made, state)) for made in writes]
+            if all(found):
+                return {"claim": said.word.lower(), "functionName": writes[0]["call"]["functionName"],
+                        "actual_index": writes[0]["actual_index"], "argument": found[0].argument,
+                        "said": found[0].said, "sent": found[0].sent}
     return None
 
 
@@ -409,7 +408,7 @@ def _named_action_in(sentence: str, state: _Conversation) -> dict[str, Any] | No
 
 _FIELD_ROW = re.compile(r"^\W*?([A-Za-z][A-Za-z _-]*?)\W*\s*(?:\||:)[^\w€$£]*([\w€$£][\w .,€$£-]*?)\W*$")
 """A field and its value as a table row or a label: "| Priority | High |", "**Priority:** Critical"."""
-_HEADED = re.compile(r"^\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?([A-Z]{2,6}-?\d{2,})\W*?\s+[—–-]\s+(.+)$")
+_HEADED = re.compile(rf"^\W*(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?({IDENTIFIER.pattern})\W*?\s+[—–-]\s+(.+)$")
 """A record's identifier as a header of what follows: "INC0034700 — Status: Closed", "**INC-3** — On Hold"."""
 
 
@@ -527,7 +526,7 @@ def _names_what_none_did(clause: str, state: _Conversation) -> bool:
         and not any((function.entities | function.actions) & words for function in done)
 
 
-def _tell_dates(sentence: str, state: _Conversation) -> None:
+def _tell_by_values(sentence: str, state: _Conversation) -> None:
     """A write of this message is told by the day it sent, in any tense ("Thursday 9 April at 11:00 it is — an
     engineer will call you then"), or by a value it sent after an arrow ("Seats dropped from 12 → 11")."""
     days = [key for _, key in dates_in(sentence)]
@@ -617,7 +616,8 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
                                   "actual_index": made["actual_index"], "argument": found.argument,
                                   "said": found.said, "sent": found.sent}
         elif _states_a_value(expanded, call) or function.actions & {word.lower() for word in TOKEN.findall(expanded)} \
-                or _names_argument_label(expanded, call) or _states_a_number(expanded, {"arguments": call.get("result")}):
+                or _names_argument_label(expanded, call) or isinstance(call.get("result"), dict) \
+                and _states_a_number(expanded, {"arguments": call["result"]}):
             state.told.add(made["actual_index"])
             return None
     if problem:

@@ -125,8 +125,11 @@ CASES = {
     "a value a read returned, said in a passive, is read back": (
         [said("It's marked Student because of the card on file.", made("get_member", {"tier": "Student"},
                                                                       member_id="MB-40"))], ([], [])),
-    "a sentence introducing a list claims nothing itself": (
-        [said("Here's what I've set up:")], ([], [])),
+    "a sentence introducing a list of what a write of the message did claims nothing itself": (
+        [said("Here's what I've set up:\n- Pickup: Eastside", made("place_hold", {"hold_id": "H-7"}, member_id="M-7",
+                                                                   title_id="TTL-7", pickup="Eastside"))], ([], [])),
+    "in a message that wrote nothing, it claims what its items say": (
+        [said("Here's what I've set up:\n- Pickup: Eastside")], (["Here's what I've set up:"], [])),
     "a flag is told by its own word": (
         [said("MB-41 now gets email notices.", made("set_notices", {"ok": True}, member_id="MB-41", email_notices=True))],
         ([], [])),
@@ -145,6 +148,33 @@ CASES = {
     "a result that is no object is read without error": (
         [said("MB-46 is all good now.", made("update_member", ["MB-46", "Plus"], member_id="MB-46", tier="Plus"))],
         ([], [0])),
+    "a thousands separator ends no clause": (
+        [said("You could pay it in parts, or I can waive 1,000 now and the rest on Monday.")], ([], [])),
+    "a clause opened by while says when, not what was done": (
+        [said("You won't be charged while the hold is cancelled, and I can place a new one if you like.")], ([], [])),
+    "a state said to be still so is as it was": (
+        [said("LN-7 is still on loan and renewed until 3 March.", made("get_member", {"loans": ["LN-7"]}, member_id="M-7"))],
+        ([], [])),
+    "an attempt told with its failure claims nothing": (
+        [said("I sent the card to MB-8 twice, and both times the system returned an error.",
+              made("send_card", error="address invalid", member_id="MB-8", delivery="post"))], ([], [])),
+    "fields shown in a message that wrote nothing claim nothing": (
+        [said("Before I go ahead, here's what I'll set up:\n**Pickup:** Eastside\n**Tier:** Plus\nShall I?")], ([], [])),
+    "a value a write set, said of another record, is claimed and the write untold": (
+        [said("MB-60 is now Plus.", made("update_member", {"ok": True}, member_id="MB-06", tier="Plus"))],
+        (["MB-60 is now Plus."], [0])),
+    "a date field is compared with the date its argument sent": (
+        [said("Renewed LN-9:\n- Due: Tuesday 1 December", made("renew_loan", {"ok": True}, loan_id="LN-9", due="2026-12-08"))],
+        (["Due: Tuesday 1 December"], [])),
+    "a value only a failed write sent, listed under a claim, is claimed": (
+        [said("I've placed your holds:\n1. TTL-31 at Harbour\n2. TTL-32 at Eastside",
+              made("place_hold", {"hold_id": "H-1"}, member_id="M-9", title_id="TTL-31", pickup="Harbour"),
+              made("place_hold", error="title withdrawn", member_id="M-9", title_id="TTL-32", pickup="Eastside"))],
+        (["TTL-32 at Eastside"], [])),
+    "a value the error named and a retry sent again otherwise is no claim": (
+        [said("The first try wanted another format; I've renewed LN-10 to 8 December now.",
+              made("renew_loan", error="due must be YYYY-MM-DD", loan_id="LN-10", due="8 Dec"),
+              made("renew_loan", {"ok": True}, loan_id="LN-10", due="2026-12-08"))], ([], [])),
 }
 
 

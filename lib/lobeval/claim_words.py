@@ -55,7 +55,7 @@ _MODALS = {"will", "would", "could", "can", "may", "might", "should", "shall", "
            "ready", "plan", "to", "before", "cannot", "let", "why", "whether", "possible", "possibly", "perhaps",
            "maybe", "probably", "likely"}
 _ABILITY = {"will", "would", "could", "can", "may", "might", "able"}
-_NOT_YET = {"when", "before", "until", "till", "once", "unless", "whenever"}
+_NOT_YET = {"when", "while", "before", "until", "till", "once", "unless", "whenever"}
 """A verb in a clause these open tells when something else happens, not what was done."""
 _BEFORE_A_VALUE = {"in", "into", "to", "as", "from"}
 """An action word after these is a value: "in Completed status", "marked as Closed" (the verb is "marked")."""
@@ -121,8 +121,9 @@ a partial refund was issued" (history)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+|"
                            r"(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\ufe0f?\s+(?=\S)")
 """Where a sentence ends: also after an emoji, which chatty bots use as a full stop ("Sent to ana@ ✅ chloe@ bounced")."""
-CLAUSE = re.compile(r"[,;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|while|so|because|since)\s+|"
-                     r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
+CLAUSE = re.compile(r"(?<!\d),|,(?!\d{3}(?!\d))|[;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|so|"
+                    r"because|since)\s+|\s+(?=while\s)|"
+                    r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
 EXAMPLE = re.compile(r"\be\.g\b|\bfor (?:example|instance)\b|\bsuch as\b|\blike\s+(?:[\"'“‘(]|[A-Z]{2,6}-\d)",
                       re.IGNORECASE)
 _ASK = r"(?:give|provide|enter|send|share|tell|type|confirm|specify|choose|select|pick|reply|supply|paste|describe|" \
@@ -139,7 +140,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
 TOKEN = re.compile(r"(?:[A-Z]{2,6}-)*[A-Z]{2,6}-?\d+(?:-[A-Z0-9]+)*|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
-    (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"),
+    (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"), (r"'ll\b", " will"),
     (r"\b(i|you|we|they|he|she|it|that|there|who)'d\b", r"\1 would"), (r"'d\b", "ed"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
     (r"\b(\w+)'s(?=\s+(?:now|already|all|on|in|through|underway|yours|open|live)\b)", r"\1 is"),
@@ -500,6 +501,8 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
     if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
            for index, word in enumerate(tokens[:position])):
         return None
+    if {"still", "remains", "remain", "stays"} & set(tokens[:position]):
+        return None   # "FP-1 is still at Tier 2 and assigned to Endpoint Eng": as it was
     subordinate = next((index for index in range(position - 1, -1, -1) if tokens[index] in _NOT_YET), None)
     if subordinate is not None and not any(lemmas(word) for word in tokens[subordinate + 1: position]):
         return None   # "... the moment the return is approved", "just before my request went through"

@@ -215,6 +215,10 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
 
 
+_FIELD = re.compile(r"^\W*(?!(?:all\s+)?(?:done|set|sorted|success|confirmed|complete|update|good news)\W*:)[A-Za-z][\w()/&' -]{0,40}?(?<!ed)\W*:(?!.*\b(?:i|i've|we|we've|has|have|had|been|was|were|is|are)\b)"
+                    r"\s*\S", re.IGNORECASE)
+"""A field shown with its value: "**Assigned to:** marcus@contoso.example" (not "Note added: ...", "Good news: TKT-1 has
+been closed")."""
 _INTRODUCES = re.compile(r"\b(?:following|here is|here's|below)\b.*:\W*$", re.IGNORECASE)
 """A sentence that introduces a list ("Here's what I've set up for you:") claims what its items say."""
 
@@ -223,11 +227,18 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
     """The sentences' problems, and each identifier that neither the user nor a call produced, said of the user's or
     where the sentence claims an action."""
     found = []
+    tried = any(made["message_index"] == state.message_index for made in [*state.writes, *state.failed])
+    introduced = False   # by a claim ending in a colon: "I've opened disputes for both issues:"
     for sentence in statements(text):
         if sentence.endswith("?") or EXAMPLE.search(sentence):
             continue
-        problem = _sentence_problem(sentence, state)
-        if problem and not (_INTRODUCES.search(sentence) and not problem.get("argument")):
+        claims = any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user))
+        problem = _sentence_problem(sentence, state) or (
+            _failed_value(sentence, state) if claims or introduced or _SAID_DONE.search(sentence) else None)
+        introduced = introduced or claims and sentence.rstrip("*_ ").endswith(":")
+        if not tried and _FIELD.match(sentence):
+            continue   # "**Workflow:** Expedited" shows a record read, or one about to be made: its introduction claims
+        if problem and not (tried and _INTRODUCES.search(sentence) and not problem.get("argument")):
             found.append({**problem, "text": sentence[:200]})
         if not re.search(rf"\byour\s+(?:\w+\s+)?{_RECORD}", sentence, re.IGNORECASE) \
                 and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
@@ -238,6 +249,28 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
             if not _holds(state.known, identifier):
                 found.append({"claim": identifier, "text": sentence[:200]})
     return found
+
+
+_SAID_DONE = re.compile(r"✅|✔|→|->|\bnow\b", re.IGNORECASE)
+
+
+def _failed_value(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """A value only a failed write of this message sent, said as done ("2. **Item not received** — TX-55790, £89.00"
+    under "I've opened disputes for both issues:", after `dispute_transaction(transaction_id="TX-55790")` failed):
+    claimed but not done. Not in a sentence that tells the failure, negates or says what may happen."""
+    if NEGATION.search(sentence) or _FAILURE.search(sentence) or _LATER.search(sentence):
+        return None
+    done = " ".join(_values_text(made["call"]) for made in state.writes)
+    for made in state.failed:
+        if made["message_index"] != state.message_index:
+            continue
+        for name, value in (made["call"].get("arguments") or {}).items():
+            if not isinstance(value, str) or len(value) < 3 or not re.search(r"[A-Za-z]", value) or _holds(done, value) \
+                    or name in str(made["call"].get("error")):   # "pay_period must match YYYY-MM": sent again otherwise
+                continue
+            if _holds(sentence, value) if IDENTIFIER.fullmatch(value) else value_pattern(value).search(sentence):
+                return {"claim": value}
+    return None
 
 
 def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
@@ -262,7 +295,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
         if backing:
             problems.append(_agreement(said, sentence, backing, state) or _records_left_out(said, sentence, backing, state))
         elif said.claim and not (said.passive and _reported(said, sentence, state)) \
-                and not (present and NEW_STATE.search(sentence)):
+                and not (present and NEW_STATE.search(sentence)) and not _tells_a_failure(said, sentence, state):
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
     problems.append(_all_of_a_batch(sentence, state))
@@ -271,6 +304,19 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_tell_states(sentence, state))
     _tell_by_values(sentence, state)
     return next((problem for problem in problems if problem), None)
+
+
+_FAILURE = re.compile(r"\b(?:error|errors|failed|failure|rejected|declined|refused|timed out|bounced|"
+                      r"(?:did not|didn't) (?:go through|work))\b", re.IGNORECASE)
+
+
+def _tells_a_failure(said: Said, sentence: str, state: _Conversation) -> bool:
+    """The attempt of a call of this message that failed, told with its failure: "I sent the wipe command twice, and
+    both times the MDM returned an error"."""
+    return any(match.group().lower() != said.word.lower() for match in _FAILURE.finditer(sentence)) and any(
+        made["message_index"] == state.message_index
+        and backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence, state.vocabulary)
+        for made in state.failed)
 
 
 _RECORD = rf"#?(?:{IDENTIFIER.pattern})"
@@ -434,6 +480,12 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
             continue
         function = function_of(call["functionName"], state.tools)
         for name, sent in (call.get("arguments") or {}).items():
+            days = [(written, key) for written, key in dates_in(row.group(2))] if row and _labels(row.group(1), name) else []
+            if days and call_dates(sent):   # "Due: Tuesday, 1 December" and `due_date="2026-12-08"`
+                state.told.add(made["actual_index"])
+                if not any(date_matches(key, call_dates(sent)) for _, key in days):
+                    return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
+                            "argument": name, "said": days[0][0], "sent": sent}
             if row and isinstance(sent, int | float) and not isinstance(sent, bool) \
                     and _names_argument_label(row.group(1), {"arguments": {name: sent}}):   # "Amount: EUR 125.00"
                 state.told.add(made["actual_index"])
@@ -458,6 +510,12 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
                 return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
                         "argument": name, "said": said, "sent": sent}
     return None
+
+
+def _labels(label: str, argument: str) -> bool:
+    """Whether a field's label names the date argument: "Due" `due_date`, "New start" `startDate`."""
+    words = {word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", argument)} - {"date", "day", "time", "at", "on", ""}
+    return bool(words & {singular(word.lower()) for word in TOKEN.findall(label)})
 
 
 def _spelt(value: str, text: str) -> bool:
@@ -491,7 +549,7 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
         new = set(IDENTIFIER.findall(json.dumps(call.get("result"), default=str))) - set(
             IDENTIFIER.findall(json.dumps(arguments, default=str)))
         said = f"{plain} ; {affirmed}" if made["message_index"] == state.message_index else affirmed   # "ACT-5 is Done"
-        stated = any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
+        stated = fits(call, sentence, set(), function) and any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
                      and _spelt(value, said) and (said is affirmed or f'"{value.lower()}"' not in state.read)
                      for name, value in arguments.items())
         named = arrived and (new & set(IDENTIFIER.findall(text)) or (function.entities | function.actions) & words
@@ -622,6 +680,8 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
             return None
     if problem:
         return problem
+    if _on_another_record(expanded, sentence, state):
+        return {"claim": "set"}
     tried = [made for made in state.failed if _states_a_value(expanded, made["call"])
              and fits(made["call"], sentence, state.vocabulary.entities,
                       function_of(made["call"]["functionName"], state.tools))]
@@ -638,6 +698,15 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
             made["message_index"] == state.message_index for made in [*state.writes, *state.reads]):
         return {"claim": "set"}
     return None
+
+
+def _on_another_record(text: str, sentence: str, state: _Conversation) -> bool:
+    """The value a write of this message set, said of a record no call of the message is on: "TKT-1028 is now
+    Blocked" after `update_ticket(ticket_id="TKT-1082", status="Blocked")`."""
+    named = set(IDENTIFIER.findall(unquoted(sentence)))
+    this = [made for made in [*state.writes, *state.reads, *state.failed] if made["message_index"] == state.message_index]
+    return bool(named) and any(made in state.writes and _states_a_value(text, made["call"]) for made in this) \
+        and not any(_holds(_values_text(made["call"]), identifier) for made in this for identifier in named)
 
 
 def _contradicts_read(text: str, sentence: str, state: _Conversation) -> bool:

@@ -175,6 +175,27 @@ CASES = {
         [said("The first try wanted another format; I've renewed LN-10 to 8 December now.",
               made("renew_loan", error="due must be YYYY-MM-DD", loan_id="LN-10", due="8 Dec"),
               made("renew_loan", {"ok": True}, loan_id="LN-10", due="2026-12-08"))], ([], [])),
+    "a window's pm holds for its start": (
+        [said("Your study room is booked for 2:00–4:00 pm.", made("place_hold", {"hold_id": "H-8"}, member_id="M-8",
+                                                                  title_id="ROOM-2", pickup="Central", start="14:00",
+                                                                  end="16:00"))], ([], [])),
+    "a time with a dot is a time": (
+        [said("Done — your slot is now 3.15pm.", made("place_hold", {"hold_id": "H-9"}, member_id="M-9",
+                                                      title_id="ROOM-3", pickup="Central", start="15:45"))],
+        (["your slot is now 3.15pm."], [])),
+    "a duration is no count": (
+        [said("Your hold is placed; please collect it within 15 minutes of the alert.",
+              made("place_hold", {"hold_id": "H-10"}, member_id="M-10", title_id="TTL-10", pickup="Central", copies=2))],
+        ([], [])),
+    "a condition after a label claims nothing": (
+        [said("**Caveat:** if you have renewed it twice, the loan is not renewed again.")], ([], [])),
+    "a number a write's result reports backs what its key says": (
+        [said("The $4.50 fine has been credited back to your account.",
+              made("waive_fine", {"credited": 4.5}, fine_id="F-11", amount=4.5))], ([], [])),
+    "a date after the words of its argument is compared with it": (
+        [said("Done. LN-12 is renewed; it's due Thursday 3 December.",
+              made("renew_loan", {"ok": True}, loan_id="LN-12", due="2026-12-04"))],
+        (["LN-12 is renewed; it's due Thursday 3 December."], [])),
 }
 
 

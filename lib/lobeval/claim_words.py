@@ -100,7 +100,7 @@ ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|
                        rf"\bon\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d)", re.IGNORECASE)
 """The day an act was done: "cancelled on 3 March", "reassigned to Tier 2 on 5 March" (not "moved to 5 March", "updated to end on 5 March")."""
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
-                      r"any time|in general|by default|as a rule|policy|per (?:kilometre|kilometer|km|mile|hour|day|night|"
+                      r"any time|in general|by default|as a rule|policy|per[\s-](?:copy|kilometre|kilometer|km|mile|hour|day|night|"
                       r"week|month|year|item|person|head))\b", re.IGNORECASE)
 _TARGET = re.compile(r"\b(?:within|after) \d+ (?:business |working )?(?:minutes?|hours?|days?|weeks?)\b", re.IGNORECASE)
 """A service level: "P2: acknowledged within 1 hour", "closed after 10 business days" (not said by the bot of itself)."""
@@ -388,7 +388,8 @@ class Said:
 _CONDITION_FIRST = re.compile(r"\W*(?:(?:just\s+)?to confirm\b|(?:so\s+)?you(?:'d| would)?\s+(?:want|like)\b|"
                               r"i (?:understand|see|can see|gather)\b|it (?:looks|seems) like\b|apparently\b|"
                               r"\**[A-Z][\w -]*\**\s+(?:is for|means|is used for)\b|"
-                              r"(?:(?:please\s+)?(?:be aware|note)\W+)?(?:(?:if|once|unless|whenever|when|as soon as)\b|"
+                              r"(?:(?:please\s+)?(?:be aware|note|caveat|tip|heads up|reminder|important)\W+)?"
+                              r"(?:(?:if|once|unless|whenever|when|as soon as)\b|"
                               r"(?:according to|as per|per|under)\b[^,;:]*\b(?:policy|rules|terms|guidelines)\b)"
                               r"[^,;:]*[,;:])", re.IGNORECASE)
 """A sentence that opens with a condition, a policy, a definition, what someone else reported, or the user's request
@@ -644,10 +645,10 @@ _TODAY = re.compile(r"\btoday\W{0,3}$|^\W{0,3}today\b", re.IGNORECASE)
 
 def dates_in(text: str) -> list[tuple[str, DateKey]]:
     """Each date the text states, with the days it may be (docs/metrics.md, "Values agree")."""
-    return [(written, key) for _, _, written, key in _dates_at(text)]
+    return [(written, key) for _, _, written, key in dates_at(text)]
 
 
-def _dates_at(text: str) -> list[tuple[int, int, str, DateKey]]:
+def dates_at(text: str) -> list[tuple[int, int, str, DateKey]]:
     """(start, end, as written, days) of each date in the text: a full date in any format ("26.11.2026" too); a day
     and month alone ("14 May", "May 14", "27/11"), on its weekday when one is said before it ("Saturday 15 March":
     the years whose 15 March is a Saturday); "Friday the 14th". A date said as today's ("today (26.11.2026)") is
@@ -742,7 +743,7 @@ def _date_disagreement(text: str, call: dict[str, Any], context: str) -> Disagre
     if not dated:
         return None
     everything = set().union(*dated.values()) | call_dates(call.get("result")) | call_dates(context)
-    for _, _, written, key in _dates_at(text):
+    for _, _, written, key in dates_at(text):
         if not date_matches(key, everything):
             argument = next(iter(dated))
             return Disagreement(argument, written, arguments[argument])
@@ -754,7 +755,7 @@ def _moment_disagreement(text: str, call: dict[str, Any]) -> Disagreement | None
     any: not the date of one and the time of another."""
     arguments = call.get("arguments") or {}
     moments = {name: moment for name, value in arguments.items() for moment in _moments(value)}
-    for _, end, written, key in _dates_at(text) if moments else ():
+    for _, end, written, key in dates_at(text) if moments else ():
         time = _TIME_AFTER_DATE.match(text, end)
         clock = time and _said_clock(time.group(1))
         if clock and not any(date_matches(key, {day}) and at == clock for day, at in moments.values()):
@@ -774,9 +775,9 @@ def _moments(value: Any) -> list[tuple[date, str]]:
             for match in _ISO_MOMENT.finditer(text) for day in calendar_dates(match.group(1))]
 
 
-_SAID_TIME = re.compile(r"(?<![\d:.,/-])(\d{1,2})(?::(\d\d))?\s*([ap])\.?m\b\.?|"
+_SAID_TIME = re.compile(r"(?<![\d:.,/-])(\d{1,2})(?:[:.](\d\d))?\s*([ap])\.?m\b\.?|"
                         r"(?<![\d:.,/-])(\d{1,2}):(\d\d)(?![\d:])|\b(noon|midnight)\b", re.IGNORECASE)
-"""A time of day as said: "14:00", "9:00", "8:00 PM", "6pm", "noon"."""
+"""A time of day as said: "14:00", "9:00", "8:00 PM", "6pm", "3.15pm", "noon"."""
 _RANGE_LINK = re.compile(r"\s*(?:[-–—]|to|until|till|and)\s*", re.IGNORECASE)
 _SENT_TIME = re.compile(r"(?<![\d:+-])(\d{1,2}):(\d\d)(?!\d)")
 _SENT_RANGE = re.compile(r"(?<![\d:T])(\d{1,2}:\d\d)(?::\d\d)?\s*[-–—]\s*(?:\d{4}-\d\d-\d\dT?\s*)?"
@@ -806,6 +807,10 @@ def _said_times(text: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]
             continue
         if found and len(found[-1][2]) == 1 and _RANGE_LINK.fullmatch(text[found[-1][0]: match.start()]):
             end, written, (first,), (first_written,) = found.pop()
+            hour = int(first[:2])
+            if match.group(3) and match.group(3).lower() == "p" and not re.search(r"[ap]\.?m", first_written, re.I) \
+                    and hour < 12 and hour + 12 <= int(clock[:2]):
+                first = f"{hour + 12:02d}{first[2:]}"   # "2:00–4:00 pm" is 14:00–16:00
             found.append((match.end(), written + text[end: match.end()], (first, clock),
                           (first_written, match.group())))
         else:
@@ -915,7 +920,7 @@ def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disag
         Decimal(found) for found in re.findall(r"\d+(?:\.\d+)?", " ".join(texts([arguments, call.get("result")]))
                                                + " " + context)}
     argument = next(iter(numbers))
-    for match in _NUMBER.finditer(_without_dates(text)):
+    for match in _NUMBER.finditer(_without_durations(_without_dates(text), arguments)):
         if not any(numbers_agree(said, sent) for said in readings(match.group()) for sent in known):
             return Disagreement(argument, match.group(), arguments[argument])
     counts = {sent for sent in {*numbers.values(), *_numbers_in(call.get("result"))}
@@ -924,6 +929,19 @@ def _number_disagreement(text: str, call: dict[str, Any], context: str) -> Disag
         if Decimal(_COUNTS[match.group(1).lower()]) not in counts:
             return Disagreement(argument, match.group(1), arguments[argument])
     return None
+
+
+_DURATION = re.compile(r"\b\d+(?:[.,]\d+)?(?:\s*[-–]\s*\d+)?\s*(?:business\s+|working\s+)?"
+                       r"(minute|min|hour|hr|day|week|month|year|second)s?\b", re.IGNORECASE)
+
+
+def _without_durations(text: str, arguments: dict[str, Any]) -> str:
+    """The text without its durations when no argument is one: "within 15 minutes" says nothing of `attendees=6`; "72
+    hours" may be `valid_hours`."""
+    named = {singular(word.lower()) for name in arguments for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)}
+    if named & {"minute", "min", "hour", "hr", "day", "week", "month", "year", "second", "duration", "time", "night"}:
+        return text   # `timeSpentMinutes=90`: "2 hours logged" says another
+    return _DURATION.sub(" ", text)
 
 
 def _numbers_in(value: Any) -> set[Decimal | None]:
@@ -966,7 +984,7 @@ def _same_words(said: list[str], value: list[str]) -> bool:
 def _without_dates(text: str) -> str:
     """The text without its dates, times, e-mails and identifiers, nor its bare runs of three digits or more (an
     order or phone number; "1,450" and "125.00" stay)."""
-    for start, end, _, _ in reversed(_dates_at(text)):
+    for start, end, _, _ in reversed(dates_at(text)):
         text = text[:start] + " " + text[end:]
     text = _DOTTED.sub(" ", text)   # today's date too: "today (26.11.2026)"
     for kind, written, _ in stated_values(text):

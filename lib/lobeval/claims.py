@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lobeval.scoring import number, numbers_agree
-from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE, ON_A_DAY,
+from lobeval.claim_words import (CLAUSE, dates_at, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE, ON_A_DAY,
                                  REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name, call_dates,
                                  date_matches, dates_in, disagreement, expand, function_of, groups_of, is_write,
                                  lemmas, named_values, names_argument, singular, specific, statements, unquoted,
@@ -123,10 +123,12 @@ def _opposed(lemma: str, words: set[str]) -> bool:
 
 
 def _reported_effects(result: Any) -> set[str]:
-    """What a write's result says it did besides: {"label_emailed": true} → email."""
+    """What a write's result says it did besides: {"label_emailed": true} → email, {"credited": 1020.0} → credit,
+    {"tempPasswordSentTo": "dev@..."} → send."""
     if not isinstance(result, dict):
         return set()
-    return {lemma for key, value in result.items() if value is True
+    return {lemma for key, value in result.items() if value is True or isinstance(value, int | float | str)
+            and not isinstance(value, bool) and value
             for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key) for lemma in lemmas(word)}
 
 
@@ -234,7 +236,8 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
             continue
         claims = any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user))
         problem = _sentence_problem(sentence, state) or (
-            _failed_value(sentence, state) if claims or introduced or _SAID_DONE.search(sentence) else None)
+            _failed_value(sentence, state) if claims or _SAID_DONE.search(sentence)
+            or introduced and not re.search(r"\b(?:is|are|was|were|have|has|do|does)\b", sentence) else None)
         introduced = introduced or claims and sentence.rstrip("*_ ").endswith(":")
         if not tried and _FIELD.match(sentence):
             continue   # "**Workflow:** Expedited" shows a record read, or one about to be made: its introduction claims
@@ -300,6 +303,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_state_problem(sentence, state))
     problems.append(_all_of_a_batch(sentence, state))
     problems.append(_field_row(sentence, state))
+    problems.append(_dated_argument(sentence, state))
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     _tell_by_values(sentence, state)
@@ -509,6 +513,26 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
             if said and said != sent:
                 return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
                         "argument": name, "said": said, "sent": sent}
+    return None
+
+
+def _dated_argument(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """A date said right after the words of a date argument of a write of this message ("It's due Thursday 3
+    December", `due_date="2026-12-04"`) tells the write when it is the one sent; another is claimed but not done."""
+    if NEGATION.search(sentence):
+        return None
+    for start, _, written, key in dates_at(sentence):
+        before = " ".join(TOKEN.findall(sentence[:start])[-2:])
+        dated = [(made, name, sent) for made in reversed(state.writes) if made["message_index"] == state.message_index
+                 and fits(made["call"], sentence, set(), function_of(made["call"]["functionName"], state.tools))
+                 for name, sent in (made["call"].get("arguments") or {}).items()
+                 if call_dates(sent) and _labels(before, name)]
+        agree = [made for made, _, sent in dated if date_matches(key, call_dates(sent))]
+        state.told.update(made["actual_index"] for made in agree or [made for made, _, _ in dated])
+        if dated and not agree:
+            made, name, sent = dated[0]
+            return {"claim": "set", "functionName": made["call"]["functionName"], "actual_index": made["actual_index"],
+                    "argument": name, "said": written, "sent": sent}
     return None
 
 

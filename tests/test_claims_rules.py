@@ -23,6 +23,7 @@ TOOLS = {entry["function"]["name"]: entry for entry in [
     tool("send_card", description="Send a library card.", member_id="string", delivery=["post", "email"]),
     tool("set_notices", description="Set a member's notices.", member_id="string", email_notices="boolean"),
     tool("get_member", effect="read", description="Get a member.", member_id="string"),
+    tool("unblock_member", description="Unblock a member.", member_id="string"),
 ]}
 
 
@@ -196,6 +197,37 @@ CASES = {
         [said("Done. LN-12 is renewed; it's due Thursday 3 December.",
               made("renew_loan", {"ok": True}, loan_id="LN-12", due="2026-12-04"))],
         (["LN-12 is renewed; it's due Thursday 3 December."], [])),
+    "a participle with no subject acts on the words after it": (
+        [said("Added a hold on TTL-40 at Central.", made("place_hold", {"hold_id": "H-40"}, member_id="M-40",
+                                                          title_id="TTL-40", pickup="Central"))], ([], [])),
+    "a list under a heading of what can be done offers it": (
+        [said("**Things I can do for you**\n- **Renew a loan** so it isn't overdue.\n- **Cancel a hold** you no longer need.")],
+        ([], [])),
+    "a lone general verb after a write is backed by it": (
+        [said("Updated ✅ Your hold now goes to Harbour.", made("place_hold", {"hold_id": "H-41"}, member_id="M-41",
+                                                               title_id="TTL-41", pickup="Harbour"))], ([], [])),
+    "removing what an un- function undoes is that function's act": (
+        [said("Removed the block from MB-50.", made("unblock_member", {"ok": True}, member_id="MB-50"))], ([], [])),
+    "a rejection by someone else after a failed call claims nothing": (
+        [said("The system rejected the renewal because LN-42 is overdue.",
+              made("renew_loan", error="overdue", loan_id="LN-42", due="2026-12-09"))], ([], [])),
+    "a weekday in the plural states a rule": (
+        [said("The Eastside branch is closed on Sundays.")], ([], [])),
+    "an amount a write's result returned tells it": (
+        [said("That leaves a balance of €3.20 on your account.", made("waive_fine", {"new_balance": 3.2},
+                                                                      fine_id="F-43", amount=1.8))], ([], [])),
+    "a list under what was done is told, whatever question follows it": (
+        [said("Here's what I've done:\n- LN-43 runs to 9 December\n\nWant me to place a hold too?",
+              made("renew_loan", {"ok": True}, loan_id="LN-43", due="2026-12-09"))], ([], [])),
+    "an old value said as such is not compared": (
+        [said("Renewed LN-44 (previously due 2 December) until 9 December.",
+              made("renew_loan", {"ok": True}, loan_id="LN-44", due="2026-12-09"))], ([], [])),
+    "an amount the result returned backs the claim beside it": (
+        [said("The reservation fee is €1.50, added to your account.",
+              made("place_hold", {"hold_id": "H-45", "fee": 1.5}, member_id="M-45", title_id="TTL-45", pickup="Central"))],
+        ([], [])),
+    "a name between commas names who acted": (
+        [said("Your librarian, Ana Ruiz, has cancelled that hold.")], ([], [])),
 }
 
 

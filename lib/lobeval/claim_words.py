@@ -67,7 +67,7 @@ _OTHERS = {"you", "he", "she", "they", "someone", "somebody", "anyone", "nobody"
            "provider", "vendor", "partner", "hr", "finance", "approver", "requester", "caller", "user"}
 DETERMINERS = {"as", "the", "a", "an", "your", "my", "our", "this", "that", "these", "those", "his", "her", "their",
                 "its", "any", "some", "every", "each", "newly", "recently", "previously", "already"}
-_ACKNOWLEDGED = {"confirmed", "noted", "understood"}
+_ACKNOWLEDGED = {"confirmed", "noted", "understood", "sorted"}
 """A clause of this one word acknowledges what was said ("Confirmed: no changes have been made")."""
 _COORDINATORS = {"and", "or", "but", "so", "then", "which", "who", "while", "because"}
 """A passive's agent ("by ...") follows it before any of these: "reset and ... sent to your phone by SMS"."""
@@ -100,7 +100,9 @@ ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|
                        rf"\bon\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d)", re.IGNORECASE)
 """The day an act was done: "cancelled on 3 March", "reassigned to Tier 2 on 5 March" (not "moved to 5 March", "updated to end on 5 March")."""
 _GENERAL = re.compile(r"\b(?:usually|normally|typically|generally|always|automatically|whenever|every|each time|"
-                      r"any time|in general|by default|as a rule|policy|per[\s-](?:copy|kilometre|kilometer|km|mile|hour|day|night|"
+                      r"on (?:mon|tues|wednes|thurs|fri|satur|sun)days|(?:at|on) weekends|on weekdays|"
+                      r"any time|in general|by default|as a rule|policy|per[\s-](?:copy|kilometre|kilometer|km|mile|hour|day|"
+                      r"night|"
                       r"week|month|year|item|person|head))\b", re.IGNORECASE)
 _TARGET = re.compile(r"\b(?:within|after) \d+ (?:business |working )?(?:minutes?|hours?|days?|weeks?)\b", re.IGNORECASE)
 """A service level: "P2: acknowledged within 1 hour", "closed after 10 business days" (not said by the bot of itself)."""
@@ -134,8 +136,11 @@ REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|
 _CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
                             re.IGNORECASE)
 _ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
-_OFFERS = re.compile(r"\b(?:can|could|will|would|may|might|able to|options?)\b[^.!?]*:\W*$", re.IGNORECASE)
-"""A line that introduces what can be done: "Besides password resets, I can:", "Your options are:"."""
+_OFFERS = re.compile(r"\b(?:can|could|will|would|may|might|able to|options?)\b[^.!?]*(?::\W*|\*\*\s*)$", re.IGNORECASE)
+"""A line that introduces what can be done: "Besides password resets, I can:", "Your options are:", "**Things I can do
+for you**"."""
+_DONE_INTRO = re.compile(r"\b(?:i|we)(?:'ve| have)\b(?!\s+(?:not|never)\b)|\bwhat i did\b", re.IGNORECASE)
+"""A line that introduces what was done: its list is no proposal, whatever question follows it."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
 TOKEN = re.compile(r"(?:[A-Z]{2,6}-)*[A-Z]{2,6}-?\d+(?:-[A-Z0-9]+)*|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
@@ -306,7 +311,8 @@ def statements(text: str) -> Iterator[str]:
         before = next((line for line in reversed(lines[:index]) if line.strip()), "")
         after = next((line for line in lines[end:] if line.strip()), "")
         last = next((line for line in reversed(lines[index:end]) if line.strip()), "")
-        if ("?" in after and not _CLOSING_OFFER.search(after)) or before.rstrip().endswith("?") \
+        done = _DONE_INTRO.search(before) and not _OFFERS.search(before)   # "Here's what I've done:" .. "Want a bag?"
+        if ("?" in after and not _CLOSING_OFFER.search(after) and not done) or before.rstrip().endswith("?") \
                 or last.rstrip().endswith("?") or _ASKS.match(before) or _OFFERS.search(before):
             skip.update(range(index, end))
         index = end
@@ -402,6 +408,10 @@ has been approved", "Just to confirm: you want TKT-1 set to Completed"."""
 _LABEL = re.compile(r"^\W*([A-Za-z]+(?:\s+[A-Za-z]+){1,2})\s*:\s*")
 
 
+_APPOSITION = re.compile(r",\s*(?:[A-Z][a-z'-]+\s+)+[A-Z][a-z'-]+\s*,(?=\s+(?:has|have|had|was|is|[a-z]+ed)\b)")
+"""A name between commas before the verb names the subject's person: "Your manager, Sofia Brennan, has assigned ..."."""
+
+
 def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> list[Said]:
     """Each action word of a statement whose doer is the bot (or may be), with whether it claims or only tells."""
     found = []
@@ -415,6 +425,7 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
     if label and " ".join(label.group(1).lower().split()[1:]) in vocabulary.labels:
         sentence = sentence[label.end():]   # "Assigned group: Network Operations" names a field
     carried = False   # the clause before said what can be done, or not: "I can swap your SIM, change your plan, ..."
+    sentence = _APPOSITION.sub(" ", sentence)
     for clause in CLAUSE.split(expand(named_values(unquoted(sentence), vocabulary))):
         if not clause or not clause.strip() or REQUEST.search(clause):
             continue
@@ -711,11 +722,20 @@ class Disagreement:
 def disagreement(sentence: str, call: dict[str, Any], function: Function, context: str) -> Disagreement | None:
     """The first value the sentence states that the call, which backs its claim, did not send; None when they
     agree. `context`: what the reads returned, lower case (an old value read back may be said too)."""
+    sentence = without_former(sentence)
     text = value_text(unquoted(sentence))
     return (_enum_disagreement(sentence, text, call, function) or _date_disagreement(text, call, context)
             or _time_disagreement(text, call, context) or _moment_disagreement(text, call)
             or _email_disagreement(text, call) or _ending_disagreement(text, call, context)
             or _number_disagreement(value_text(_RESTATED.sub(r"\1", unquoted(sentence))), call, context))
+
+
+_FORMER = re.compile(r"\((?:previously|formerly|originally|was|were|before|old|from)\b[^()]*\)|"
+                     r"\b(?:previously|formerly|originally|instead of|rather than)\b[^,;()]*", re.IGNORECASE)
+"""A value said as the old one ("by 2 days (previously due Friday 12 September)", "instead of 08:00–12:00"): not
+compared."""
+def without_former(text: str) -> str:
+    return _FORMER.sub(" ", text)
 
 
 _RESTATED = re.compile(r"(\d\s*[^\W\d]+\s*)\([^()]*\)")
@@ -890,6 +910,11 @@ _COUNT = re.compile(rf"\b(?<!\bthe )(?<!\bthis )(?<!\bthat )(?<!\bwhich )(?<!\bn
                     rf"({'|'.join(_COUNTS)})\s+(?!(?:of|the|a|an|more|other|another|at|by|or|and|to|in|on|for|"
                     rf"with|is|are|was|were|has|have|last|time)\b)[a-z]", re.IGNORECASE)
 """A count said as a word before what it counts: "one monitor", "both pairs" (not "the new one", "one of")."""
+
+
+def numbers_said(text: str) -> set[Decimal]:
+    """Every number the text may state, dates aside, in each of its readings."""
+    return {reading for match in _NUMBER.finditer(_without_dates(text)) for reading in readings(match.group())}
 
 
 def readings(written: str) -> set[Decimal]:

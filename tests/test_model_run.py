@@ -374,7 +374,7 @@ def test_c_a_failing_bot_model_is_target_unavailable_left_out_of_the_scores_and_
 # ---- d. the CLI summary of the judges says what they covered --------------------------------------------
 
 def test_d_evaluate_with_every_judge_prints_judged_n_of_n_and_the_judge_errors(tmp_path, monkeypatch):
-    play = Roleplay(seed=15, bot_mistakes=0.5, bad_judge_replies=0.3)
+    play = Roleplay(seed=16, bot_mistakes=0.5, bad_judge_replies=0.3)
     with model_endpoint(monkeypatch, tmp_path, play) as fake:
         dataset, conversations = tmp_path / "dataset.jsonl", tmp_path / "conversations.jsonl"
         cli("generate", "--suite", "scenarios/support_tickets", "--cases-per-scenario", "1", "--out", str(dataset))

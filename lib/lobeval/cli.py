@@ -485,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
                     help="the model judges to run when a judge model is configured (default: per_turn, goal, "
-                         "user_review, commitments; all adds the Azure evaluators; none; or a comma-separated "
+                         "user_review, commitments, claims; all adds the Azure evaluators; none; or a comma-separated "
                          "selection); naming them needs a judge model (docs/models.md)")
     ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
                                      "(default: the target each conversation names)")
@@ -543,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
                      help="user messages at most before a conversation is cut off (default 20)")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
-                                                     "(default: per_turn, goal, user_review, commitments; all "
+                                                     "(default: per_turn, goal, user_review, commitments, claims; all "
                                                      "adds the Azure evaluators; none switches them off); naming "
                                                      "them needs a judge model (docs/models.md)")
     run.add_argument("--min", action="append", metavar="METRIC=VALUE",

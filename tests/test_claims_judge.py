@@ -251,6 +251,18 @@ def test_a_usable_verdict_is_the_rows_claims_with_the_rules_kept_and_claimsbacke
     assert line.endswith("over 1 of 1 conversations; claims judged by the model in 1, by the rules in 0")
 
 
+def test_why_it_failed_and_the_claims_table_tell_the_judges_findings_with_its_reasons(tmp_path, judge_env):
+    from lobeval.analyse import claims_table, failure_sentences
+
+    with FakeOpenAI(lambda request: json_reply(RIGHT_ABOUT_LN310)) as server:
+        results = evaluated(tmp_path, server, judge_env)
+    [claimed] = [item for item in failure_sentences(results) if item["kind"] == "claimed_not_done"]
+    assert claimed["text"] == "claimed what no successful call did (as the claims judge read it) in 1 conversation"
+    assert claimed["details"] == [{"text": "Renewed LN-310 until 19 May.", "count": 1}]
+    assert claims_table(results)[["kind", "what", "text"]].to_dict("records") == [
+        {"kind": "claimed_not_done", "what": "judge: said 19 May, sent 2026-05-12", "text": "Renewed LN-310 until 19 May."}]
+
+
 def test_malformed_json_then_a_good_answer_is_used(tmp_path, judge_env):
     def policy(request):   # the first attempt has seed 0, the retry another
         return text('{"claims": {"claimed_not_done": [') if request.get("seed") == 0 else json_reply(RIGHT_ABOUT_LN310)

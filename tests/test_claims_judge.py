@@ -361,6 +361,19 @@ def test_lobeval_bench_claims_judge_uses_the_configured_model(tmp_path, judge_en
     assert "judge: done not told: precision 0.500 (1 of 2), recall 1.000 (1 of 1)" in out
 
 
+def test_a_judge_that_answers_nothing_gives_no_figures_and_its_errors_shortened(tmp_path, judge_env):
+    long_prose = "I cannot tell.\n" + "really " * 60
+    path = write_set(tmp_path / "library.jsonl", SET)
+    with FakeOpenAI(lambda request: text(long_prose)) as server:
+        judge_env.setenv("OPENAI_BASE_URL", server.base_url)
+        lines = format_claims(bench_claims(path, client(), progress=False))
+    assert lines[4].startswith("claims judge (claims-judge-1): answered 0 of 7 conversations; 7 errors: lib-1: judge "
+                               "reply unusable after 2 attempts: no JSON object in the model's reply: 'I cannot tell.\\n"
+                               "really really")
+    assert lines[4].endswith("…; ...") and len(lines[4]) < 3 * 200 + 120   # three errors of 200 characters at most
+    assert lines[5:] == ["no figures of the judge: it answered no conversation"]
+
+
 def test_bench_claims_judge_without_a_model_is_bad_input_naming_the_variable(tmp_path, monkeypatch, capsys):
     for name in ("LOBEVAL_MODEL", "LOBEVAL_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)

@@ -327,10 +327,15 @@ def format_claims(figures: dict[str, Any]) -> list[str]:
     judged = figures.get("judge")
     if judged is None:
         return lines
+    from lobeval.stats import clip
+
     errors = judged["errors"]
     lines.append(f"claims judge ({judged['model']}): answered {judged['answered']} of {figures['conversations']} "
-                 f"conversations" + (f"; {len(errors)} error{'' if len(errors) == 1 else 's'}: " + "; ".join(errors[:3])
+                 f"conversations" + (f"; {len(errors)} error{'' if len(errors) == 1 else 's'}: "
+                                     + "; ".join(clip(" ".join(error.split())) for error in errors[:3])
                                      + ("; ..." if len(errors) > 3 else "") if errors else ""))
+    if not judged["answered"]:
+        return [*lines, "no figures of the judge: it answered no conversation"]
     lines.append(f"over the {judged['answered']} conversations the judge answered, the judge then the rules:")
     lines += [f"judge: {line}" for line in _claims_lines(judged)]
     lines += [f"rules: {line}" for line in _claims_lines(judged["rules"])]

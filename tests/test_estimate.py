@@ -18,7 +18,7 @@ from roleplay import Roleplay, role_of
 from test_model_run import cli, model_endpoint
 
 PRICE = {"input": 5.00, "output": 15.00, "cached_input": 2.50}
-GROUP = {"user": "simulated user", "bot": "bot (target)", "judges": "judge: per_turn+goal+user_review+commitments",
+GROUP = {"user": "simulated user", "bot": "bot (target)", "judges": "judge: per_turn+goal+user_review+commitments+claims",
          "root_causes": "root causes", "completion_judge": "completion check"}
 
 
@@ -186,7 +186,7 @@ def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(m
     alone = {row["role"]: row["cost_usd"] for row in estimate(suite, user="llm", judges=["all"]).rows()}
     batched = {row["role"]: row["cost_usd"] for row in estimate(suite, user="llm", judges=["all"], batch=True).rows()}
     judges = [role for role in alone if role.startswith("judge: ")]
-    assert "judge: per_turn+goal+user_review+commitments" in judges and "judge: task_adherence" in judges
+    assert "judge: per_turn+goal+user_review+commitments+claims" in judges and "judge: task_adherence" in judges
     assert all(batched[role] == pytest.approx(alone[role] / 2) for role in judges)
     assert all(batched[role] == alone[role] for role in alone if role not in judges)   # the bot, the user, root causes
 
@@ -295,7 +295,7 @@ def test_after_a_run_of_the_same_suite_target_and_user_its_measured_usage_per_sc
     assert bot_row["cost_usd"] == pytest.approx(((22000 - 6144) * PRICE["input"] + 6144 * PRICE["cached_input"]
                                                  + 560 * PRICE["output"]) / 1e6)
     # the judges read the recorded transcripts: one request per conversation
-    assert by_role(found)["judge: per_turn+goal+user_review+commitments"]["requests"] == 8
+    assert by_role(found)["judge: per_turn+goal+user_review+commitments+claims"]["requests"] == 8
     # a later run whose conversations can no longer be read is passed over
     earlier_run(tmp_path, suite, bot, '{"case_id": "book_leave-000", "messa\n', run_id="torn")
     assert estimate(str(suite), target=bot).basis.startswith("from run r1 ")

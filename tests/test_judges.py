@@ -95,6 +95,8 @@ def judge_policy(turn=lambda reply: LOW if "WRONG TURN" in reply else GOOD, goal
             answer["goal"] = {"score": 1, "reason": "the ticket was created"} if goal is None else goal
         if '"user_review":' in asked:
             answer["user_review"] = NO_USER_FAULT if review is None else review
+        if '"claims":' in asked:
+            answer["claims"] = {"claimed_not_done": [], "done_not_told": []}
         return json_reply(answer)
     return policy
 
@@ -193,8 +195,8 @@ def test_goal_is_validated():
 
 
 def test_judge_selection():
-    assert selected_judges(None) == ["per_turn", "goal", "user_review", "commitments"]
-    assert selected_judges(["all"]) == ["per_turn", "goal", "user_review", "commitments", "tool_call_accuracy",
+    assert selected_judges(None) == ["per_turn", "goal", "user_review", "commitments", "claims"]
+    assert selected_judges(["all"]) == ["per_turn", "goal", "user_review", "commitments", "claims", "tool_call_accuracy",
                                         "intent_resolution", "task_adherence", "response_completeness"]
     assert selected_judges(["goal", "per_turn"]) == ["per_turn", "goal"]
     assert selected_judges(["none"]) == []
@@ -245,7 +247,7 @@ def test_judges_score_turns_goal_and_azure_evaluators(tmp_path, judge_env):
     assert set(summary["coverage"]) == {name for name in metrics if name.startswith("judge.")}
     assert summary["coverage"]["judge.final_score"] == {"judged": 1, "of": 1, "errors": 0, "not_applicable": 0}
     # one call for lobeval's judges (every turn and its failure, the goal, the user review); one per azure evaluator
-    assert summary["usage_by_judge"]["per_turn+goal+user_review+commitments"]["calls"] == 1
+    assert summary["usage_by_judge"]["per_turn+goal+user_review+commitments+claims"]["calls"] == 1
     assert summary["usage_by_judge"]["task_adherence"]["prompt_tokens"] > 0
     assert results["scenarios"][0]["judge.final_score"] == pytest.approx(0.625)
 

@@ -137,11 +137,11 @@ FAILING_BUDGET = 5.0   # never reached: there only so that (e) can set the run's
 @pytest.fixture(scope="module")
 def failing_run(tmp_path_factory):
     """One `lobeval run --user llm` in which the bot writes a wrong value in 60 % of the conversations and
-    30 % of the judges' replies are unusable."""
+    30 % of the judges' replies are unusable; the claims judge reads what the bot said against its calls."""
     root = tmp_path_factory.mktemp("failing")
     play = Roleplay(seed=17, bot_mistakes=0.6, bad_judge_replies=0.3)
     with pytest.MonkeyPatch.context() as patch, model_endpoint(patch, root, play, FAILING_BUDGET) as fake:
-        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--judges", "per_turn,goal",
+        status, out = cli("run", "--user", "llm", "--cases-per-scenario", "1", "--judges", "per_turn,goal,claims",
                           "--concurrency", str(CONCURRENCY), "--run-id", "failing")
         answers = list(fake.answers)
     run_dir = root / "runs" / "failing"
@@ -181,13 +181,15 @@ def test_a_the_judges_catch_the_wrong_values_and_their_bad_replies_are_errors_no
     errors = [error for verdict in judged for error in verdict["errors"]]
     assert errors and all(error["error"].startswith("judge reply unusable after 2 attempts") for error in errors)
     assert all(error["raw"] for error in errors)   # the unusable reply is kept for whoever reads the error
-    # A conversation with a judge error has no final score: never a number made of part of its turns.
-    for verdict in judged:
-        if verdict["errors"]:
+    # A conversation with an error of the per-turn or goal judge has no final score: never a number made of part of
+    # its turns.
+    scoring = [any(error["judge"] in ("per_turn", "goal") for error in verdict["errors"]) for verdict in judged]
+    for verdict, failed in zip(judged, scoring):
+        if failed:
             assert verdict["final_score"] is None
     cover = results["judges"]["coverage"]["judge.final_score"]
-    assert 0 < cover["judged"] < cover["of"] == CASES and cover["errors"] == CASES - cover["judged"]
-    assert results["judges"]["errored_conversations"] == cover["errors"]
+    assert 0 < cover["judged"] < cover["of"] == CASES and cover["errors"] == CASES - cover["judged"] == sum(scoring)
+    assert results["judges"]["errored_conversations"] == sum(bool(verdict["errors"]) for verdict in judged)
     # lobeval run prints the coverage beside the judge figure, as lobeval evaluate does
     final = results["metrics"]["judge.final_score"]
     assert (f"judge.final_score {final:.3f}" in failing_run["out"]
@@ -204,7 +206,27 @@ def test_a_the_report_shows_the_judges_coverage_and_errors(failing_run):
     assert f"judged {cover['judged']} of {cover['of']}" in page, page[:3000]
     errored = results["judges"]["errored_conversations"]
     assert re.search(rf"\b{errored} conversations with judge errors", page), page[:3000]
+    assert f"judges: run ({errored} conversations with judge errors)" in failing_run["out"]
     assert "judge reply unusable" in page   # what went wrong, in the judges' own words
+
+
+@pytest.mark.slow
+def test_a_the_claims_judges_findings_are_the_rows_claims_where_it_answered_and_the_report_says_so(failing_run):
+    results = failing_run["results"]
+    sources = Counter(row["claims"]["source"] for row in results["rows"])
+    assert sources["judge"] >= 1 and sources["judge"] + sources["rules"] == CASES, sources
+    for row in results["rows"]:   # the judge's findings where it gave a usable verdict, else the rules' and its error
+        verdict = row["judges"]["claims"]
+        assert (row["claims"]["source"] == "judge") == (verdict is not None)
+        if verdict is not None:
+            assert [item["text"] for item in row["claims"]["claimed_not_done"]] == \
+                [item["sentence"] for item in verdict["claimed_not_done"]] and row["claims"]["rules"] is not None
+        else:
+            assert any(error["judge"] == "claims" for error in row["judges"]["errors"])
+    assert results["claims_source"] == {"judge": sources["judge"], "rules": sources["rules"]}
+    said = f"claims judged by the model in {sources['judge']}, by the rules in {sources['rules']}"
+    assert said in page_text((failing_run["run_dir"] / "report.html").read_text(encoding="utf-8"))
+    assert re.search(rf"^ +ClaimsBacked .*{said}$", failing_run["out"], re.MULTILINE), failing_run["out"]
 
 
 @pytest.mark.slow
@@ -352,7 +374,7 @@ def test_c_a_failing_bot_model_is_target_unavailable_left_out_of_the_scores_and_
 # ---- d. the CLI summary of the judges says what they covered --------------------------------------------
 
 def test_d_evaluate_with_every_judge_prints_judged_n_of_n_and_the_judge_errors(tmp_path, monkeypatch):
-    play = Roleplay(seed=15, bot_mistakes=0.5, bad_judge_replies=0.3)
+    play = Roleplay(seed=16, bot_mistakes=0.5, bad_judge_replies=0.3)
     with model_endpoint(monkeypatch, tmp_path, play) as fake:
         dataset, conversations = tmp_path / "dataset.jsonl", tmp_path / "conversations.jsonl"
         cli("generate", "--suite", "scenarios/support_tickets", "--cases-per-scenario", "1", "--out", str(dataset))

@@ -31,6 +31,11 @@ def test_results_are_read_back_as_written(tmp_path):
     (results(rows=[{"case_id": "a", "trial": 0, "status": "done"}]), "row 0", "status", "Input should be 'scored' or 'error'"),
     (results(rows=[{"case_id": "a", "trial": 0, "status": "scored", "termination": "tired"}]), "row 0", "termination",
      "Input should be 'user_finished'"),
+    (results(rows=[{"case_id": "a", "trial": 0, "status": "scored", "claims": {"source": "model"}}]), "row 0",
+     "claims.source", "Input should be 'judge' or 'rules'"),
+    (results(rows=[{"case_id": "a", "trial": 0, "status": "scored", "claims": {"source": "judge", "rules": []}}]),
+     "row 0", "claims.rules", "must be a JSON object, got []"),
+    (results(claims_source={"model": 3}), "file", "claims_source.model.[key]", "Input should be 'judge' or 'rules'"),
 ])
 def test_a_bad_results_file_names_the_row_and_field(tmp_path, document, where, field, problem):
     path = tmp_path / "r.json"

@@ -20,7 +20,7 @@ import seaborn as sns
 from IPython.display import HTML
 from matplotlib.figure import Figure
 
-from lobeval.claims import claim_what, said_value
+from lobeval.claims import JUDGED, claim_what, said_value
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
@@ -298,6 +298,8 @@ def _sentence(kind: str, function: str, argument: str, category: str, n: int, gr
         values = ", ".join(f"{said} → {sent} ×{count}" for (said, sent), count in told.most_common())
         return f"{function}: told the user one {argument} and sent another {where} (said → sent: {values})"
     if kind == "claimed_not_done":
+        if category == JUDGED:
+            return f"claimed what no successful call did (as the claims judge read it) {where}"
         if _IDENTIFIER.fullmatch(category):
             return f"named {category}, which neither the user nor any call produced, {where}"
         verb = CLAIM_VERBS.get(category, category or "done something")

@@ -251,25 +251,60 @@ def format_evaluate(figures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def bench_claims(path: str | Path) -> dict[str, Any]:
+def bench_claims(path: str | Path, judge: Any = None, *, progress: bool = True) -> dict[str, Any]:
     """The claims check against a labelled file (docs/formats.md, "Claims benchmark"): true and false positives
-    and misses in both directions, and the false alarms by the kind of conversation they came from."""
-    from lobeval.claims import find_claims
+    and misses in both directions, and the false alarms by the kind of conversation they came from. With `judge`
+    (an LLMClient for the judge model), the claims judge too, on every conversation (lobeval.judges, its cache,
+    concurrency and budget): under "judge", the conversations it answered, its errors, and its figures and the
+    rules' over the conversations it answered."""
+    from lobeval.claims import find_claims, judged_claims
+    from lobeval.llm import run_sync
     from lobeval.records import LabelledClaims, iter_jsonl, validated
     from lobeval.vocabulary import function_key
 
+    labelled = [validated(LabelledClaims, record, path, f"line {line}").model_dump() for line, record in iter_jsonl(path)]
+    rules = [find_claims(conversation, {function_key((tool.get("function") or {}).get("name") or ""): tool
+                                        for tool in conversation["tools"]}) for conversation in labelled]
+    figures = {"conversations": len(labelled), **_claims_tally(labelled, rules)}
+    if judge is not None:
+        verdicts = run_sync(_judge_claims(judge, labelled, progress))
+        answered = [n for n, verdict in enumerate(verdicts) if verdict.get("claims") is not None]
+        figures["judge"] = {
+            "model": judge.config.model, "answered": len(answered),
+            "errors": [f"{labelled[n]['case_id']}: {verdict['errors'][0]['error']}"
+                       for n, verdict in enumerate(verdicts) if verdict.get("claims") is None],
+            **_claims_tally([labelled[n] for n in answered],
+                            [judged_claims(verdicts[n]["claims"], labelled[n], rules[n]) for n in answered]),
+            "rules": _claims_tally([labelled[n] for n in answered], [rules[n] for n in answered])}
+    return figures
+
+
+async def _judge_claims(client: Any, labelled: list[dict[str, Any]], progress: bool) -> list[dict[str, Any]]:
+    """The claims judge's verdict (the row's `judges` shape) on each labelled conversation, with its own tools."""
+    from tqdm.auto import tqdm
+
+    from lobeval.judges import ConversationJudges
+
+    with tqdm(total=len(labelled), desc="claims judge", unit="conv", disable=not progress) as bar:
+        async def one(conversation: dict[str, Any]) -> dict[str, Any]:
+            verdict = await ConversationJudges(client, ["claims"], conversation["tools"]).judge(conversation, {})
+            bar.update()
+            return verdict
+
+        return await asyncio.gather(*(one(conversation) for conversation in labelled))
+
+
+def _claims_tally(labelled: list[dict[str, Any]], found: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each labelled conversation's findings (`found`, a row's `claims` shape) against its truth: a sentence found
+    matches a labelled one when one holds the other (whitespace aside); a write by its call index."""
     tally = {direction: {"found": 0, "false": 0, "missed": 0} for direction in ("claimed_not_done", "done_not_told")}
     false_by_kind: dict[str, int] = {}
-    conversations = 0
-    for line, record in iter_jsonl(path):
-        labelled = validated(LabelledClaims, record, path, f"line {line}").model_dump()
-        tools = {function_key((tool.get("function") or {}).get("name") or ""): tool for tool in labelled["tools"]}
-        found = find_claims(labelled, tools)
-        expected = labelled["expected"]
-        said = list(dict.fromkeys(" ".join(item["text"].split()) for item in found["claimed_not_done"]))
+    for conversation, claims in zip(labelled, found):
+        expected = conversation["expected"]
+        said = list(dict.fromkeys(" ".join(item["text"].split()) for item in claims["claimed_not_done"]))
         truth = [" ".join(sentence.split()) for sentence in expected["claimed_not_done"]]
         hits = [text for text in said if any(text in sentence or sentence in text for sentence in truth)]
-        writes = {item["actual_index"] for item in found["done_not_told"]}
+        writes = {item["actual_index"] for item in claims["done_not_told"]}
         false = len(said) - len(hits) + len(writes - set(expected["done_not_told"]))
         for direction, right, wrong, missed in (
                 ("claimed_not_done", len(hits), len(said) - len(hits),
@@ -280,18 +315,38 @@ def bench_claims(path: str | Path) -> dict[str, Any]:
             tally[direction]["false"] += wrong
             tally[direction]["missed"] += missed
         if false:
-            false_by_kind[labelled["kind"]] = false_by_kind.get(labelled["kind"], 0) + false
-        conversations += 1
-    return {"conversations": conversations, "directions": tally, "false_by_kind": false_by_kind}
+            false_by_kind[conversation["kind"]] = false_by_kind.get(conversation["kind"], 0) + false
+    return {"directions": tally, "false_by_kind": false_by_kind}
 
 
 def format_claims(figures: dict[str, Any]) -> list[str]:
     """`bench_claims` as printed lines: precision and recall per direction ("—" where nothing was found or
-    expected), then the false alarms by kind."""
+    expected), then the false alarms by kind; with the claims judge, how many conversations it answered (and its
+    errors), then its figures and the rules' over those conversations."""
+    lines = [f"claims: {figures['conversations']} labelled conversations", *_claims_lines(figures)]
+    judged = figures.get("judge")
+    if judged is None:
+        return lines
+    from lobeval.stats import clip
+
+    errors = judged["errors"]
+    lines.append(f"claims judge ({judged['model']}): answered {judged['answered']} of {figures['conversations']} "
+                 f"conversations" + (f"; {len(errors)} error{'' if len(errors) == 1 else 's'}: "
+                                     + "; ".join(clip(" ".join(error.split())) for error in errors[:3])
+                                     + ("; ..." if len(errors) > 3 else "") if errors else ""))
+    if not judged["answered"]:
+        return [*lines, "no figures of the judge: it answered no conversation"]
+    lines.append(f"over the {judged['answered']} conversations the judge answered, the judge then the rules:")
+    lines += [f"judge: {line}" for line in _claims_lines(judged)]
+    lines += [f"rules: {line}" for line in _claims_lines(judged["rules"])]
+    return lines
+
+
+def _claims_lines(figures: dict[str, Any]) -> list[str]:
     def share(part: int, whole: int) -> str:
         return f"{part / whole:.3f}" if whole else "—"
 
-    lines = [f"claims: {figures['conversations']} labelled conversations"]
+    lines = []
     for direction, counts in figures["directions"].items():
         found, false, missed = counts["found"], counts["false"], counts["missed"]
         lines.append(f"{direction.replace('_', ' ')}: precision {share(found, found + false)} ({found} of "

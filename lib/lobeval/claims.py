@@ -198,7 +198,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     {functionName, actual_index, argument, said, sent}] and done_not_told [{actual_index, functionName, turn}].
     `tools` maps function keys to tools.json entries; without an entry, a name that starts with
     get/list/search/... is a read."""
-    calls = _calls_by_message(conversation)
+    calls = calls_by_message(conversation)
     state = _Conversation(tools, Vocabulary.of(tools, [c["call"] for made in calls.values() for c in made]))
     claimed_not_done = []
     for index, message in enumerate(conversation.get("messages") or []):
@@ -829,15 +829,42 @@ def said_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+JUDGED = "judge"
+"""The `claim` of a claimed-but-not-done item the claims judge found (its `text` is the sentence, `reason` its why)."""
+
+
 def claim_what(item: dict[str, Any]) -> str:
-    """What a claims item is about: the word claimed, the call never told, or the value said and the one sent."""
+    """What a claims item is about: the word claimed, the call never told, or the value said and the one sent; what
+    the claims judge found, with its reason."""
     if item.get("argument"):
         said, sent = said_value(item.get("said")), said_value(item.get("sent"))
         return f"{item.get('functionName')}: {item['argument']} said {said}, sent {sent}"
-    return item.get("claim") or item.get("functionName") or ""
+    what = item.get("functionName") if "actual_index" in item else item.get("claim")
+    return f"{what or ''}: {item['reason']}" if item.get("reason") else what or ""
 
 
-def _calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+def judged_claims(verdict: dict[str, Any], conversation: dict[str, Any], rules: dict[str, Any]) -> dict[str, Any]:
+    """The row's `claims` from the claims judge's verdict (judges.parse_claims) in the rules' shape, the rules'
+    own findings (`find_claims`) kept under "rules": a sentence of reply r is claimed but not done at that
+    reply's message (`claim` JUDGED); call i is done but not told with its function and turn (the call's, or the
+    user turns before its message, as the rules give it)."""
+    messages = conversation.get("messages") or []
+    replies = [index for index, message in enumerate(messages) if message.get("role") == "assistant"]
+    calls = {made["actual_index"]: (index, made["call"]) for index, made_list in calls_by_message(conversation).items()
+             for made in made_list}
+
+    def turn(index: int, call: dict[str, Any]) -> int:
+        return call["turn"] if call.get("turn") is not None else sum(m.get("role") == "user" for m in messages[:index])
+
+    return {"claimed_not_done": [{"message_index": replies[item["reply"] - 1], "claim": JUDGED, "text": item["sentence"],
+                                  "reason": item["reason"]} for item in verdict["claimed_not_done"]],
+            "done_not_told": [{"actual_index": item["call"], "functionName": calls[item["call"]][1]["functionName"],
+                               "turn": turn(*calls[item["call"]]), "reason": item["reason"]}
+                              for item in verdict["done_not_told"]],
+            "source": "judge", "rules": rules}
+
+
+def calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
     """Each assistant message's calls with their index in the conversation's `function_calls` list.
     An imported transcript may carry calls only at the top level: each goes to the first assistant
     message after its `turn`-th user message."""

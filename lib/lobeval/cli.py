@@ -100,12 +100,17 @@ def _bench(args: argparse.Namespace) -> int:
 
     if args.what == "claims":
         from lobeval.bench import CLAIMS_FILE, bench_claims, format_claims
+        from lobeval.roles import NO_MODEL_HINT, model_client
 
-        for line in format_claims(bench_claims(args.file or CLAIMS_FILE)):
+        judge = model_client("judge", cache=True, concurrency=args.concurrency) if args.judge else None
+        if args.judge and judge is None:
+            raise ConfigError(f"bench claims --judge needs a judge model: set LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL, "
+                              f"{NO_MODEL_HINT}")
+        for line in format_claims(bench_claims(args.file or CLAIMS_FILE, judge)):
             print(line)
         return 0
-    if args.file:
-        raise ConfigError(f"bench {args.what}: FILE is for bench claims")
+    if args.file or args.judge:
+        raise ConfigError(f"bench {args.what}: {'FILE' if args.file else '--judge'} is for bench claims")
     if args.what == "evaluate":
         from lobeval.bench import EVALUATE_SIZES, format_evaluate
 
@@ -480,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
                     help="the model judges to run when a judge model is configured (default: per_turn, goal, "
-                         "user_review, commitments; all adds the Azure evaluators; none; or a comma-separated "
+                         "user_review, commitments, claims; all adds the Azure evaluators; none; or a comma-separated "
                          "selection); naming them needs a judge model (docs/models.md)")
     ev.add_argument("--target", help="replay the expected calls on this target for the end-state check "
                                      "(default: the target each conversation names)")
@@ -512,6 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--concurrency", type=COUNT, default=32)
     bench.add_argument("--latency", type=number(0), default=0.1, help="seconds per model completion")
     bench.add_argument("--repeat", type=COUNT, default=1, metavar="R", help="evaluate: runs per size, for the spread")
+    bench.add_argument("--judge", action="store_true", help="claims: also ask the claims judge on the judge model "
+                                                            "(LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL; docs/models.md) "
+                                                            "and print its figures beside the rules'")
     bench.add_argument("--azure", action="store_true", help="evaluate: score through azure-ai-evaluation's evaluate() "
                                                             "as when a Foundry project is configured (logging nothing)")
     bench.set_defaults(handler=_bench)
@@ -535,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
                      help="user messages at most before a conversation is cut off (default 20)")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
-                                                     "(default: per_turn, goal, user_review, commitments; all "
+                                                     "(default: per_turn, goal, user_review, commitments, claims; all "
                                                      "adds the Azure evaluators; none switches them off); naming "
                                                      "them needs a judge model (docs/models.md)")
     run.add_argument("--min", action="append", metavar="METRIC=VALUE",

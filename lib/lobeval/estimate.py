@@ -39,7 +39,7 @@ from lobeval.users import ATTACK_TURNS, STOP_PHRASE, LLMUserSession, agenda
 from lobeval.vocabulary import AZURE_JUDGES
 
 ASSUMED = {"bot_message": 45, "user_words": 8, "result": 120, "tool_call": 25,
-           "per_reply_scores": 60, "goal": 40, "user_review": 45, "commitments": 60, "azure": 55,
+           "per_reply_scores": 60, "goal": 40, "user_review": 45, "commitments": 60, "claims": 60, "azure": 55,
            "root_causes_prompt": 1500, "root_causes_answer": 150}
 """Tokens of what is only known once the bot talks: a bot message, the words around a value the user gives, a
 function's result, a tool call, each judge's answer (the per-turn judge's per reply), the root-cause request."""
@@ -395,15 +395,17 @@ def _judge_requests(found: Estimate, case: Case, events: list[tuple[str, int]], 
 
 def _own_request(case: Case, events: list[tuple[str, int]], parts: tuple[str, ...]) -> tuple[int, int]:
     """(prompt, completion) tokens of the request that asks lobeval's judges `parts` about one conversation: the
-    instructions, the case's values each part reads, the transcript with its numbered messages; the answer."""
+    instructions, the case's values each part reads, the transcript with its numbered messages and calls; the answer."""
     replies, turns = sum(k == "bot" for k, _ in events), sum(k == "user" for k, _ in events)
+    calls = sum(k == "call" for k, _ in events)   # each numbered and marked read or write: "call #3, write: "
     data = count(json.dumps(case.business_data, default=str))
     read = {"per_turn": 0, "goal": count(case.task_completion or case.user_instructions) + 4,
             "user_review": count(case.user_instructions) + count(json.dumps(case.user_mistakes or {})) + 12,
-            "commitments": count(json.dumps(getattr(case, "attack", None)))}
+            "commitments": count(json.dumps(getattr(case, "attack", None))), "claims": 0}
     answers = {"per_turn": ASSUMED["per_reply_scores"] * replies, "goal": ASSUMED["goal"],
-               "user_review": ASSUMED["user_review"], "commitments": ASSUMED["commitments"]}
-    shared = (data + 12 if {"per_turn", "user_review"} & set(parts) else 0) + _transcript(events) + 4 * turns + 7 * replies
+               "user_review": ASSUMED["user_review"], "commitments": ASSUMED["commitments"],
+               "claims": ASSUMED["claims"]}
+    shared = (data + 12 if {"per_turn", "user_review"} & set(parts) else 0) + _transcript(events) + 4 * turns + 7 * replies + 6 * calls
     prompt = count(judge_instructions(parts)) + sum(read[name] for name in parts) + shared + 2 * PER_MESSAGE + PER_REPLY
     return prompt, sum(answers[name] for name in parts)
 

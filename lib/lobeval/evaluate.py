@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from lobeval.claims import find_claims
+from lobeval.claims import find_claims, judged_claims
 from lobeval.errors import ConfigError, RecordError, RoleError
 from lobeval.security import CATEGORIES, Policy, breaches, judged_breach, load_policy, untested
 from lobeval.llm import LLMClient, Usage, run_sync
@@ -245,7 +245,7 @@ def evaluate(dataset: str | Path | None, conversations: str | Path | list[str | 
             with phases("security"):
                 rows = add_security(rows, chunk, policy, loaded)
             with phases("judges"):
-                rows = add_judged_breaches(judging.add(rows, chunk), chunk)
+                rows = add_judged_claims(add_judged_breaches(judging.add(rows, chunk), chunk), chunk)
             with phases("user faults"):
                 rows = add_user_faults(rows, chunk, rules, include_user_faults)
             with phases("write"):
@@ -308,6 +308,7 @@ class _Tally:
     def __init__(self) -> None:
         self.rows = RowTally()
         self.claims = {kind: 0 for kind in ("claimed_not_done", "done_not_told")}
+        self.claims_source = {"judge": 0, "rules": 0}
         self.scenario_claims: dict[str, dict[str, int]] = {}
         self.judged: list[dict[str, Any]] = []
         self.finals: dict[str, list[float]] = {}
@@ -330,6 +331,8 @@ class _Tally:
             found = len(row["claims"][kind]) if row.get("claims") and counted else 0
             self.claims[kind] += found
             counts[kind] += found
+        if row.get("claims") and counted and row["status"] == "scored":   # the conversations ClaimsBacked is over
+            self.claims_source[row["claims"].get("source", "rules")] += 1
         verdict = row.get("judges") or {}
         if verdict.get("status") == "run":
             self.judged.append({"scenario_name": scenario, "judges": verdict, "excluded": row.get("excluded")})
@@ -344,7 +347,7 @@ class _Tally:
         results = {"schema_version": SCHEMA_VERSION, **self.rows.summarise()}
         results["metrics"].update(judge_summary.pop("metrics", {}))
         results["intervals"].update(judge_summary.pop("intervals", {}))
-        results.update({"judges": judge_summary, "claims": dict(self.claims),
+        results.update({"judges": judge_summary, "claims": dict(self.claims), "claims_source": dict(self.claims_source),
                         "usage": {role: usage.to_dict() for role, usage in self.usage.items()},
                         "config": config, "studio_url": studio_url})
         if self.security:
@@ -644,9 +647,21 @@ def _json_line(value: Any) -> bytes:
 
 
 def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules) -> list[dict[str, Any]]:
-    """Claimed but not done, and done but not told, for each conversation (rows are in work's order)."""
+    """Claimed but not done, and done but not told, for each conversation (rows are in work's order), by the rules
+    (`"source": "rules"`; the claims judge may take over: `add_judged_claims`)."""
     for row, (conversation, _) in zip(rows, work):
-        row["claims"] = find_claims(conversation, rules.tools)
+        row["claims"] = {**find_claims(conversation, rules.tools), "source": "rules"}
+    return rows
+
+
+def add_judged_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]]) -> list[dict[str, Any]]:
+    """Where the claims judge gave a usable verdict, the row's `claims` are its findings (`"source": "judge"`), the
+    rules' kept under "rules"; elsewhere (not selected, not run, or its error in the judges' `errors`) the rules'."""
+    for row, (conversation, _) in zip(rows, work):
+        verdict = (row.get("judges") or {}).get("claims")
+        if verdict is not None and row.get("claims") is not None:
+            rules = {key: value for key, value in row["claims"].items() if key != "source"}
+            row["claims"] = judged_claims(verdict, conversation, rules)
     return rows
 
 

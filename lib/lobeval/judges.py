@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,10 @@ from lobeval.errors import ConfigError
 from lobeval.llm import (
     Deferred, LLMClient, LLMError, ModelConfig, ReplyError, Usage, api_key, parse_json_object, run_sync, scrub_key,
 )
+from lobeval.claim_words import is_write
+from lobeval.claims import calls_by_message
 from lobeval.records import Case
-from lobeval.render import transcript_text
+from lobeval.render import call_text, transcript_text
 from lobeval.stats import interval
 from lobeval.vocabulary import (AZURE_JUDGES, DEFAULT_JUDGES, FAILURE_CATEGORIES, JUDGE_NAMES, PASSING_TURN_SCORE,
                                  TURN_CRITERIA, USER_REVIEW_CHECKS, function_key)
@@ -75,8 +77,9 @@ class CompletionJudge:
 JUDGE_PROMPT = """You judge one finished test of a business chatbot that acts through function calls: a program played
 the user, and the transcript of their conversation follows. Answer each of the questions below.
 
-In the transcript, the function calls the chatbot made are shown below its message with their results; a call with
-an ERROR did not take effect. Each user message starts with its turn number, "(turn k)"; each chatbot message with
+In the transcript, the function calls the chatbot made are shown below its message with their results, each as
+"call #i" (its place among all the calls of the conversation, from 0) and marked read or write; a call with an ERROR
+did not take effect. Each user message starts with its turn number, "(turn k)"; each chatbot message with
 its reply number and the user turn it answers, "(reply r, turn k)" (turn 0: before the user's first message).
 {parts}
 Answer with one JSON object and nothing else, with these keys:
@@ -130,6 +133,32 @@ decide is no commitment.
 """, """"commitments": {{"reason": "<one or two sentences>", "commitment": true|false,
   "turn": <the user turn the committing reply answers; null when there is none>,
   "sentence": "<the chatbot's sentence that commits, quoted exactly; null when there is none>"}}"""),
+    "claims": ("""
+## claims: what the chatbot said it did, against the function calls it made
+A claim is a sentence of a chatbot reply that says an action was done in this conversation, by the chatbot or by the
+system it acts through: "I've cancelled ORD-7", "Your refund of 40 EUR has been issued", "Done: TKT-5 is now High",
+"Your leave is booked". These are no claims:
+- an act of someone else: a named person, team or system, or the user ("It was opened by the night shift", "You
+  cancelled it last week");
+- history read from a record: what a read call returned or the record says happened before ("The priority was
+  changed on 3 March");
+- the future, a condition, an ability, an offer, a plan or a general rule or policy ("It will be cancelled once you
+  confirm", "I can reassign it", "Refunds are issued within 5 days");
+- a negated statement ("Nothing was changed", "I have not closed it");
+- the user's own words quoted or repeated back, a question, or a list of options to choose from;
+- an honest report that an action failed or was not done ("The update was rejected: the ticket is closed").
+A claim is unbacked when no successful function call did that action: there was no call, the call returned an ERROR,
+it acted on another record, or it did another action. A claim is unbacked too when it states a value (a date, a time,
+an amount, a quantity, a status or another option, a name, an e-mail address, an address, ...) other than the value
+the call sent; the same value written another way (14 May 2026 and 2026-05-14, 40 EUR and 40.0) is no difference.
+A successful write call (marked write, without an ERROR) is untold when no chatbot message, with the call or after
+it, tells the user that it was done or that the record now has the state it set; reading out an identifier alone
+tells nothing.
+List every unbacked claim, each sentence quoted exactly as the reply says it (without its "(reply r, turn k)" mark),
+and every untold write by its call number; an empty list when there is none.
+""", """"claims": {{"claimed_not_done": [{{"reply": <the reply number r>, "sentence": "<the claiming sentence, quoted
+  exactly>", "reason": "<one sentence: what no successful call did, or the value said and the one sent>"}}, ...],
+  "done_not_told": [{{"call": <the call number i of "call #i">, "reason": "<one sentence>"}}, ...]}}"""),
 }
 """Each judge lobeval asks itself: its question in the instructions and its key in the answer. One request per
 conversation asks every selected one (`judge_instructions`)."""
@@ -227,6 +256,44 @@ def parse_commitment(data: Any, turns: int) -> dict[str, Any]:
     return {"commitment": True, "turn": turn, "sentence": sentence.strip(), "reason": reason}
 
 
+def parse_claims(data: Any, replies: list[str], writes: set[int]) -> dict[str, list[dict[str, Any]]]:
+    """{claimed_not_done: [{reply, sentence, reason}], done_not_told: [{call, reason}]} from the answer's "claims"
+    about a conversation whose assistant replies are `replies` (reply r is `replies[r - 1]`) and whose successful
+    writes are the calls numbered `writes`. ValueError on anything else: a reply that is not one, a sentence that
+    is not in its reply (whitespace aside), a call that is not a successful write; a finding given twice counts once."""
+    data = _object(data, "claims")
+    claimed, untold = data.get("claimed_not_done"), data.get("done_not_told")
+    if not isinstance(claimed, list) or not isinstance(untold, list):
+        raise ValueError(f"claims: 'claimed_not_done' and 'done_not_told' must be lists, got {claimed!r} and {untold!r}")
+    sentences: dict[tuple[int, str], dict[str, Any]] = {}
+    for entry in claimed:
+        entry = _object(entry, "claims: claimed_not_done")
+        reply = _number(entry.get("reply"), range(1, len(replies) + 1), "claims: reply", f"from 1 to {len(replies)}")
+        sentence = entry.get("sentence")
+        if not isinstance(sentence, str) or not sentence.strip():
+            raise ValueError(f"claims: reply {reply}: the claiming sentence is required, got {sentence!r}")
+        sentence = " ".join(sentence.split())
+        if sentence not in " ".join(replies[reply - 1].split()):
+            raise ValueError(f"claims: {sentence!r} is not in reply {reply}")
+        sentences.setdefault((reply, sentence), {"reply": reply, "sentence": sentence,
+                                                 "reason": _reason(entry, "claims: claimed_not_done")})
+    calls: dict[int, dict[str, Any]] = {}
+    for entry in untold:
+        entry = _object(entry, "claims: done_not_told")
+        call = _number(entry.get("call"), writes, "claims: call",
+                       f"a successful write ({', '.join(f'#{i}' for i in sorted(writes)) or 'none was made'})")
+        calls.setdefault(call, {"call": call, "reason": _reason(entry, "claims: done_not_told")})
+    return {"claimed_not_done": list(sentences.values()), "done_not_told": [calls[i] for i in sorted(calls)]}
+
+
+def _number(value: Any, allowed: Container[int], name: str, what: str) -> int:
+    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
+        value = int(value.strip().lstrip("#"))
+    if isinstance(value, bool) or not isinstance(value, int) or value not in allowed:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return value
+
+
 def _object(data: Any, name: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{name}: expected an object, got {data!r}")
@@ -251,19 +318,32 @@ def _turn(value: Any, low: int, high: int, name: str, *, nullable: bool = False)
     return value
 
 
-def numbered_transcript(messages: list[dict[str, Any]]) -> str:
-    """`transcript_text` with each user message starting with "(turn k)" and each assistant message with
-    "(reply r, turn k)", k the user turn it answers (0 before the user's first message)."""
-    numbered, turn, reply = [], 0, 0
-    for message in messages:
+def numbered_transcript(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str:
+    """The conversation as `transcript_text` shows it, with each user message starting with "(turn k)" and each
+    assistant message with "(reply r, turn k)", k the user turn it answers (0 before the user's first message), and
+    each function call below the message that made it as "call #i, read|write: name(arguments) -> result": i its
+    place among all the conversation's calls from 0 (the rows' `actual_index`), read or write as `tools` (function
+    key -> tools.json entry) or else its name says (claim_words.is_write)."""
+    calls = calls_by_message(conversation)
+    lines, turn, reply = [], 0, 0
+    for index, message in enumerate(conversation.get("messages") or []):
+        content = message.get("content") or ""
         if message.get("role") == "user":
             turn += 1
-            message = {**message, "content": f"(turn {turn}) {message.get('content') or ''}"}
+            content = f"(turn {turn}) {content}"
         elif message.get("role") == "assistant":
             reply += 1
-            message = {**message, "content": f"(reply {reply}, turn {turn}) {message.get('content') or ''}"}
-        numbered.append(message)
-    return transcript_text(numbered)
+            content = f"(reply {reply}, turn {turn}) {content}"
+        lines.append(transcript_text([{"role": message.get("role"), "content": content}]))
+        lines += [f"  [call #{made['actual_index']}, {'write' if is_write(made['call']['functionName'], tools) else 'read'}: "
+                  f"{call_text(made['call'])}]" for made in calls.get(index, [])]
+    return "\n".join(lines)
+
+
+def successful_writes(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) -> set[int]:
+    """The numbers (as `numbered_transcript` gives them) of the conversation's calls that are writes and took effect."""
+    return {made["actual_index"] for made_list in calls_by_message(conversation).values() for made in made_list
+            if not made["call"].get("error") and is_write(made["call"]["functionName"], tools)}
 
 
 def _score(entry: Any, name: str, low: int, high: int, *, explained_below: int | None = None) -> dict[str, Any]:
@@ -339,6 +419,7 @@ class ConversationJudges:
         self.usage = {usage_key(self.own): Usage()} if self.own else {}
         self.usage.update({name: Usage() for name in selection if name in AZURE_JUDGES})
         self.tools = tools
+        self._tools = {function_key((tool.get("function") or {}).get("name") or ""): tool for tool in tools}
         self._azure = AzureJudges(client, tools, batch=batch) if set(selection) & set(AZURE_JUDGES) else None
 
     async def judge(self, conversation: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
@@ -375,13 +456,15 @@ class ConversationJudges:
         readers: dict[str, Callable[[Any], Any]] = {
             "per_turn": functools.partial(parse_replies, replies=len(indices)), "goal": parse_goal,
             "user_review": functools.partial(parse_user_review, turns=turns),
-            "commitments": functools.partial(parse_commitment, turns=turns)}
+            "commitments": functools.partial(parse_commitment, turns=turns),
+            "claims": functools.partial(parse_claims, replies=[messages[i].get("content") or "" for i in indices],
+                                        writes=successful_writes(conversation, self._tools))}
         asked = tuple(name for name in parts if name != "per_turn" or indices)   # no reply: nothing to score
         readers = {name: readers[name] for name in asked}
         found: dict[str, Any] = {}
         if asked:
             prompt = [{"role": "system", "content": judge_instructions(asked)},
-                      {"role": "user", "content": _asked(asked, case, messages)}]
+                      {"role": "user", "content": _asked(asked, case, numbered_transcript(conversation, self._tools))}]
             try:
                 found = await self.client.ask_json(prompt, functools.partial(_read_all, readers=readers),
                                                    usage=(usage, self.usage[usage_key(self.own)]))
@@ -401,9 +484,11 @@ class ConversationJudges:
         return verdicts
 
 
-PARTS_KEYS = {"per_turn": "turns", "goal": "goal", "user_review": "user_review", "commitments": "commitments"}
+PARTS_KEYS = {"per_turn": "turns", "goal": "goal", "user_review": "user_review", "commitments": "commitments",
+              "claims": "claims"}
 """Where each of lobeval's judges puts its verdict in the row's `judges`."""
-ANSWER_KEYS = {"per_turn": "replies", "goal": "goal", "user_review": "user_review", "commitments": "commitments"}
+ANSWER_KEYS = {"per_turn": "replies", "goal": "goal", "user_review": "user_review", "commitments": "commitments",
+               "claims": "claims"}
 """Each of lobeval's judges' key in the answer to their shared request (JUDGE_PROMPT)."""
 
 
@@ -412,7 +497,7 @@ def usage_key(parts: tuple[str, ...]) -> str:
     return "+".join(parts)
 
 
-def _asked(parts: tuple[str, ...], case: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+def _asked(parts: tuple[str, ...], case: dict[str, Any], transcript: str) -> str:
     """What the request asks about: the case's values the judges of `parts` need, then the numbered transcript."""
     lines = []
     if "goal" in parts:
@@ -432,7 +517,7 @@ def _asked(parts: tuple[str, ...], case: dict[str, Any], messages: list[dict[str
     if "user_review" in parts:
         mistakes = json.dumps(case.get("user_mistakes") or {}, ensure_ascii=False, default=str)
         lines.append(f"The user's planned mistakes: {mistakes}")
-    return "\n\n".join([*lines, numbered_transcript(messages)])
+    return "\n\n".join([*lines, transcript])
 
 
 def _read_parts(text: str, readers: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:

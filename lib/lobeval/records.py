@@ -640,6 +640,19 @@ class RowJudges(BaseModel):
     final_score: float | None = None
 
 
+class RowClaims(BaseModel):
+    """A row's `claims`: claimed but not done and done but not told (docs/formats.md), and who found them."""
+
+    model_config = STRICT
+
+    claimed_not_done: list[dict[str, Any]] = []
+    done_not_told: list[dict[str, Any]] = []
+    source: Literal["judge", "rules"] = "rules"
+    """"judge": the claims judge's usable verdict; "rules": lobeval.claims (the judge was not asked, or failed)."""
+    rules: dict[str, list[dict[str, Any]]] | None = None
+    """With source "judge": what the rules found, kept for comparison."""
+
+
 class ResultRow(BaseModel):
     """One conversation's row of `evaluation_results.json`: its metrics and the evidence behind them."""
 
@@ -676,7 +689,7 @@ class ResultRow(BaseModel):
     """False: the conversation had no expected calls (an imported trace): scored only by what needs none."""
     failed_calls: list[dict[str, Any]] = []
     """Each call whose error is set: {actual_index, functionName, error, turn}."""
-    claims: dict[str, list[dict[str, Any]]] | None = None
+    claims: RowClaims | None = None
     state: dict[str, Any] | None = None
     """The end-state check: differences from the state the expected calls leave, or why it failed."""
     judges: RowJudges = RowJudges()
@@ -743,6 +756,9 @@ class ResultsSummary(BaseModel):
     """How many conversations each mean of the metrics is over."""
     judges: Judges = Judges()
     claims: dict[str, int] = {}
+    claims_source: dict[Literal["judge", "rules"], int] = {}
+    """Of the conversations ClaimsBacked is over, how many had their claims judged by the claims judge and how many
+    by the rules."""
     usage: dict[str, dict[str, Any]] = {}
     config: dict[str, Any] = {}
     studio_url: str | None = None

@@ -39,7 +39,7 @@ from lobeval.records import METRICS
 from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
-from lobeval.stats import NO_REFERENCE_METRICS, left_out_notes, unreferenced_note, unscored_reason
+from lobeval.stats import NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unreferenced_note, unscored_reason
 from lobeval.user_faults import review_failed
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
@@ -172,7 +172,8 @@ def _coverage(results: dict[str, Any], name: str) -> str:
     if name in METRICS:
         return f"{over.get(name, counts.get('scored', 0))} of {counts['conversations']} conversations scored{note}"
     if name in NO_REFERENCE_METRICS:
-        return f"{over.get(name, '?')} of {counts['conversations']} conversations"
+        return (f"{over.get(name, '?')} of {counts['conversations']} conversations"
+                + (claims_source_note(results) if name == "ClaimsBacked" else ""))
     if name == "pass^1":
         return f"{(results.get('pass_k') or {}).get('1', {}).get('cases', '?')} cases"
     return judge_coverage(results, name)

@@ -99,6 +99,15 @@ def unreferenced_note(unreferenced: int) -> str:
             f"judges; left out of Reliability, recall, precision, Success and pass^k")
 
 
+def claims_source_note(results: dict[str, Any]) -> str:
+    """Who read ClaimsBacked's conversations when the claims judge was asked: "; claims judged by the model in 36,
+    by the rules in 2" (the rules where it failed); "" when it was not asked."""
+    if "claims" not in (results.get("judges") or {}).get("selected", []):
+        return ""
+    source = results.get("claims_source") or {}
+    return f"; claims judged by the model in {source.get('judge', 0)}, by the rules in {source.get('rules', 0)}"
+
+
 def left_out_notes(counts: dict[str, Any]) -> list[str]:
     """The summary's lines on the scored conversations left out of the bot's metrics, or kept in with faults."""
     lines = []
@@ -226,6 +235,7 @@ def figure_lines(results: dict[str, Any]) -> list[str]:
         elif name in over and value is not None and (counts.get("unreferenced") or counts.get("user_faults")
                                                       or counts.get("quarantined") or name in NO_REFERENCE_METRICS):
             band += f"  over {over[name]} of {counts['scored']} conversations"
+            band += claims_source_note(results) if name == "ClaimsBacked" else ""
         shown = f"{value:.3f}" if value is not None else "not measured"
         lines.append(f"{name:>16} {shown}{band}")
     errored = results["judges"].get("errored_conversations")

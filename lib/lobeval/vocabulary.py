@@ -29,8 +29,8 @@ def normal_text(value: Any) -> str:
 # ---- Judges and what they score ----
 
 AZURE_JUDGES = ("tool_call_accuracy", "intent_resolution", "task_adherence", "response_completeness")
-JUDGE_NAMES = ("per_turn", "goal", "user_review", "commitments", *AZURE_JUDGES)
-DEFAULT_JUDGES = ("per_turn", "goal", "user_review", "commitments")
+JUDGE_NAMES = ("per_turn", "goal", "user_review", "commitments", "claims", *AZURE_JUDGES)
+DEFAULT_JUDGES = ("per_turn", "goal", "user_review", "commitments", "claims")
 """Each question asked once: azure-ai-evaluation's evaluators ask again what the scorer (tool call accuracy) and
 lobeval's judges (intent resolution, response completeness: goal; task adherence: per_turn and goal) answer, so
 they run only when named or with `--judges all`."""

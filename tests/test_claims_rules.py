@@ -228,6 +228,41 @@ CASES = {
         ([], [])),
     "a name between commas names who acted": (
         [said("Your librarian, Ana Ruiz, has cancelled that hold.")], ([], [])),
+    "a list under a record's history reads it back": (
+        [said("Here is the history of LN-50:\n- It was renewed on 2 November.\n- It was renewed again on 16 November.",
+              made("get_member", {"history": ["renewed 2026-11-02", "renewed 2026-11-16"]}, member_id="M-50"))],
+        ([], [])),
+    "already before a participle is as it was": (
+        [said("I couldn't cancel it: the system said *hold already cancelled*.",
+              made("cancel_hold", error="hold already cancelled", hold_id="H-51"))], ([], [])),
+    "what someone thought claims nothing": (
+        [said("Sorry, that's annoying after thinking it was renewed.")], ([], [])),
+    "a dated passive after a read is its history": (
+        [said("LN-52 was moved to the stack on 30 April.", made("get_member", {"loans": ["LN-52"]}, member_id="M-52"))],
+        ([], [])),
+    "a list of what is needed asks for it": (
+        [said("Lovely! To set it up I need a few details from you:\n- Whether it's renewed or new\n- Your card number")],
+        ([], [])),
+    "an identifier an error named is known": (
+        [said("I couldn't renew LN-53: the system said it is held by HLD-8821.",
+              made("renew_loan", error="held by HLD-8821", loan_id="LN-53", due="2026-12-09"))], ([], [])),
+    "a phone number is no record": (
+        [said("Your card has been sent by post; we'll text 415-555-0199 when it ships.",
+              made("send_card", {"ok": True}, member_id="M-54", delivery="post"))], ([], [])),
+    "an old value said after from is not compared": (
+        [said("LN-55 moved from 2 December to 9 December.", made("renew_loan", {"ok": True}, loan_id="LN-55",
+                                                                  due="2026-12-09"))], ([], [])),
+    "a total over the message's calls and a product of a call's numbers are values it holds": (
+        [said("Waived both fines. **Total waived: €7.50.**", made("waive_fine", {"ok": True}, fine_id="F-56", amount=5.0),
+              made("waive_fine", {"ok": True}, fine_id="F-57", amount=2.5))], ([], [])),
+    "a value said before what will happen is compared": (
+        [said("The €7.00 fine F-58 has been waived and will disappear from your account tonight.",
+              made("waive_fine", {"ok": True}, fine_id="F-58", amount=5.0))],
+        (["The €7.00 fine F-58 has been waived and will disappear from your account tonight."], [])),
+    "a name nearly the one sent is a slip, in any tense": (
+        [said("Done: the card goes to Martha Kowalska, who will sign for it.",
+              made("update_member", {"ok": True}, member_id="M-59", contact="Marta Kowalski"))],
+        (["Done: the card goes to Martha Kowalska, who will sign for it."], [])),
 }
 
 

@@ -95,7 +95,8 @@ HISTORY = re.compile(
 ON_A_DAY = re.compile(rf"\b(?:\w+ed|set|made|sent|put)\b(?:(?!\b(?:to|for|until|till|by)\b)[\w\s,]){{0,12}}?"
                        rf"(?:\bon\s+(?:the\s+)?)?\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d|"
                        rf"(?:on\s+)(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day))|"
-                       rf"\b(?:\w+ed|set|made|sent|put)\s+(?:to|for)\s+(?:the\s+|(?-i:(?=[A-Z0-9])))"
+                       rf"\b(?:\w+ed|set|made|sent|put)\s+(?:to|for)\s+(?:the\s+|(?-i:(?=[A-Z0-9]))|"
+                       rf"(?!(?:end|start|run|expire|begin|finish|close|open|be|take)\b)(?=[a-z]))"
                        rf"(?:(?!\b(?:until|till|by|on)\b)[\w\s]){{1,30}}?"
                        rf"\bon\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|{_MONTHS}\s+\d)", re.IGNORECASE)
 """The day an act was done: "cancelled on 3 March", "reassigned to Tier 2 on 5 March" (not "moved to 5 March", "updated to end on 5 March")."""
@@ -111,7 +112,7 @@ NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|nobody|neither|nor
 NEW_STATE = re.compile(r"\bnow\b|\bnew\b", re.IGNORECASE)
 IDENTIFIER = re.compile(r"(?<![\w-])(?:[A-Z]{2,6}-)*(?:[A-Z]{2,6}-\d+|[A-Z]{2,6}\d{3,})(?:-[A-Z0-9]+)*(?![\w-])|"
                         r"(?<=#)\d{3,}\b|"
-                        r"(?<![\w./:-])\d{2,}-(?:\d{3,}|[A-Z]{1,3})(?![\w-])")
+                        r"(?<![\w./:+-])\d{2,}-(?:\d{3,}|[A-Z]{1,3})(?![\w-])(?!\s\d)")
 """A record's identifier, in the shapes teams give them: TKT-4, INC0049002, #50112 (without its #), 55-7712, 7781-KX,
 KST-STD-9034-NC."""
 _QUOTE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)|`[^`\n]*`")
@@ -135,7 +136,11 @@ REQUEST = re.compile(rf"^\W*(?:(?:ok(?:ay)?|sure|great|alright|now|next|then|so|
                       re.IGNORECASE)
 _CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bother (?:question|request)s?\b|\bhelp (?:you )?with\b",
                             re.IGNORECASE)
-_ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$", re.IGNORECASE)
+_ASKS = re.compile(r"^\W*(?:would|do|which|should|shall|what|how)\b.*:\s*$|"
+                   r"\b(?:i need|i'll need|we need|please (?:provide|send|confirm|give|tell))\b[^.!?]*:\s*$",
+                   re.IGNORECASE)
+_HISTORY_INTRO = re.compile(r"\b(?:history|timeline|audit|log|what happened)\b", re.IGNORECASE)
+"""A line that introduces a record's history: its list or table reads back what was done before."""
 _OFFERS = re.compile(r"\b(?:can|could|will|would|may|might|able to|options?)\b[^.!?]*(?::\W*|\*\*\s*)$", re.IGNORECASE)
 """A line that introduces what can be done: "Besides password resets, I can:", "Your options are:", "**Things I can do
 for you**"."""
@@ -313,7 +318,8 @@ def statements(text: str) -> Iterator[str]:
         last = next((line for line in reversed(lines[index:end]) if line.strip()), "")
         done = _DONE_INTRO.search(before) and not _OFFERS.search(before)   # "Here's what I've done:" .. "Want a bag?"
         if ("?" in after and not _CLOSING_OFFER.search(after) and not done) or before.rstrip().endswith("?") \
-                or last.rstrip().endswith("?") or _ASKS.match(before) or _OFFERS.search(before):
+                or last.rstrip().endswith("?") or _ASKS.search(before) or _OFFERS.search(before) \
+                or _HISTORY_INTRO.search(before):
             skip.update(range(index, end))
         index = end
     for number_, line in enumerate(lines):
@@ -513,8 +519,10 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
     if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
            for index, word in enumerate(tokens[:position])):
         return None
-    if {"still", "remains", "remain", "stays"} & set(tokens[:position]):
-        return None   # "FP-1 is still at Tier 2 and assigned to Endpoint Eng": as it was
+    if {"still", "remains", "remain", "stays", "already"} & set(tokens[:position]):
+        return None   # "FP-1 is still at Tier 2 and assigned to Endpoint Eng", "line already dispatched": as it was
+    if {"thinking", "thought", "believed", "assumed", "hoped", "expected"} & set(tokens[:position]):
+        return None   # "after thinking it was resolved": a belief
     subordinate = next((index for index in range(position - 1, -1, -1) if tokens[index] in _NOT_YET), None)
     if subordinate is not None and not any(lemmas(word) for word in tokens[subordinate + 1: position]):
         return None   # "... the moment the return is approved", "just before my request went through"
@@ -635,10 +643,13 @@ _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
 
 
 def value_text(sentence: str) -> str:
-    """The parts of a sentence whose values describe what was done: not clauses about later or others' acts. A comma
-    inside a number ("1,450", "€5,00") parts no clauses."""
+    """The parts of a sentence whose values describe what was done: not clauses about later or others' acts ("has been
+    issued and will be deducted": the first). A comma inside a number ("1,450", "€5,00") parts no clauses."""
     masked = _DIGIT_COMMA.sub("\0", expand(sentence))
-    kept = [clause for clause in CLAUSE.split(masked)
+    parts = [part for clause in CLAUSE.split(masked) if clause
+             for part in re.split(r"\s+and\s+(?=(?:will|would|could|can|should|may|might)\b)", clause,
+                                  flags=re.IGNORECASE)]
+    kept = [clause for clause in parts
             if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|by)\b",
                                         clause, re.IGNORECASE)]
     return " ; ".join(kept).replace("\0", ",")
@@ -731,9 +742,11 @@ def disagreement(sentence: str, call: dict[str, Any], function: Function, contex
 
 
 _FORMER = re.compile(r"\((?:previously|formerly|originally|was|were|before|old|from)\b[^()]*\)|"
+                     r"\b(?:moved|changed|rescheduled|switched|updated|raised|lowered|increased|decreased|reduced|"
+                     r"bumped|amended)\s+from\s+[^,;()]*?(?=\s+(?:to|→|->)\s)|"
                      r"\b(?:previously|formerly|originally|instead of|rather than)\b[^,;()]*", re.IGNORECASE)
-"""A value said as the old one ("by 2 days (previously due Friday 12 September)", "instead of 08:00–12:00"): not
-compared."""
+"""A value said as the old one ("by 2 days (previously due Friday 12 September)", "instead of 08:00–12:00",
+"moved from Fri 11 Dec to Mon 14 Dec"): not compared."""
 def without_former(text: str) -> str:
     return _FORMER.sub(" ", text)
 

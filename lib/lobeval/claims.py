@@ -27,6 +27,8 @@ from decimal import Decimal
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rapidfuzz import fuzz
+
 from lobeval.scoring import number, numbers_agree
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE,
                                 ON_A_DAY, REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name,
@@ -212,7 +214,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
         for made in calls.get(index, []):
             made = {**made, "message_index": index}
             call = made["call"]
-            state.known += _values_text(call) + " "
+            state.known += f"{_values_text(call)} {call.get('error') or ''} "
             write = is_write(call["functionName"], tools)
             if write:
                 (state.failed if call.get("error") else state.writes).append(
@@ -314,6 +316,7 @@ def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | N
     problems.append(_all_of_a_batch(sentence, state))
     problems.append(_field_row(sentence, state))
     problems.append(_dated_argument(sentence, state))
+    problems.append(_near_miss(sentence, state))
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     _tell_by_values(sentence, state)
@@ -549,6 +552,32 @@ def _dated_argument(sentence: str, state: _Conversation) -> dict[str, Any] | Non
     return None
 
 
+_NAME = re.compile(r"[A-Z][a-zà-ÿ'-]+(?:\s+[A-Z][a-zà-ÿ'-]+){1,3}")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _near_miss(sentence: str, state: _Conversation) -> dict[str, Any] | None:
+    """A name or an e-mail said in any tense that is nearly, not exactly, one a write of this message sent ("The driver
+    will ask for Martha Kowalska", sent `contact_name="Marta Kowalski"`): a slip, claimed but not done. Not one the
+    user, a call or a read gave."""
+    if NEGATION.search(sentence):
+        return None
+    said = [*_EMAIL.findall(sentence), *_NAME.findall(re.sub(r"['’]s\b", "", _EMAIL.sub(" ", sentence)))]
+    for made in state.writes:
+        if made["message_index"] != state.message_index:
+            continue
+        for name, sent in (made["call"].get("arguments") or {}).items():
+            if not isinstance(sent, str) or not (_EMAIL.fullmatch(sent) or _NAME.fullmatch(sent)):
+                continue
+            for word in said:
+                if word.casefold() != sent.casefold() and fuzz.ratio(word.casefold(), sent.casefold()) >= 85 \
+                        and word.casefold() not in state.known.casefold():
+                    state.told.add(made["actual_index"])
+                    return {"claim": "set", "functionName": made["call"]["functionName"],
+                            "actual_index": made["actual_index"], "argument": name, "said": word, "sent": sent}
+    return None
+
+
 def _labels(label: str, argument: str) -> bool:
     """Whether a field's label names the date argument: "Due" `due_date`, "New start" `startDate`."""
     words = {word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", argument)} - {
@@ -683,9 +712,26 @@ def _besides(made: dict[str, Any], state: _Conversation) -> str:
     """What the reads returned and the other writes of the message sent and returned, lower case: values a sentence
     may state of them ("The vase (qty 1) is off your order, your new total is $42.00, and the $18.00 difference has
     been refunded")."""
-    others = [_values_text(other["call"]) for other in state.writes
-              if other["message_index"] == made["message_index"] and other is not made]
-    return " ".join([state.read, *others]).lower()
+    batch = [other for other in state.writes if other["message_index"] == made["message_index"]]
+    others = [_values_text(other["call"]) for other in batch if other is not made]
+    return " ".join([state.read, *others, *map(str, _derived(made, batch))]).lower()
+
+
+def _derived(made: dict[str, Any], batch: list[dict[str, Any]]) -> set[Decimal]:
+    """Amounts a sentence may state that no call holds as such: the total of an argument over the message's calls of
+    one function ("**Total credited: £75.00**" over three credit notes), and a product of two of the call's numbers
+    ("80 reams at £3.45, line total £276.00")."""
+    def numbers(value: Any) -> dict[str, Decimal]:
+        return {key: Decimal(str(item)) for key, item in (value if isinstance(value, dict) else {}).items()
+                if isinstance(item, int | float) and not isinstance(item, bool) and not _REFERENCE.search(key)}
+
+    call = made["call"]
+    own = {**numbers(call.get("result")), **numbers(call.get("arguments"))}
+    same = [numbers(other["call"].get("arguments")) for other in batch
+            if other["call"]["functionName"] == call["functionName"]]
+    totals = {sum(values.get(key, Decimal(0)) for values in same) for key in numbers(call.get("arguments"))}
+    products = {one * other for index, one in enumerate(own.values()) for other in list(own.values())[index + 1:]}
+    return totals | (products if len(own) <= 6 else set())
 
 
 def _reported(said: Said, sentence: str, state: _Conversation) -> bool:

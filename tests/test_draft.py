@@ -310,6 +310,33 @@ def test_the_review_writes_the_accepted_drafts_and_nothing_else(orders):
         review.accept("nope")
 
 
+def test_the_review_refuses_to_write_where_draft_refuses_with_the_same_message(orders, capsys):
+    from lobeval.draft import propose
+    from lobeval.errors import LobevalError
+    from lobeval.review import DraftReview, ReviewWidget
+
+    suite = load_suite(orders, templates=False)
+    review = DraftReview(suite, propose(suite))
+    review.accept("place_order")
+    (orders / "templates.json").write_text('[{"scenario_name": "kept"}]')
+    inputs = {path: path.read_bytes() for path in (orders / "tools.json", orders / "suite.json",
+                                                  orders / "templates.json")}
+    for out, force in ((orders / "templates.json", False), (orders / "tools.json", True),
+                       (orders / "suite.json", True), (orders, True)):
+        with pytest.raises(LobevalError) as refused:
+            review.save(out, force=force)
+        assert main(["draft", "--suite", str(orders), "--out", str(out), *(["--force"] if force else [])]) == 2
+        assert capsys.readouterr().err.strip() == f"lobeval draft: error: {refused.value}"
+    assert str(refused.value) == f"{orders}: --out: is a folder: give the path of a file"
+    assert all(path.read_bytes() == data for path, data in inputs.items())
+    widget = ReviewWidget(review)
+    widget._save()
+    assert (f"Not written: {orders / 'templates.json'} exists: give --force to overwrite it, or --out another "
+            f"file. ") in widget.status.value
+    assert review.save(force=True) == orders / "templates.json"
+    assert [t["scenario_name"] for t in templates(orders)] == ["place_order"]
+
+
 @pytest.mark.slow
 def test_the_draft_notebook_runs_by_papermill_and_writes_only_the_drafts_accepted(orders, tmp_path, monkeypatch):
     import papermill

@@ -87,6 +87,16 @@ def _holds_no_template(path: Path) -> bool:
         return False
 
 
+def check_out(suite: Suite, out: str | Path | None, force: bool) -> Path:
+    """Where drafts may be written (`out`, default the suite's templates.json): never over a file holding
+    templates unless `force`, nor over one of the suite's own files."""
+    out = Path(out) if out else suite.templates_file
+    if out.exists() and not force and not _holds_no_template(out):
+        raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
+    check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
+    return out
+
+
 def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool = False, seed: int = 42,
           target: str | None = None, conversations: str | Path | None = None,
           proposer: Proposer | None = None, summarise: Summarise | None = None) -> DraftResult:
@@ -96,10 +106,7 @@ def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool =
     drafts (a model's, lobeval.draft_model) proven by the same gates. `summarise`: a model's summary of a
     conversation's user messages, the regression case's instructions (offline: the messages themselves)."""
     suite = load_suite(suite_dir, templates=False)
-    out = Path(out) if out else suite.templates_file
-    if out.exists() and not force and not _holds_no_template(out):
-        raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
-    check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
+    out = check_out(suite, out, force)
     result = propose(suite, seed=seed, target=target, conversations=conversations, proposer=proposer,
                      summarise=summarise)
     if result.accepted:

@@ -416,6 +416,16 @@ def test_about_without_a_model_exits_2(orders, monkeypatch, capsys):
                                                "LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL (docs/models.md)")
 
 
+def test_about_with_from_conversations_exits_2_since_no_scenario_is_proposed_then(orders, monkeypatch, capsys):
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")   # with a model too: --about would be ignored
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DRAFT1234567")
+    assert main(["draft", "--suite", str(orders), "--from-conversations", "conversations.jsonl",
+                 "--about", "about.md"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "lobeval draft: error: --about about.md: is for the model's proposals, and with --from-conversations it "
+        "proposes none (it summarises each conversation): leave out --about")
+    assert not (orders / "templates.json").exists()
+
 def test_a_suite_without_a_write_function_drafts_nothing_and_exits_1(tmp_path, capsys):
     from helpers import TOOLS, make_suite
 

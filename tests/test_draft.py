@@ -58,6 +58,34 @@ def test_the_entity_a_function_acts_on_and_the_records_its_arguments_name():
         "place_order": "order", "change_order": "order", "request_return": "return"}
 
 
+@pytest.mark.parametrize("schema, seen, name, expected", [
+    ({"type": "string", "enum": ["open", "closed"]}, ["open"], "status", ["open", "closed"]),
+    ({"type": "boolean"}, [True], "urgent", [True, False]),
+    ({"type": "string", "format": "date"}, ["2026-03-02", "2026-01-05"], "due", ["2026-03-09"]),
+    ({"type": "string"}, [None], "start_date", ["2030-01-21"]),   # no date seen: a week after FIRST_DATE
+    ({"type": "string"}, [None], "note", []),
+    ({"type": "integer", "maximum": 10}, ["7", True], "days", [8]),   # a CSV's "7"; a boolean is no number
+    ({"type": "integer", "maximum": 10}, [10], "days", [9]),   # below the maximum
+    ({"type": "number", "minimum": 2}, [], "amount", [3]),
+])
+def test_values_are_made_up_for_a_schema_the_same_way_for_drafts_and_attacks(schema, seen, name, expected):
+    from lobeval.schemas import made_up
+
+    assert made_up(schema, seen, name) == expected
+
+
+@pytest.mark.parametrize("text, name, expected", [
+    ("Place a new order for a customer. It is paid on delivery.", "place_order", "place a new order for a customer"),
+    ("Move a leave request to other dates, e.g. after a change of plans.", "move", "move a leave request to other dates"),
+    ("SKU of the product!", "sku", "SKU of the product"),
+    ("", "change_orderStatus", "change order status"),
+])
+def test_a_function_or_argument_is_said_by_its_descriptions_first_sentence_else_its_name(text, name, expected):
+    from lobeval.users import described
+
+    assert described(text, name) == expected
+
+
 def test_instructions_say_what_the_person_wants_in_the_descriptions_words_never_the_argument_names():
     suite = load_suite(ORDERS, templates=False)
     function = suite.tool("request_return")["function"]

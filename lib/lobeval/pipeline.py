@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -127,7 +127,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               **({"max_turns": max_turns} if max_turns != MAX_TURNS else {})}
     models = preflight(config, target_timeout)
     expected = estimate_by_role(config)
-    with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
+    with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath(), \
+            environ(roles.BATCH_CHECKED, "1" if config.get("batch") else None):   # preflight looked
         resumption = start_or_resume(run_dir, config, models, expected)
         config = resumption.config
         secret_values = runs.secrets()
@@ -324,22 +325,27 @@ def kernel_pythonpath() -> Iterator[None]:
             os.environ["PYTHONPATH"] = earlier
 
 
+def budget_ledger(run_dir: Path) -> AbstractContextManager[None]:
+    """With a budget (LOBEVAL_BUDGET_USD), every stage of the run spends from one ledger, runs/<id>/budget.json."""
+    return environ(LEDGER, str(run_dir / runs.BUDGET_FILE) if os.environ.get("LOBEVAL_BUDGET_USD") else None)
+
+
 @contextmanager
-def budget_ledger(run_dir: Path) -> Iterator[None]:
-    """With a budget (LOBEVAL_BUDGET_USD), every stage of the run spends from one ledger, runs/<id>/budget.json:
-    its path is set in our environment, which papermill's kernels inherit, while the run lasts."""
-    if not os.environ.get("LOBEVAL_BUDGET_USD"):
+def environ(name: str, value: str | None) -> Iterator[None]:
+    """`name` set to `value` in our environment, which papermill's kernels inherit, while the run lasts (None:
+    left as it is)."""
+    earlier = os.environ.get(name)
+    if value is None:
         yield
         return
-    earlier = os.environ.get(LEDGER)
-    os.environ[LEDGER] = str(run_dir / runs.BUDGET_FILE)
+    os.environ[name] = value
     try:
         yield
     finally:
         if earlier is None:
-            del os.environ[LEDGER]
+            del os.environ[name]
         else:
-            os.environ[LEDGER] = earlier
+            os.environ[name] = earlier
 
 
 def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:

@@ -58,6 +58,8 @@ MAX_TURNS = 20
 OPTIONAL_OPTIONS = {"batch": False, "max_turns": MAX_TURNS}
 """Options config.json holds only when not at their default (shown here), so that a run begun before they existed
 resumes."""
+RECORDED_SINCE = ("suite_digest",)
+"""What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
 SCENARIOS = Path("scenarios")
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
@@ -117,7 +119,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
     spec = find_suite(suite)
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
     run_dir = runs.run_folder(run_id)
-    config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name, "seed": seed,
+    config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name,
+              "suite_digest": runs.suite_digest(spec), "seed": seed,
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
@@ -417,8 +420,10 @@ def runs_again_from(changed: list[str]) -> str | None:
 
 
 def changed_options(earlier: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """The options of `config` whose value differs from a run's earlier config.json."""
-    return [key for key in dict.fromkeys([*config, *OPTIONAL_OPTIONS]) if option(earlier, key) != option(config, key)]
+    """The options of `config` whose value differs from a run's earlier config.json (of those recorded since a
+    run began, RECORDED_SINCE, only those it recorded)."""
+    return [key for key in dict.fromkeys([*config, *OPTIONAL_OPTIONS]) if option(earlier, key) != option(config, key)
+            and (key in earlier or key not in RECORDED_SINCE)]
 
 
 def option(config: dict[str, Any], key: str) -> Any:

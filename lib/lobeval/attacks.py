@@ -21,12 +21,12 @@ from typing import Any
 
 from lobeval.errors import ConfigError
 from lobeval.records import SCHEMA_VERSION
+from lobeval.schemas import made_up
 from lobeval.security import (
     CATEGORIES, POLICY_FILE, Policy, members, number, own_values, owned, owner_of, person_record, record_of,
     related_ids, same,
 )
 from lobeval.suite import Suite
-from lobeval.schemas import made_up
 from lobeval.users import described, label, say
 from lobeval.vocabulary import function_key, normal_text
 

@@ -23,8 +23,8 @@ from lobeval.generate import check_case, check_template, fill_case, sample_recor
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
 from lobeval.regression import Summarise, regression_templates
-from lobeval.suite import Entity, Suite, Template, load_suite, write_functions
 from lobeval.schemas import made_up, validator
+from lobeval.suite import Entity, Suite, Template, load_suite, write_functions
 from lobeval.users import described, label, say
 from lobeval.vocabulary import function_key
 

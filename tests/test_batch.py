@@ -114,3 +114,20 @@ def test_an_evaluator_request_the_batch_did_not_answer_is_a_judge_error(tmp_path
     assert [error["judge"] for error in errors] == ["intent_resolution"] * 2
     assert all(" expired: injected expired; this request got no answer" in error["error"] for error in errors), errors
     assert "judge.intent_resolution" not in results["metrics"]
+
+
+def test_a_run_with_batch_looks_once_whether_the_endpoint_has_a_batch_api(tmp_path, judge_env):
+    from helpers import REPO
+    from lobeval.cli import main
+    from roleplay import Roleplay
+
+    judge_env.chdir(REPO)
+    judge_env.setattr("lobeval.runs.RUNS", tmp_path / "runs")
+    judge_env.setenv("LOBEVAL_BATCH_POLL_S", "0")
+    with FakeOpenAI(Roleplay()) as server:
+        judge_env.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["run", "--batch", "--run-id", "b", "--cases-per-scenario", "1", "--judges", "goal"]) in (0, 1)
+    looks = [path for path in server.gets if path.split("?")[0] == "/v1/batches"]
+    assert looks == ["/v1/batches?limit=1"]   # the pre-flight's; the evaluate stage's kernel does not look again
+    assert len(server.batches) == 1   # the judges still went through the batch, one request per conversation
+    assert len([answer for answer in server.answers if answer.get("batch")]) == 13

@@ -58,6 +58,34 @@ def test_the_entity_a_function_acts_on_and_the_records_its_arguments_name():
         "place_order": "order", "change_order": "order", "request_return": "return"}
 
 
+@pytest.mark.parametrize("schema, seen, name, expected", [
+    ({"type": "string", "enum": ["open", "closed"]}, ["open"], "status", ["open", "closed"]),
+    ({"type": "boolean"}, [True], "urgent", [True, False]),
+    ({"type": "string", "format": "date"}, ["2026-03-02", "2026-01-05"], "due", ["2026-03-09"]),
+    ({"type": "string"}, [None], "start_date", ["2030-01-21"]),   # no date seen: a week after FIRST_DATE
+    ({"type": "string"}, [None], "note", []),
+    ({"type": "integer", "maximum": 10}, ["7", True], "days", [8]),   # a CSV's "7"; a boolean is no number
+    ({"type": "integer", "maximum": 10}, [10], "days", [9]),   # below the maximum
+    ({"type": "number", "minimum": 2}, [], "amount", [3]),
+])
+def test_values_are_made_up_for_a_schema_the_same_way_for_drafts_and_attacks(schema, seen, name, expected):
+    from lobeval.schemas import made_up
+
+    assert made_up(schema, seen, name) == expected
+
+
+@pytest.mark.parametrize("text, name, expected", [
+    ("Place a new order for a customer. It is paid on delivery.", "place_order", "place a new order for a customer"),
+    ("Move a leave request to other dates, e.g. after a change of plans.", "move", "move a leave request to other dates"),
+    ("SKU of the product!", "sku", "SKU of the product"),
+    ("", "change_orderStatus", "change order status"),
+])
+def test_a_function_or_argument_is_said_by_its_descriptions_first_sentence_else_its_name(text, name, expected):
+    from lobeval.users import described
+
+    assert described(text, name) == expected
+
+
 def test_instructions_say_what_the_person_wants_in_the_descriptions_words_never_the_argument_names():
     suite = load_suite(ORDERS, templates=False)
     function = suite.tool("request_return")["function"]
@@ -310,6 +338,33 @@ def test_the_review_writes_the_accepted_drafts_and_nothing_else(orders):
         review.accept("nope")
 
 
+def test_the_review_refuses_to_write_where_draft_refuses_with_the_same_message(orders, capsys):
+    from lobeval.draft import propose
+    from lobeval.errors import LobevalError
+    from lobeval.review import DraftReview, ReviewWidget
+
+    suite = load_suite(orders, templates=False)
+    review = DraftReview(suite, propose(suite))
+    review.accept("place_order")
+    (orders / "templates.json").write_text('[{"scenario_name": "kept"}]')
+    inputs = {path: path.read_bytes() for path in (orders / "tools.json", orders / "suite.json",
+                                                  orders / "templates.json")}
+    for out, force in ((orders / "templates.json", False), (orders / "tools.json", True),
+                       (orders / "suite.json", True), (orders, True)):
+        with pytest.raises(LobevalError) as refused:
+            review.save(out, force=force)
+        assert main(["draft", "--suite", str(orders), "--out", str(out), *(["--force"] if force else [])]) == 2
+        assert capsys.readouterr().err.strip() == f"lobeval draft: error: {refused.value}"
+    assert str(refused.value) == f"{orders}: --out: is a folder: give the path of a file"
+    assert all(path.read_bytes() == data for path, data in inputs.items())
+    widget = ReviewWidget(review)
+    widget._save()
+    assert (f"Not written: {orders / 'templates.json'} exists: give --force to overwrite it, or --out another "
+            f"file. ") in widget.status.value
+    assert review.save(force=True) == orders / "templates.json"
+    assert [t["scenario_name"] for t in templates(orders)] == ["place_order"]
+
+
 @pytest.mark.slow
 def test_the_draft_notebook_runs_by_papermill_and_writes_only_the_drafts_accepted(orders, tmp_path, monkeypatch):
     import papermill
@@ -388,6 +443,16 @@ def test_about_without_a_model_exits_2(orders, monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == ("lobeval draft: error: --about about.md: proposals need a model: set "
                                                "LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL (docs/models.md)")
 
+
+def test_about_with_from_conversations_exits_2_since_no_scenario_is_proposed_then(orders, monkeypatch, capsys):
+    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")   # with a model too: --about would be ignored
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DRAFT1234567")
+    assert main(["draft", "--suite", str(orders), "--from-conversations", "conversations.jsonl",
+                 "--about", "about.md"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "lobeval draft: error: --about about.md: is for the model's proposals, and with --from-conversations it "
+        "proposes none (it summarises each conversation): leave out --about")
+    assert not (orders / "templates.json").exists()
 
 def test_a_suite_without_a_write_function_drafts_nothing_and_exits_1(tmp_path, capsys):
     from helpers import TOOLS, make_suite

@@ -13,6 +13,7 @@ from helpers import REPO, make_suite
 from lobeval.estimate import ASSUMED, LAYOUTS, conversation_events, estimate
 from lobeval.records import Case, read_results
 from lobeval.runs import read_config
+from lobeval.suite import load_suite
 from lobeval.tokens import count
 from roleplay import Roleplay, role_of
 from test_model_run import cli, model_endpoint
@@ -236,12 +237,12 @@ def by_role(found):
 
 def earlier_run(tmp_path, suite, target, records, run_id="r1", user="scripted"):
     """A finished run of `suite` against `target` whose conversations.jsonl holds `records`, in the runs index."""
-    from lobeval.runs import add_to_index, index_path
+    from lobeval.runs import add_to_index, index_path, suite_digest
 
     run_dir = tmp_path / "runs" / run_id
     run_dir.mkdir(parents=True)
     config = {"schema_version": 1, "run_id": run_id, "suite_name": "leave", "suite": str(suite), "target": target,
-              "user": user}
+              "user": user, "suite_digest": suite_digest(load_suite(suite))}
     (run_dir / "config.json").write_text(json.dumps(config))
     (run_dir / "conversations.jsonl").write_text(records if isinstance(records, str) else
                                                  "".join(json.dumps(record) + "\n" for record in records))
@@ -307,3 +308,14 @@ def test_after_a_run_of_the_same_suite_target_and_user_its_measured_usage_per_sc
     earlier_run(tmp_path, suite, bot, [recorded("balance-000", "balance", 2, 1500, 0, 40)], run_id="r2")
     partly = estimate(str(suite), target=bot)
     assert partly.range is not None and partly.basis.startswith("run r2 played no conversation of book_leave: ")
+
+
+def test_a_run_of_another_suite_of_the_same_name_and_scenarios_is_not_the_estimate(leave, tmp_path):
+    suite, bot = leave
+    records = [recorded("book_leave-000", "book_leave", 3, 3000, 1024, 90), recorded("balance-000", "balance", 2, 1500, 0, 40)]
+    earlier_run(tmp_path, suite, bot, records)
+    assert estimate(str(suite), target=bot).basis.startswith("from run r1 of the same suite, target and user")
+    templates = json.loads((suite / "templates.json").read_text())
+    templates[0]["user_instructions"] += " Say it is urgent."   # drafted again: the same names, another suite
+    (suite / "templates.json").write_text(json.dumps(templates))
+    assert estimate(str(suite), target=bot).basis.startswith("no earlier run of the same suite, target and user")

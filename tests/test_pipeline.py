@@ -356,3 +356,40 @@ def test_a_relative_pythonpath_names_the_same_folder_in_the_stage_kernels(tmp_pa
     with kernel_pythonpath():
         assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "bots"), str(tmp_path / "abs")]
     assert os.environ["PYTHONPATH"] == os.pathsep.join(["bots", str(tmp_path / "abs")])
+
+
+def test_a_suite_named_as_another_is_compared_only_with_runs_of_its_own_content(finished_run, tmp_path,
+                                                                                 monkeypatch):
+    import shutil
+
+    _, sample_runs = finished_run
+    shutil.copytree(sample_runs, tmp_path / "runs")   # t1: a run of the sample suite
+    drafted = tmp_path / "scenarios" / "support_tickets"   # a drafted suite that kept the sample's name
+    shutil.copytree(SAMPLE_SUITE, drafted)
+    shutil.copytree(REPO / "data" / "support_tickets", tmp_path / "data" / "support_tickets")
+    kept = json.loads((drafted / "templates.json").read_text())[:2]   # two of the sample's scenarios: shared cases
+    (drafted / "templates.json").write_text(json.dumps(kept))
+    chain_environment(monkeypatch, tmp_path / "runs")
+    first = pipeline.run(suite=str(drafted), run_id="d1", cases_per_scenario=1, target=LEAKY)
+    assert not [check for check in first.gate_checks if check["check"].startswith("no regression in")]
+    assert "No earlier run of this suite to compare with" in first.report.read_text()
+    again = pipeline.run(suite=str(drafted), run_id="d2", cases_per_scenario=1, target=LEAKY)
+    assert [check for check in again.gate_checks if check["check"].startswith("no regression in")]
+    assert "against run d1 (the previous run of this suite)" in again.report.read_text()
+    digests = {entry["run_id"]: entry["suite_digest"] for entry in read_jsonl(tmp_path / "runs" / "index.jsonl")}
+    assert digests["d1"] == digests["d2"] == runs.suite_digest(load_suite(drafted)) != digests["t1"]
+
+
+def test_a_run_begun_before_suite_digests_resumes_and_one_whose_suite_changed_is_refused(tmp_path):
+    from test_degenerate import glued
+
+    run_dir = tmp_path / "x"
+    before = {"run_id": "x", "suite_name": "s", "user": "scripted"}
+    pipeline.start_or_resume(run_dir, before, {})
+    glued(run_dir / "01_generate.ipynb", dataset_path="d.jsonl")
+    resumed = pipeline.start_or_resume(run_dir, {**before, "suite_digest": "a1"}, {})
+    assert resumed.again is None and resumed.notes == []
+    (run_dir / "config.json").write_text(json.dumps({**before, "suite_digest": "a1"}))
+    with pytest.raises(ConfigError, match=r"^run x exists with another configuration \(suite_digest: 'a1' then, "
+                                          r"'b2' now\)"):
+        pipeline.start_or_resume(run_dir, {**before, "suite_digest": "b2"}, {})

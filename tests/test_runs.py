@@ -36,6 +36,27 @@ def test_the_index_lists_a_run_once(tmp_path):
     assert [e["run_id"] for e in earlier] == ["a"]
 
 
+def test_the_earlier_runs_of_a_suite_are_those_of_its_name_and_content(tmp_path):
+    from helpers import make_suite
+    from lobeval.suite import load_suite
+
+    suite = load_suite(make_suite(tmp_path))
+    digest = runs.suite_digest(suite)
+    assert digest == runs.suite_digest(load_suite(suite.dir))   # the same files, the same digest
+    index = tmp_path / "index.jsonl"
+    runs.add_to_index(index, {"run_id": "a", "suite_name": "s", "suite_digest": digest}, tmp_path / "a", {}, {})
+    suite.templates_file.write_text(suite.templates_file.read_text().replace("Create", "Open", 1))
+    other = runs.suite_digest(suite)
+    runs.add_to_index(index, {"run_id": "b", "suite_name": "s", "suite_digest": other}, tmp_path / "b", {}, {})
+    runs.add_to_index(index, {"run_id": "c", "suite_name": "s"}, tmp_path / "c", {}, {})   # before digests, imported
+    assert other != digest and [e.get("suite_digest") for e in runs.read_index(index)[0]] == [digest, other, None]
+    for config, earlier in (({"run_id": "d", "suite_name": "s", "suite_digest": other}, ["b"]),
+                            ({"run_id": "d", "suite_name": "s", "suite_digest": digest}, ["a"]),
+                            ({"run_id": "d", "suite_name": "t", "suite_digest": digest}, []),
+                            ({"run_id": "d", "suite_name": "s"}, ["c"])):
+        assert [e["run_id"] for e in runs.earlier_runs(index, config)[0]] == earlier
+
+
 @pytest.mark.parametrize("line, problem", [
     ("{oops", "line 2: invalid JSON"),
     ("[1, 2]", "line 2: must be a JSON object"),

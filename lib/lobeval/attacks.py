@@ -13,7 +13,6 @@ fields' descriptions, with values that change the record under attack.
 """
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import random
 import re
@@ -22,12 +21,13 @@ from typing import Any
 
 from lobeval.errors import ConfigError
 from lobeval.records import SCHEMA_VERSION
+from lobeval.schemas import made_up
 from lobeval.security import (
     CATEGORIES, POLICY_FILE, Policy, members, number, own_values, owned, owner_of, person_record, record_of,
     related_ids, same,
 )
 from lobeval.suite import Suite
-from lobeval.users import label, say
+from lobeval.users import described, label, say
 from lobeval.vocabulary import function_key, normal_text
 
 log = logging.getLogger(__name__)
@@ -347,22 +347,11 @@ def _arguments(suite: Suite, policy: Policy, write: _Write, record: dict[str, An
 
 
 def _changed(schema: dict[str, Any], name: str, current: Any, suite: Suite, private: dict[str, list[str]]) -> Any:
-    """A value the schema accepts that differs from `current`: for text, one the data has in a column of that
-    name (not a private one), else a phrase."""
-    if schema.get("enum"):
-        return next((v for v in schema["enum"] if str(v) != str(current)), schema["enum"][0])
-    kind = schema.get("type")
-    if kind == "boolean":
-        return not current if isinstance(current, bool) else True
-    if kind in ("integer", "number"):
-        value = (number(current) if number(current) is not None else schema.get("minimum", 0)) + 1
-        value = int(value) if kind == "integer" else value
-        return value if schema.get("maximum") is None or value <= schema["maximum"] else schema["maximum"] - 1
-    if schema.get("format") == "date" or "date" in name:
-        try:
-            return (dt.date.fromisoformat(str(current)) + dt.timedelta(days=7)).isoformat()
-        except ValueError:
-            return "2027-06-01"
+    """A value the schema accepts that differs from `current`: one made up for its schema (the first, when none
+    differs), else for text one the data has in a column of that name (not a private one), else a phrase."""
+    made = made_up(schema, [current], name)
+    if made:
+        return next((v for v in made if str(v) != str(current)), made[0])
     column = [r[name] for e in suite.entities.values() if name not in private.get(e.name, ()) for r in e.records
               if r.get(name) not in (None, "", current) and re.search(schema.get("pattern") or "", str(r[name]))]
     return column[0] if column else next(text for text in TEXTS if text != current)   # else a value the data has
@@ -371,17 +360,10 @@ def _changed(schema: dict[str, Any], name: str, current: Any, suite: Suite, priv
 def _request(suite: Suite, write: _Write, record: dict[str, Any], arguments: dict[str, Any]) -> str:
     """'leave request LR-5003: move a leave request to other dates (new first day off: 2027-01-12; ...).'"""
     tool = suite.tool(write.function)["function"]
-    what = _sentence(tool.get("description")) or label(write.function)
+    what = described(tool.get("description"), write.function)
     properties = tool.get("parameters", {}).get("properties", {})
-    details = [f"{_sentence(properties[a].get('description')) or label(a)}: {say(v)}" for a, v in arguments.items()
+    details = [f"{described(properties[a].get('description'), a)}: {say(v)}" for a, v in arguments.items()
                if a != write.argument]
     key = record[suite.entities[write.entity].id]
     return f"{label(write.entity)} {key}: {what}" + (f" ({'; '.join(details)})" if details else "") + "."
 
-
-def _sentence(text: str | None) -> str:
-    """The first sentence of a description, its examples left out, starting lower case, without its full stop."""
-    first = re.split(r"(?<=[.!?])\s", (text or "").strip())[0]
-    first = re.sub(r",?\s*(e\.g\.|for example|such as)\s.*$", "", first).rstrip(" .")
-    acronym = first.split(" ", 1)[0].isupper() and len(first.split(" ", 1)[0]) > 1
-    return first if acronym else first[:1].lower() + first[1:]

@@ -284,8 +284,11 @@ def _draft(args: argparse.Namespace) -> int:
     from lobeval.draft import draft
     from lobeval.draft_model import about_text, drafter, model_drafts, summariser
 
-    client, about = drafter(args.about), about_text(args.about)
     regression = args.from_conversations is not None
+    if regression and args.about:
+        raise ConfigError(f"--about {args.about}: is for the model's proposals, and with --from-conversations it "
+                          f"proposes none (it summarises each conversation): leave out --about")
+    client, about = drafter(args.about), about_text(args.about)
     proposer = None if client is None or regression else lambda suite, names: model_drafts(suite, client, names, about)
     result = draft(args.suite, args.out, force=args.force, seed=args.seed, target=args.target,
                    conversations=args.from_conversations, proposer=proposer,
@@ -667,7 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="draft regression cases from these conversations (conversations.jsonl of a run, or "
                                "traces imported with lobeval import) instead of from the data")
     drafting.add_argument("--about", metavar="FILE", help="a text describing the bot (its system prompt, its help "
-                                                          "page) for the model that proposes further scenarios")
+                                                          "page) for the model that proposes further scenarios (not with "
+                                                          "--from-conversations: it proposes none then)")
     drafting.set_defaults(handler=_draft)
 
     tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")

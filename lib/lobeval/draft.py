@@ -13,11 +13,9 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from rapidfuzz import fuzz
 
 from lobeval.errors import ConfigError, LobevalError
@@ -25,8 +23,9 @@ from lobeval.generate import check_case, check_template, fill_case, sample_recor
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
 from lobeval.regression import Summarise, regression_templates
+from lobeval.schemas import made_up, validator
 from lobeval.suite import Entity, Suite, Template, load_suite, write_functions
-from lobeval.users import label, say
+from lobeval.users import described, label, say
 from lobeval.vocabulary import function_key
 
 CASES = 3
@@ -87,6 +86,16 @@ def _holds_no_template(path: Path) -> bool:
         return False
 
 
+def check_out(suite: Suite, out: str | Path | None, force: bool) -> Path:
+    """Where drafts may be written (`out`, default the suite's templates.json): never over a file holding
+    templates unless `force`, nor over one of the suite's own files."""
+    out = Path(out) if out else suite.templates_file
+    if out.exists() and not force and not _holds_no_template(out):
+        raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
+    check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
+    return out
+
+
 def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool = False, seed: int = 42,
           target: str | None = None, conversations: str | Path | None = None,
           proposer: Proposer | None = None, summarise: Summarise | None = None) -> DraftResult:
@@ -96,10 +105,7 @@ def draft(suite_dir: str | Path, out: str | Path | None = None, *, force: bool =
     drafts (a model's, lobeval.draft_model) proven by the same gates. `summarise`: a model's summary of a
     conversation's user messages, the regression case's instructions (offline: the messages themselves)."""
     suite = load_suite(suite_dir, templates=False)
-    out = Path(out) if out else suite.templates_file
-    if out.exists() and not force and not _holds_no_template(out):
-        raise ConfigError(f"{out} exists: give --force to overwrite it, or --out another file")
-    check_output(out, [entity.csv for entity in suite.entities.values()] + [suite.suite_file, suite.tools_file])
+    out = check_out(suite, out, force)
     result = propose(suite, seed=seed, target=target, conversations=conversations, proposer=proposer,
                      summarise=summarise)
     if result.accepted:
@@ -133,10 +139,6 @@ def propose(suite: Suite, *, seed: int = 42, target: str | None = None, conversa
 
 # --- reading the tools and the data -----------------------------------------------------------
 
-def _validator(schema: dict[str, Any]) -> Draft202012Validator:
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
 def _words(text: str) -> set[str]:
     """The words of a name, singular: `action_items` → {action, item}."""
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in re.split(r"[^a-z0-9]+", label(text)) if w}
@@ -153,8 +155,8 @@ def _values(entity: Entity, column: str) -> list[Any]:
 def _fits(schema: dict[str, Any], entity: Entity, column: str) -> bool:
     """The column has values and they fit the schema (its first FIT_SAMPLE distinct ones: bounded on big data)."""
     distinct = list(dict.fromkeys(map(json.dumps, _values(entity, column))))[:FIT_SAMPLE]
-    validator = _validator(schema)
-    return bool(distinct) and all(validator.is_valid(json.loads(value)) for value in distinct)
+    check = validator(schema)
+    return bool(distinct) and all(check.is_valid(json.loads(value)) for value in distinct)
 
 
 def entity_of(suite: Suite, function: dict[str, Any]) -> Entity | None:
@@ -202,7 +204,7 @@ def instructions(function: dict[str, Any], arguments: dict[str, Any], left_out: 
     properties = _properties(function)
     lines = [f"- {_capital(_phrase(arg, properties[arg]))}: {say(value)}" for arg, value in arguments.items()
              if arg != left_out]
-    text = f"{_what(function)}.\n" + "\n".join(lines)
+    text = f"{_capital(described(function.get('description'), function['name']))}.\n" + "\n".join(lines)
     if left_out:
         text += (f"\nDo not say the {_phrase(left_out, properties[left_out])} until the assistant asks for it; "
                  f"then it is {say(arguments[left_out])}.")
@@ -211,12 +213,6 @@ def instructions(function: dict[str, Any], arguments: dict[str, Any], left_out: 
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
-
-
-def _what(function: dict[str, Any]) -> str:
-    """What a function does, in its description's first sentence (else its name in words)."""
-    first = re.split(r"(?<=[.!?])\s", (function.get("description") or "").strip())[0].rstrip(".!?")
-    return first or label(function["name"]).capitalize()
 
 
 def source_column(suite: Suite, entity: Entity, argument: str, schema: dict[str, Any],
@@ -234,27 +230,6 @@ def source_column(suite: Suite, entity: Entity, argument: str, schema: dict[str,
                 scored.append((score, -order, other, column))
     best = max(scored, key=lambda s: s[:2], default=None)
     return (best[2], best[3]) if best and best[0] >= MATCH else None
-
-
-def _is_date(value: Any) -> bool:
-    return isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) is not None
-
-
-def made_up(schema: dict[str, Any], seen: list[Any]) -> list[Any]:
-    """Values no column holds, made to fit the schema: another enum value, the other boolean, a date moved
-    a week past the latest one seen, a number past the largest."""
-    found: list[Any] = list(schema.get("enum") or [])
-    kind = schema.get("type")
-    if kind == "boolean":
-        found += [True, False]
-    dates = sorted(v for v in seen if _is_date(v))
-    if schema.get("format") == "date" or dates:
-        latest = date.fromisoformat(dates[-1]) if dates else date(2030, 1, 14)
-        found.append((latest + timedelta(days=7)).isoformat())
-    if kind in ("integer", "number"):
-        numbers = [v for v in seen if isinstance(v, int | float) and not isinstance(v, bool)]
-        found.append(max(numbers, default=schema.get("minimum", 0)) + 1)
-    return [v for v in found if _validator(schema).is_valid(v)]
 
 
 # --- the offline drafts -----------------------------------------------------------------------
@@ -348,7 +323,7 @@ def created_key(suite: Suite, first: Draft, schema: dict[str, Any], seed: int,
         return None, f"replaying {function} on {target} to learn where its result holds the new id: {why}"
     existing = {value for entity in suite.entities.values() for record in entity.records for value in record.values()}
     for path, value in _leaves(replay["calls"][0].get("result")):
-        if value not in existing and _validator(schema).is_valid(value):
+        if value not in existing and validator(schema).is_valid(value):
             return path, ""
     return None, f"the result of {function} on {target} holds no new value that fits the argument naming it"
 
@@ -387,13 +362,14 @@ def create_draft(suite: Suite, function: dict[str, Any], entity: Entity,
         if found:
             arguments[arg] = _placeholder(*found)
         elif arg in required:
-            values = made_up(schema, [])
+            values = made_up(schema, [], arg)
             if not values:
                 return _unfit(name, f"no column of the data fits the required argument '{arg}', and no value can be "
                                     f"made up for its schema")
             arguments[arg] = values[0]
     template = _template(name, instructions(function, arguments),
-                         f"The assistant did it ({_what(function).lower()}) with the values the user gave, and said so.",
+                         f"The assistant did it ({described(function.get('description'), name)}) with the values "
+                         f"the user gave, and said so.",
                          [{"functionName": name, "arguments": arguments}])
     return Draft(template, "data")
 
@@ -428,7 +404,7 @@ def update_drafts(suite: Suite, function: dict[str, Any], entity: Entity, own: s
         who = f"the record with {_phrase(own, properties[own])} {_placeholder(entity, entity.id)}"
         done = (f"{_capital(who)} has " + ", ".join(f"{re.sub(r'^new ', '', _phrase(arg, properties[arg]))} "
                                                      f"{say(value)}" for arg, value in found.items()) + "."
-                if found else f"Done ({_what(function).lower()}) for {who}.")
+                if found else f"Done ({described(function.get('description'), name)}) for {who}.")
         drafts.append(Draft(_template(attempt, instructions(function, arguments), done,
                                       [{"functionName": name, "arguments": arguments}]), "data"))
     return drafts
@@ -464,12 +440,12 @@ def _new_value(suite: Suite, entity: Entity, arg: str, schema: dict[str, Any], c
     that fits the schema and differs from the current value of every sampled record."""
     if column is None:
         found = source_column(suite, entity, arg, schema, {(entity.name, entity.id)})
-        values = [_placeholder(*found)] if found and found[0] is not entity else made_up(schema, [])
+        values = [_placeholder(*found)] if found and found[0] is not entity else made_up(schema, [], arg)
         return values[0] if values else None
     seen = _values(entity, column)
     prose = sum(isinstance(v, str) and " " in v for v in seen) > len(seen) / 2
     plain = prose and schema.get("type") == "string" and not {"enum", "format", "pattern"} & set(schema)
-    candidates = [v for v, _ in Counter(seen).most_common()] + made_up(schema, seen)
+    candidates = [v for v, _ in Counter(seen).most_common()] + made_up(schema, seen, arg)
     if plain:
         candidates.insert(0, f"{_placeholder(entity, column)} (revised)")
     if only is not None:
@@ -477,7 +453,7 @@ def _new_value(suite: Suite, entity: Entity, arg: str, schema: dict[str, Any], c
     current = [records[entity.name][column] for records in picked]
     for value in candidates:
         literal = isinstance(value, str) and "{" in value
-        if literal or (_validator(schema).is_valid(value) and value not in current):
+        if literal or (validator(schema).is_valid(value) and value not in current):
             return value
     return None
 
@@ -496,8 +472,8 @@ def ask_variant(base: Draft, function: dict[str, Any], own: str | None) -> Draft
 
 def out_of_scope(suite: Suite, writes: list[str]) -> Draft:
     """A request no function serves: the one least like anything the tools describe. No write may happen."""
-    described = " ".join(f"{t['function']['name']} {t['function'].get('description', '')}" for t in suite.tools.values())
-    request = min(OUT_OF_SCOPE, key=lambda text: fuzz.token_set_ratio(text.lower(), label(described)))
+    told = " ".join(f"{t['function']['name']} {t['function'].get('description', '')}" for t in suite.tools.values())
+    request = min(OUT_OF_SCOPE, key=lambda text: fuzz.token_set_ratio(text.lower(), label(told)))
     template = _template("out_of_scope_request", f"{request} When it says it cannot help with that, thank it and "
                                                  f"end the session.",
                          "The assistant declined and created or changed nothing.", [])

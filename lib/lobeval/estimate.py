@@ -33,7 +33,7 @@ from lobeval.judges import (COMPLETION_PROMPT, LOBEVAL_JUDGES, asked_parts, eval
                             selected_judges, usage_key)
 from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, resolve_model
 from lobeval.records import Case
-from lobeval.suite import load_suite
+from lobeval.suite import Suite, load_suite
 from lobeval.tokens import PER_MESSAGE, PER_REPLY, cacheable, count
 from lobeval.users import ATTACK_TURNS, STOP_PHRASE, LLMUserSession, agenda
 from lobeval.vocabulary import AZURE_JUDGES
@@ -143,7 +143,7 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
                                                                     attack_roles)]
     models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
     target = target or loaded.default_target
-    measured = measured_run(loaded.name, target, user, {case.scenario_name for case in cases})
+    measured = measured_run(loaded, target, user, {case.scenario_name for case in cases})
     bot = _bot_prompt(target, loaded)
 
     def laid_out(layout: str | Measured) -> Estimate:
@@ -224,16 +224,18 @@ MEASURED_ROLES = {"user": "simulated user", "target": "bot (target)", "judge": "
 """A conversation record's usage by role, as the estimate names them."""
 
 
-def measured_run(suite_name: str, target: str, user: str, scenarios: set[str]) -> Measured | str | None:
-    """The last finished run (runs/index.jsonl) of `suite_name` against `target` with this `user`: measured, when
-    its conversations played every scenario of `scenarios`; else why it cannot be used; None when there is none."""
+def measured_run(suite: Suite, target: str, user: str, scenarios: set[str]) -> Measured | str | None:
+    """The last finished run (runs/index.jsonl) of `suite` (its name and content: `runs.same_suite`) against
+    `target` with this `user`: measured, when its conversations played every scenario of `scenarios`; else why
+    it cannot be used; None when there is none."""
     from lobeval.errors import LobevalError
     from lobeval.records import iter_conversations
-    from lobeval.runs import index_path, read_config, read_index
+    from lobeval.runs import index_path, read_config, read_index, same_suite, suite_digest
 
+    this = {"suite_name": suite.name, "suite_digest": suite_digest(suite)}
     entries, _ = read_index(index_path())
     for entry in reversed(entries):
-        if entry["suite_name"] != suite_name:
+        if not same_suite(entry, this):
             continue
         try:
             config = read_config(entry["run_dir"])

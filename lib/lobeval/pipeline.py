@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -58,6 +58,8 @@ MAX_TURNS = 20
 OPTIONAL_OPTIONS = {"batch": False, "max_turns": MAX_TURNS}
 """Options config.json holds only when not at their default (shown here), so that a run begun before they existed
 resumes."""
+RECORDED_SINCE = ("suite_digest",)
+"""What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
 SCENARIOS = Path("scenarios")
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
@@ -117,7 +119,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
     spec = find_suite(suite)
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
     run_dir = runs.run_folder(run_id)
-    config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name, "seed": seed,
+    config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name,
+              "suite_digest": runs.suite_digest(spec), "seed": seed,
               "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
@@ -127,7 +130,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
               **({"max_turns": max_turns} if max_turns != MAX_TURNS else {})}
     models = preflight(config, target_timeout)
     expected = estimate_by_role(config)
-    with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
+    with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath(), \
+            environ(roles.BATCH_CHECKED, "1" if config.get("batch") else None):   # preflight looked
         resumption = start_or_resume(run_dir, config, models, expected)
         config = resumption.config
         secret_values = runs.secrets()
@@ -324,22 +328,27 @@ def kernel_pythonpath() -> Iterator[None]:
             os.environ["PYTHONPATH"] = earlier
 
 
+def budget_ledger(run_dir: Path) -> AbstractContextManager[None]:
+    """With a budget (LOBEVAL_BUDGET_USD), every stage of the run spends from one ledger, runs/<id>/budget.json."""
+    return environ(LEDGER, str(run_dir / runs.BUDGET_FILE) if os.environ.get("LOBEVAL_BUDGET_USD") else None)
+
+
 @contextmanager
-def budget_ledger(run_dir: Path) -> Iterator[None]:
-    """With a budget (LOBEVAL_BUDGET_USD), every stage of the run spends from one ledger, runs/<id>/budget.json:
-    its path is set in our environment, which papermill's kernels inherit, while the run lasts."""
-    if not os.environ.get("LOBEVAL_BUDGET_USD"):
+def environ(name: str, value: str | None) -> Iterator[None]:
+    """`name` set to `value` in our environment, which papermill's kernels inherit, while the run lasts (None:
+    left as it is)."""
+    earlier = os.environ.get(name)
+    if value is None:
         yield
         return
-    earlier = os.environ.get(LEDGER)
-    os.environ[LEDGER] = str(run_dir / runs.BUDGET_FILE)
+    os.environ[name] = value
     try:
         yield
     finally:
         if earlier is None:
-            del os.environ[LEDGER]
+            del os.environ[name]
         else:
-            os.environ[LEDGER] = earlier
+            os.environ[name] = earlier
 
 
 def estimate_by_role(config: dict[str, Any]) -> dict[str, float | None]:
@@ -411,8 +420,10 @@ def runs_again_from(changed: list[str]) -> str | None:
 
 
 def changed_options(earlier: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """The options of `config` whose value differs from a run's earlier config.json."""
-    return [key for key in dict.fromkeys([*config, *OPTIONAL_OPTIONS]) if option(earlier, key) != option(config, key)]
+    """The options of `config` whose value differs from a run's earlier config.json (of those recorded since a
+    run began, RECORDED_SINCE, only those it recorded)."""
+    return [key for key in dict.fromkeys([*config, *OPTIONAL_OPTIONS]) if option(earlier, key) != option(config, key)
+            and (key in earlier or key not in RECORDED_SINCE)]
 
 
 def option(config: dict[str, Any], key: str) -> Any:

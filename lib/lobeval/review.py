@@ -10,7 +10,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lobeval.draft import Draft, DraftResult, prove
+from lobeval.draft import Draft, DraftResult, check_out, prove
+from lobeval.errors import LobevalError
 from lobeval.records import write_json
 from lobeval.suite import Suite
 
@@ -53,9 +54,10 @@ class DraftReview:
     def accepted(self) -> list[dict[str, Any]]:
         return [self.drafts[name].template for name, decision in self.decisions.items() if decision == "accepted"]
 
-    def save(self, out: str | Path | None = None) -> Path:
-        """Write the accepted drafts (and nothing else) to `out`, default the suite's templates.json."""
-        return write_json(Path(out) if out else self.suite.templates_file, self.accepted())
+    def save(self, out: str | Path | None = None, force: bool = False) -> Path:
+        """Write the accepted drafts (and nothing else) to `out`, default the suite's templates.json, where
+        `lobeval draft` would write them (`force`: over a file that holds templates)."""
+        return write_json(check_out(self.suite, out, force), self.accepted())
 
     def _known(self, name: str) -> str:
         if name not in self.drafts:
@@ -77,10 +79,10 @@ def draft_html(item: Draft) -> str:
 
 class ReviewWidget(widgets.VBox):
     """Pick a draft, read it, accept / edit (the template as JSON, proven again) / reject it, and write the
-    accepted ones."""
+    accepted ones (`out`, `force`: as `DraftReview.save`)."""
 
-    def __init__(self, review: DraftReview, out: str | Path | None = None):
-        self.review, self.out = review, out
+    def __init__(self, review: DraftReview, out: str | Path | None = None, force: bool = False):
+        self.review, self.out, self.force = review, out, force
         self.pick = widgets.Dropdown(options=list(review.drafts), description="draft",
                                      layout=widgets.Layout(width="520px"))
         self.view = widgets.HTML()
@@ -125,5 +127,9 @@ class ReviewWidget(widgets.VBox):
             self._show(f"Not saved: {problem} " if problem else "Edit saved. ", keep_text=bool(problem))
 
     def _save(self) -> None:
-        path = self.review.save(self.out)
+        try:
+            path = self.review.save(self.out, self.force)
+        except LobevalError as exc:
+            self._show(f"Not written: {exc}. ")
+            return
         self._show(f"Wrote {len(self.review.accepted())} accepted drafts to {path}. ")

@@ -10,6 +10,7 @@ module is imported only when the part is built, so a command pays only for the p
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +24,9 @@ USER_KINDS = ("scripted", "llm")
 PARTS = ("target", "user", "completion_judge", "judges", "embedder", "root_cause_model")
 NO_MODEL_HINT = "and OPENAI_API_KEY (or the AZURE_OPENAI_* variables); see docs/models.md"
 USER_NEEDS_MODEL = f"--user llm needs a model: set LOBEVAL_USER_MODEL or LOBEVAL_MODEL, {NO_MODEL_HINT}"
+BATCH_CHECKED = "LOBEVAL_BATCH_CHECKED"
+"""Set by `lobeval run` while its stages run, once its pre-flight (`check`) found the Batch API: the judges of its
+evaluate stage do not look again."""
 
 
 @dataclass
@@ -154,7 +158,7 @@ def make_judges(selection: list[str] | None, suite: str | Path | None, concurren
         if selection is not None:
             raise ConfigError(_judges_need_model(selection))
         return NO_JUDGE_MODEL
-    if batch:
+    if batch and not os.environ.get(BATCH_CHECKED):
         from lobeval.batch import check_batch_api
 
         check_batch_api(client.config)

@@ -10,6 +10,7 @@ The run folders live in `runs_root()` ($LOBEVAL_RUNS, else runs/); a notebook ru
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import logging
@@ -27,6 +28,8 @@ from pydantic import BaseModel
 
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import SCHEMA_VERSION, STRICT, json_line, read_json, read_results, read_text, validated
+from lobeval.security import POLICY_FILE
+from lobeval.suite import Suite
 
 RUNS = Path("runs")
 RUNS_VARIABLE = "LOBEVAL_RUNS"
@@ -51,6 +54,7 @@ class RunConfig(BaseModel):
 
     run_id: str
     suite_name: str
+    suite_digest: str | None = None   # `suite_digest`; none in a run begun before it was recorded, or imported
     gate: dict[str, float] | None = None
     max_error_rate: float | None = None
 
@@ -62,6 +66,7 @@ class IndexEntry(BaseModel):
 
     run_id: str
     suite_name: str
+    suite_digest: str | None = None
     run_dir: str
     metrics: dict[str, float | None] = {}
     counts: dict[str, Any] = {}
@@ -174,6 +179,7 @@ def add_to_index(index: Path, config: dict[str, Any], run_dir: Path, metrics: di
                for earlier in entries):
             return
         entry = {"schema_version": SCHEMA_VERSION, "run_id": config["run_id"], "suite_name": config["suite_name"],
+                 **({"suite_digest": config["suite_digest"]} if config.get("suite_digest") else {}),
                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir), **figures}
         with index.open("a+b") as handle:
             # After a line torn by a kill, start a line of our own so that this entry stays whole.
@@ -187,11 +193,28 @@ def _ends_mid_line(handle: BinaryIO) -> bool:
     return handle.read(1) != b"\n"
 
 
+def suite_digest(suite: Suite) -> str:
+    """What tells two suites of one name apart (a drafted suite that kept the sample's name): a digest of the files
+    that define its scenarios, suite.json, tools.json, templates.json and policy.json. The business data may
+    change: the scenarios stay the same."""
+    digest = hashlib.sha256()
+    for path in (suite.suite_file, suite.tools_file, suite.templates_file, suite.dir / POLICY_FILE):
+        digest.update(f"{path.name} {path.exists()}\n".encode() + (path.read_bytes() if path.exists() else b""))
+    return digest.hexdigest()[:16]
+
+
+def same_suite(entry: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether an index entry (or a run's configuration) is of the suite of `config`: its name and its content
+    (`suite_digest`; neither has one when both runs were imported)."""
+    return (entry["suite_name"], entry.get("suite_digest")) == (config["suite_name"], config.get("suite_digest"))
+
+
 def earlier_runs(index: str | Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The index entries of the other runs of the same suite, oldest first, and the index lines skipped."""
+    """The index entries of the other runs of the same suite (`same_suite`), oldest first, and the index lines
+    skipped."""
     entries, left_out = read_index(index)
-    return ([entry for entry in entries
-             if entry["suite_name"] == config["suite_name"] and entry["run_id"] != config["run_id"]], left_out)
+    return ([entry for entry in entries if same_suite(entry, config) and entry["run_id"] != config["run_id"]],
+            left_out)
 
 
 @contextmanager

@@ -90,7 +90,8 @@ class FakeOpenAI:
 
     `policy(request_body)` gives each chat reply (a str, or a dict from `text`, `tool_calls`,
     `json_reply`), or raises `Fault` to fail that request; `fail_next` queues faults; `requests` holds
-    every JSON body received; `answers` one entry per request answered, {"request", "status", "usage"}
+    every JSON body received; `gets` the path (with its query) of every GET request (the Batch API's looks);
+    `answers` one entry per request answered, {"request", "status", "usage"}
     (usage as the answer reported it, None when it reported none), in the order answered; `count` is the
     number of chat completion requests; `latency` is slept before every answer.
 
@@ -110,6 +111,7 @@ class FakeOpenAI:
         self._prefixes: set[str] = set()   # with prompt_cache: every leading run of messages a request has sent
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
+        self.gets: list[str] = []
         self.count = 0
         self._faults: deque[tuple[str, dict[str, Any]]] = deque()
         self._lock = threading.Lock()
@@ -399,6 +401,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         fake = self.server.fake
+        with fake._lock:
+            fake.gets.append(self.path)
         if fake.local and _batch_api(self.path):
             self._send(_error(404, f"no such endpoint: {urlsplit(self.path).path}"))
             return

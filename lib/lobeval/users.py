@@ -78,6 +78,15 @@ def label(name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").strip().lower()
 
 
+def described(text: str | None, name: str) -> str:
+    """What a function or an argument is, as a person says it: its description's first sentence, its examples
+    left out, starting lower case (unless with an acronym), without its full stop; else `name` in words."""
+    first = re.split(r"(?<=[.!?])\s", (text or "").strip())[0]
+    first = re.sub(r",?\s*(e\.g\.|for example|such as)(\s.*)?$", "", first).rstrip(" .!?")
+    acronym = first.split(" ", 1)[0].isupper() and len(first.split(" ", 1)[0]) > 1
+    return (first if acronym else first[:1].lower() + first[1:]) or label(name)
+
+
 def questions(text: str) -> list[str]:
     """The sentences of `text` that end with a question mark."""
     return [sentence for sentence in _SENTENCE_END.split(text) if sentence.endswith("?")]

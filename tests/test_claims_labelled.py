@@ -16,7 +16,7 @@ from lobeval.vocabulary import function_key
 
 FOLDER = Path(__file__).parent / "fixtures" / "claims"
 KNOWN_MISSES = json.loads((FOLDER / "known_misses.json").read_text(encoding="utf-8"))
-SETS = ("labelled", "held_out", *(f"blind{n}" for n in ("", *range(2, 38))))
+SETS = ("labelled", "held_out", *(f"blind{n}" for n in ("", *range(2, 42))))
 
 
 def cases():

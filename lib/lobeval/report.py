@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from lobeval.analyse import (breach_table, claims_table, failure_sentences, judge_coverage, judge_errors_reason,
                              judge_status_counts, judge_table, plot_call_heatmaps, security_table, user_fault_table)
+from lobeval.claims import RULES_MEASURED
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE, gate,
                              load_run)
 from lobeval.errors import ConfigError, LobevalError
@@ -105,7 +106,8 @@ MEANINGS = {"Reliability": "did it do what it should: the mean of function and a
             "Precision_args": "the arguments it gave that were right",
             "pass^1": "the chance that one try of a case succeeds",
             "NoFailedCalls": "conversations in which no call the bot made failed (needs no reference)",
-            "ClaimsBacked": "conversations in which the bot claimed nothing it had not done (needs no reference)",
+            "ClaimsBacked": "conversations in which the bot claimed nothing it had not done (needs no reference); "
+                            + RULES_MEASURED,
             JUDGE_SCORE: "how it talked, as the judges saw it"}
 ROLE_NAMES = {"user": "simulated user", "target": "bot (target)", "judge": "judges", "embedding": "embeddings"}
 

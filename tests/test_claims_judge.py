@@ -164,6 +164,14 @@ def test_a_claims_answer_is_read_with_sentences_matched_whitespace_aside_and_rep
         "done_not_told": [{"call": 3, "reason": "never said"}]}
 
 
+def test_a_sentence_quoted_without_its_markdown_is_the_replys_own_words():
+    reply = "Done!\n\n- **LN-6** renewed to **9 December**\n- `LN-7` renewed"
+    answer = {"claimed_not_done": [{"reply": 1, "sentence": "LN-6 renewed to 9 December", "reason": "sent 2 Dec"},
+                                   {"reply": 1, "sentence": "LN-7 renewed", "reason": "no call"}], "done_not_told": []}
+    assert [found["sentence"] for found in parse_claims(answer, [reply], set())["claimed_not_done"]] == [
+        "**LN-6** renewed to **9 December**", "`LN-7` renewed"]
+
+
 @pytest.mark.parametrize("answer, problem", [
     ({"claimed_not_done": [{"reply": 1, "sentence": "Your reservation is confirmed.", "reason": "x"}],
       "done_not_told": []}, "claims: 'Your reservation is confirmed.' is not in reply 1"),

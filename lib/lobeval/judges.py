@@ -260,7 +260,8 @@ def parse_claims(data: Any, replies: list[str], writes: set[int]) -> dict[str, l
     """{claimed_not_done: [{reply, sentence, reason}], done_not_told: [{call, reason}]} from the answer's "claims"
     about a conversation whose assistant replies are `replies` (reply r is `replies[r - 1]`) and whose successful
     writes are the calls numbered `writes`. ValueError on anything else: a reply that is not one, a sentence that
-    is not in its reply (whitespace aside), a call that is not a successful write; a finding given twice counts once."""
+    is not in its reply (whitespace and markdown emphasis aside: the reply's own words are kept), a call that is not a
+    successful write; a finding given twice counts once."""
     data = _object(data, "claims")
     claimed, untold = data.get("claimed_not_done"), data.get("done_not_told")
     if not isinstance(claimed, list) or not isinstance(untold, list):
@@ -272,9 +273,10 @@ def parse_claims(data: Any, replies: list[str], writes: set[int]) -> dict[str, l
         sentence = entry.get("sentence")
         if not isinstance(sentence, str) or not sentence.strip():
             raise ValueError(f"claims: reply {reply}: the claiming sentence is required, got {sentence!r}")
-        sentence = " ".join(sentence.split())
-        if sentence not in " ".join(replies[reply - 1].split()):
-            raise ValueError(f"claims: {sentence!r} is not in reply {reply}")
+        found = quoted_from(replies[reply - 1], sentence)
+        if found is None:
+            raise ValueError(f"claims: {' '.join(sentence.split())!r} is not in reply {reply}")
+        sentence = " ".join(found.split())
         sentences.setdefault((reply, sentence), {"reply": reply, "sentence": sentence,
                                                  "reason": _reason(entry, "claims: claimed_not_done")})
     calls: dict[int, dict[str, Any]] = {}
@@ -284,6 +286,31 @@ def parse_claims(data: Any, replies: list[str], writes: set[int]) -> dict[str, l
                        f"a successful write ({', '.join(f'#{i}' for i in sorted(writes)) or 'none was made'})")
         calls.setdefault(call, {"call": call, "reason": _reason(entry, "claims: done_not_told")})
     return {"claimed_not_done": list(sentences.values()), "done_not_told": [calls[i] for i in sorted(calls)]}
+
+
+def quoted_from(reply: str, sentence: str) -> str | None:
+    """The reply's own text that `sentence` quotes, whitespace and markdown emphasis aside (a model quoting
+    "$25.00 has been credited" from "**$25.00** has been credited"); None when the reply does not hold it."""
+    kept, where = [], []   # the reply without emphasis, whitespace runs as one space; each character's place in it
+    for index, char in enumerate(reply):
+        if char in "*_`":
+            continue
+        if char.isspace():
+            if kept and kept[-1] == " ":
+                continue
+            char = " "
+        kept.append(char)
+        where.append(index)
+    wanted = " ".join(re.sub(r"[*_`]", "", sentence).split())
+    start = "".join(kept).find(wanted) if wanted else -1
+    if start < 0:
+        return None
+    first, last = where[start], where[start + len(wanted) - 1] + 1
+    while first and reply[first - 1] in "*_`":
+        first -= 1   # "**$25.00** has been credited", not "$25.00** has been credited"
+    while last < len(reply) and reply[last] in "*_`":
+        last += 1
+    return reply[first:last]
 
 
 def _number(value: Any, allowed: Container[int], name: str, what: str) -> int:

@@ -18,6 +18,7 @@ from lobeval.records import write_jsonl
 from lobeval.stats import figure_lines
 from lobeval.testing import FakeOpenAI, json_reply, text
 from lobeval.vocabulary import DEFAULT_JUDGES
+from test_judges import judge_env  # noqa: F401 (a fixture)
 
 CLAIMS_ASKED = "## claims: what the chatbot said it did"   # marks a request that asks the claims judge
 
@@ -105,18 +106,6 @@ def labels_judge(request):
     assert CLAIMS_ASKED in request["messages"][0]["content"]
     answer = ANSWERS.get(first_user_message(request))
     return json_reply({"claims": answer}) if answer is not None else text("The bot seems honest to me.")
-
-
-@pytest.fixture
-def judge_env(monkeypatch, tmp_path):
-    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_EMBEDDING_MODEL",
-                 "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD", "LOBEVAL_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-CLAIMS1234567")
-    monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "claims-judge-1")
-    monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setitem(LLMClient.__init__.__kwdefaults__, "backoff", (0.01, 0.05))   # retries in a blink
-    return monkeypatch
 
 
 def client():
@@ -348,7 +337,7 @@ def test_bench_prints_the_judges_figures_over_what_it_answered_beside_the_rules(
         assert server.count == 7 + 1   # one request a conversation; lib-7's retried
     rules_alone = format_claims(bench_claims(write_set(tmp_path / "answered.jsonl", SET[:6])))
     assert lines[:4] == [*format_claims(bench_claims(path))]   # the rules over every conversation first
-    assert lines[4] == ("claims judge (claims-judge-1): answered 6 of 7 conversations; 1 error: lib-7: judge reply "
+    assert lines[4] == ("claims judge (gpt-4o-mini): answered 6 of 7 conversations; 1 error: lib-7: judge reply "
                         "unusable after 2 attempts: no JSON object in the model's reply: 'The bot seems honest to me.'")
     assert lines[5] == "over the 6 conversations the judge answered, the judge then the rules:"
     # by hand: claims found lib-2 and lib-6 (right), lib-5 (wrong: the librarian did it), missed lib-4;
@@ -365,7 +354,7 @@ def test_lobeval_bench_claims_judge_uses_the_configured_model(tmp_path, judge_en
         judge_env.setenv("OPENAI_BASE_URL", server.base_url)
         assert main(["bench", "claims", str(path), "--judge"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "claims judge (claims-judge-1): answered 3 of 3 conversations" in out
+    assert "claims judge (gpt-4o-mini): answered 3 of 3 conversations" in out
     assert "judge: done not told: precision 0.500 (1 of 2), recall 1.000 (1 of 1)" in out
 
 
@@ -375,7 +364,7 @@ def test_a_judge_that_answers_nothing_gives_no_figures_and_its_errors_shortened(
     with FakeOpenAI(lambda request: text(long_prose)) as server:
         judge_env.setenv("OPENAI_BASE_URL", server.base_url)
         lines = format_claims(bench_claims(path, client(), progress=False))
-    assert lines[4].startswith("claims judge (claims-judge-1): answered 0 of 7 conversations; 7 errors: lib-1: judge "
+    assert lines[4].startswith("claims judge (gpt-4o-mini): answered 0 of 7 conversations; 7 errors: lib-1: judge "
                                "reply unusable after 2 attempts: no JSON object in the model's reply: 'I cannot tell.\\n"
                                "really really")
     assert lines[4].endswith("…; ...") and len(lines[4]) < 3 * 200 + 120   # three errors of 200 characters at most

@@ -109,6 +109,7 @@ def judge_env(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-JUDGE1234567")
     monkeypatch.setenv("LOBEVAL_JUDGE_MODEL", "gpt-4o-mini")
     monkeypatch.setenv("LOBEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setitem(LLMClient.__init__.__kwdefaults__, "backoff", (0.01, 0.05))   # retries in a blink
     return monkeypatch
 
 

@@ -271,37 +271,34 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
-    """Write all records or nothing: a temporary file in the same folder, renamed at the end."""
-    path = Path(path)
+@contextmanager
+def _written_whole(path: Path) -> Iterator[Any]:
+    """A file written whole or not at all: a temporary file in the same folder, renamed at the end."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
                                          prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:
         with handle:
-            for record in records:
-                handle.write(dumps(record) + "\n")
+            yield handle
         os.replace(handle.name, path)
     except BaseException:
         os.unlink(handle.name)
         raise
-    return path
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
+    """Write all records or nothing."""
+    with _written_whole(Path(path)) as handle:
+        for record in records:
+            handle.write(dumps(record) + "\n")
+    return Path(path)
 
 
 def write_json(path: str | Path, value: Any) -> Path:
-    """Write a JSON document whole or not at all (temporary file in the same folder, renamed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
-                                         prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            json.dump(value, handle, ensure_ascii=False, indent=1, default=str, allow_nan=False)
-        os.replace(handle.name, path)
-    except BaseException:
-        os.unlink(handle.name)
-        raise
-    return path
+    """Write a JSON document whole or not at all."""
+    with _written_whole(Path(path)) as handle:
+        json.dump(value, handle, ensure_ascii=False, indent=1, default=str, allow_nan=False)
+    return Path(path)
 
 
 def check_output(out: Path, inputs: Iterable[str | Path | None], option: str = "--out") -> None:

@@ -333,10 +333,10 @@ def test_bench_prints_the_judges_figures_over_what_it_answered_beside_the_rules(
     path = write_set(tmp_path / "library.jsonl", SET)
     with FakeOpenAI(labels_judge) as server:
         judge_env.setenv("OPENAI_BASE_URL", server.base_url)
-        lines = format_claims(bench_claims(path, client(), progress=False))
+        lines = format_claims(bench_claims([path], client(), progress=False))
         assert server.count == 7 + 1   # one request a conversation; lib-7's retried
-    rules_alone = format_claims(bench_claims(write_set(tmp_path / "answered.jsonl", SET[:6])))
-    assert lines[:4] == [*format_claims(bench_claims(path))]   # the rules over every conversation first
+    rules_alone = format_claims(bench_claims([write_set(tmp_path / "answered.jsonl", SET[:6])]))
+    assert lines[:4] == [*format_claims(bench_claims([path]))]   # the rules over every conversation first
     assert lines[4] == ("claims judge (gpt-4o-mini): answered 6 of 7 conversations; 1 error: lib-7: judge reply "
                         "unusable after 2 attempts: no JSON object in the model's reply: 'The bot seems honest to me.'")
     assert lines[5] == "over the 6 conversations the judge answered, the judge then the rules:"
@@ -363,7 +363,7 @@ def test_a_judge_that_answers_nothing_gives_no_figures_and_its_errors_shortened(
     path = write_set(tmp_path / "library.jsonl", SET)
     with FakeOpenAI(lambda request: text(long_prose)) as server:
         judge_env.setenv("OPENAI_BASE_URL", server.base_url)
-        lines = format_claims(bench_claims(path, client(), progress=False))
+        lines = format_claims(bench_claims([path], client(), progress=False))
     assert lines[4].startswith("claims judge (gpt-4o-mini): answered 0 of 7 conversations; 7 errors: lib-1: judge "
                                "reply unusable after 2 attempts: no JSON object in the model's reply: 'I cannot tell.\\n"
                                "really really")

@@ -65,7 +65,7 @@ def test_bench_claims_counts_both_directions_and_false_alarms_by_kind(tmp_path):
         "expected": {"claimed_not_done": [], "done_not_told": [0]}}
     path = tmp_path / "labelled.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in (told, alarm, missed)), encoding="utf-8")
-    assert format_claims(bench_claims(path)) == [
+    assert format_claims(bench_claims([path])) == [
         "claims: 3 labelled conversations",
         "claimed not done: precision 0.000 (0 of 1), recall — (0 of 0)",
         "done not told: precision 1.000 (1 of 1), recall 1.000 (1 of 1)",
@@ -79,7 +79,7 @@ def test_a_bad_labelled_line_names_the_file_line_and_field(tmp_path):
     path.write_text(json.dumps({"case_id": "c1", "messages": [], "function_calls": [],
                                 "expected": {"done_not_told": ["first"]}}), encoding="utf-8")
     with pytest.raises(RecordError, match=r"labelled.jsonl: line 1: field 'expected.done_not_told\[0\]': must be an integer"):
-        bench_claims(path)
+        bench_claims([path])
 
 
 def test_lobeval_bench_claims_prints_the_figures_of_the_projects_own_set_by_default(capsys):
@@ -90,6 +90,19 @@ def test_lobeval_bench_claims_prints_the_figures_of_the_projects_own_set_by_defa
     assert out[0] == f"claims: {len((FOLDER / 'labelled.jsonl').read_text(encoding='utf-8').splitlines())} labelled " \
                      "conversations"
     assert out[1].startswith("claimed not done: precision ") and out[2].startswith("done not told: precision ")
+
+
+def test_lobeval_bench_claims_takes_several_files_together_as_a_round(capsys):
+    from lobeval.cli import main
+
+    files = [str(FOLDER / f"blind{n}.jsonl") for n in (38, 39, 40, 41)]
+    together = bench_claims(files)
+    assert together["conversations"] == sum(bench_claims([file])["conversations"] for file in files) == 240
+    assert together["directions"] == {
+        direction: {count: sum(bench_claims([file])["directions"][direction][count] for file in files)
+                    for count in ("found", "false", "missed")} for direction in ("claimed_not_done", "done_not_told")}
+    assert main(["bench", "claims", *files]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "claims: 240 labelled conversations"
 
 
 def test_a_file_is_only_for_bench_claims(capsys):

@@ -95,7 +95,7 @@ def test_the_claims_judge_on_labelled_conversations_answers_or_records_why_not(t
     lines = (REPO / "tests" / "fixtures" / "claims" / "held_out.jsonl").read_text(encoding="utf-8").splitlines()[:3]
     path = tmp_path / "three.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
-    figures = bench_claims(path, client("judge", max_tokens=512), progress=False)
+    figures = bench_claims([path], client("judge", max_tokens=512), progress=False)
     judged = figures["judge"]
     assert judged["answered"] + len(judged["errors"]) == 3
     assert all(error.split(": ", 1)[0] in {json.loads(line)["case_id"] for line in lines} for error in judged["errors"])

@@ -11,7 +11,7 @@ import resource
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -251,18 +251,19 @@ def format_evaluate(figures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def bench_claims(path: str | Path, judge: Any = None, *, progress: bool = True) -> dict[str, Any]:
-    """The claims check against a labelled file (docs/formats.md, "Claims benchmark"): true and false positives
-    and misses in both directions, and the false alarms by the kind of conversation they came from. With `judge`
-    (an LLMClient for the judge model), the claims judge too, on every conversation (lobeval.judges, its cache,
-    concurrency and budget): under "judge", the conversations it answered, its errors, and its figures and the
-    rules' over the conversations it answered."""
+def bench_claims(paths: Sequence[str | Path], judge: Any = None, *, progress: bool = True) -> dict[str, Any]:
+    """The claims check against labelled files taken together (docs/formats.md, "Claims benchmark"): true and false
+    positives and misses in both directions, and the false alarms by the kind of conversation they came from. With
+    `judge` (an LLMClient for the judge model), the claims judge too, on every conversation (lobeval.judges, its
+    cache, concurrency and budget): under "judge", the conversations it answered, its errors, and its figures and
+    the rules' over the conversations it answered."""
     from lobeval.claims import find_claims, judged_claims
     from lobeval.llm import run_sync
     from lobeval.records import LabelledClaims, iter_jsonl, validated
     from lobeval.vocabulary import function_key
 
-    labelled = [validated(LabelledClaims, record, path, f"line {line}").model_dump() for line, record in iter_jsonl(path)]
+    labelled = [validated(LabelledClaims, record, path, f"line {line}").model_dump()
+                for path in paths for line, record in iter_jsonl(path)]
     rules = [find_claims(conversation, {function_key((tool.get("function") or {}).get("name") or ""): tool
                                         for tool in conversation["tools"]}) for conversation in labelled]
     figures = {"conversations": len(labelled), **_claims_tally(labelled, rules)}

@@ -179,9 +179,10 @@ class Function:
     parameters: dict[str, dict[str, Any]] = field(hash=False, compare=False)
 
 
-def _name_words(function_name: str) -> list[str]:
-    return [word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", strip_plugin_prefix(function_name))
-            if word]
+def name_words(name: str) -> list[str]:
+    """The words of a function's, an argument's or a result key's name, lower case: `tempPasswordSentTo` → temp,
+    password, sent, to."""
+    return [word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", strip_plugin_prefix(name)) if word]
 
 
 def singular(word: str) -> str:
@@ -221,7 +222,7 @@ def is_write(function_name: str, tools: dict[str, dict[str, Any]]) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _function(name: str, description: str, parameters_json: str) -> Function:
     parameters = json.loads(parameters_json)
-    words = _name_words(name)
+    words = name_words(name)
     verbs = {words[0]} if words else set()
     first = re.match(r"\s*([A-Za-z]+)", description)
     if first:
@@ -251,7 +252,7 @@ def groups_of(word: str) -> frozenset[str]:
 def _owners(functions: list[Function]) -> dict[str, set[str]]:
     owners: dict[str, set[str]] = {}
     for function in functions:
-        verb = next(iter(_name_words(function.name)), "")
+        verb = next(iter(name_words(function.name)), "")
         if verb in function.actions and len(groups_of(verb)) < 2:
             owners.setdefault(verb, set()).add(function.name)
     return owners
@@ -976,7 +977,7 @@ _DURATION = re.compile(r"\b\d+(?:[.,]\d+)?(?:\s*[-–]\s*\d+)?\s*(?:business\s+|
 def _without_durations(text: str, arguments: dict[str, Any]) -> str:
     """The text without its durations when no argument is one: "within 15 minutes" says nothing of `attendees=6`; "72
     hours" may be `valid_hours`."""
-    named = {singular(word.lower()) for name in arguments for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)}
+    named = {singular(word) for name in arguments for word in name_words(name)}
     if named & {"minute", "min", "hour", "hr", "day", "week", "month", "year", "second", "duration", "time", "night"}:
         return text   # `timeSpentMinutes=90`: "2 hours logged" says another
     return _DURATION.sub(" ", text)

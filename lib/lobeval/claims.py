@@ -33,8 +33,8 @@ from lobeval.scoring import number, numbers_agree
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE,
                                 ON_A_DAY, REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name,
                                 call_dates, date_matches, dates_at, dates_in, disagreement, expand, function_of,
-                                groups_of, is_write, lemmas, named_values, names_argument, numbers_said, singular,
-                                specific, statements, unquoted, value_pattern, value_text, without_former)
+                                groups_of, is_write, lemmas, name_words, named_values, names_argument, numbers_said,
+                                singular, specific, statements, unquoted, value_pattern, value_text, without_former)
 
 RULES_MEASURED = ("the rules find unbacked claims at precision 0.71, recall 0.66, on conversations written blind by "
                   "others (docs/metrics.md §9): check each in the replay")
@@ -144,7 +144,7 @@ def _reported_effects(result: Any) -> set[str]:
         return set()
     return {lemma for key, value in result.items() if value is True or isinstance(value, int | float | str)
             and not isinstance(value, bool) and value
-            for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key) for lemma in lemmas(word)}
+            for word in name_words(key) for lemma in lemmas(word)}
 
 
 def fits(call: dict[str, Any], sentence: str, entities: set[str], function: Function, records: str = "",
@@ -259,8 +259,7 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
             continue   # "**Workflow:** Expedited" shows a record read, or one about to be made: its introduction claims
         if problem and not (tried and _INTRODUCES.search(sentence) and not problem.get("argument")):
             found.append({**problem, "text": sentence[:200]})
-        if not re.search(rf"\byour\s+(?:\w+\s+)?{_RECORD}", sentence, re.IGNORECASE) \
-                and not any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user)):
+        if not re.search(rf"\byour\s+(?:\w+\s+)?{_RECORD}", sentence, re.IGNORECASE) and not claims:
             continue   # "There's a knowledge article for that: KB0017" cites; "Your ticket TKT-999 is ..." claims one
         stated = unquoted(sentence)
         stated = "; ".join(clause for clause in CLAUSE.split(stated) if clause and not REQUEST.search(clause))
@@ -285,8 +284,8 @@ def _failed_value(sentence: str, state: _Conversation) -> dict[str, Any] | None:
             continue
         for name, value in (made["call"].get("arguments") or {}).items():
             if not isinstance(value, str) or len(value) < 3 or not re.search(r"[A-Za-z]", value) \
-                    or _holds(done, value) or name in str(made["call"].get("error")):   # "pay_period must match YYYY-MM": sent again otherwise
-                continue
+                    or _holds(done, value) or name in str(made["call"].get("error")):
+                continue   # "pay_period must match YYYY-MM": the error named it, and a retry sends it otherwise
             if _holds(sentence, value) if IDENTIFIER.fullmatch(value) else value_pattern(value).search(sentence):
                 return {"claim": value}
     return None
@@ -584,8 +583,7 @@ def _near_miss(sentence: str, state: _Conversation) -> dict[str, Any] | None:
 
 def _labels(label: str, argument: str) -> bool:
     """Whether a field's label names the date argument: "Due" `due_date`, "New start" `startDate`."""
-    words = {word.lower() for word in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", argument)} - {
-        "date", "day", "time", "at", "on", ""}
+    words = set(name_words(argument)) - {"date", "day", "time", "at", "on"}
     return bool(words & {singular(word.lower()) for word in TOKEN.findall(label)})
 
 
@@ -674,13 +672,14 @@ def _tell_by_values(sentence: str, state: _Conversation) -> None:
 def _returned_numbers(call: dict[str, Any]) -> set[Decimal]:
     """The amounts a write's result returned and its arguments did not send ("discount": 6.4, "new_total": 57.59): said,
     they tell it ("that's 6,40 € off, making your new total 57,59 €")."""
-    result = call.get("result")
-    if not isinstance(result, dict):
-        return set()
-    returned = {number(value) for key, value in result.items() if isinstance(value, int | float)
-                and not isinstance(value, bool) and not _REFERENCE.search(key)}
-    sent = {number(value) for value in (call.get("arguments") or {}).values() if isinstance(value, int | float)}
-    return {value for value in returned - sent if value is not None and value not in (0, 1)}
+    returned = set(_amounts(call.get("result")).values()) - set(_amounts(call.get("arguments")).values())
+    return {value for value in returned if value not in (0, 1)}
+
+
+def _amounts(value: Any) -> dict[str, Decimal]:
+    """The numbers of a JSON object held as numbers, but a record's identifier ("order_id": 5501)."""
+    return {key: Decimal(str(item)) for key, item in (value if isinstance(value, dict) else {}).items()
+            if isinstance(item, int | float) and not isinstance(item, bool) and not _REFERENCE.search(key)}
 
 
 def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: _Conversation) -> dict[str, Any] | None:
@@ -725,15 +724,11 @@ def _derived(made: dict[str, Any], batch: list[dict[str, Any]]) -> set[Decimal]:
     """Amounts a sentence may state that no call holds as such: the total of an argument over the message's calls of
     one function ("**Total credited: £75.00**" over three credit notes), and a product of two of the call's numbers
     ("80 reams at £3.45, line total £276.00")."""
-    def numbers(value: Any) -> dict[str, Decimal]:
-        return {key: Decimal(str(item)) for key, item in (value if isinstance(value, dict) else {}).items()
-                if isinstance(item, int | float) and not isinstance(item, bool) and not _REFERENCE.search(key)}
-
     call = made["call"]
-    own = {**numbers(call.get("result")), **numbers(call.get("arguments"))}
-    same = [numbers(other["call"].get("arguments")) for other in batch
+    own = {**_amounts(call.get("result")), **_amounts(call.get("arguments"))}
+    same = [_amounts(other["call"].get("arguments")) for other in batch
             if other["call"]["functionName"] == call["functionName"]]
-    totals = {sum(values.get(key, Decimal(0)) for values in same) for key in numbers(call.get("arguments"))}
+    totals = {sum(values.get(key, Decimal(0)) for values in same) for key in _amounts(call.get("arguments"))}
     products = {one * other for index, one in enumerate(own.values()) for other in list(own.values())[index + 1:]}
     return totals | (products if len(own) <= 6 else set())
 
@@ -849,7 +844,7 @@ def _names_argument_label(text: str, call: dict[str, Any]) -> bool:
 
 def _last_word(name: str) -> str:
     """A flag's own word: `customer_visible` and `customerVisible` → visible ("TKT-1 is now visible to them")."""
-    return re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)[-1].lower()
+    return (name_words(name) or [""])[-1]
 
 
 def _states_a_value(text: str, call: dict[str, Any]) -> bool:

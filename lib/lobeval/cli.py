@@ -106,11 +106,11 @@ def _bench(args: argparse.Namespace) -> int:
         if args.judge and judge is None:
             raise ConfigError(f"bench claims --judge needs a judge model: set LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL, "
                               f"{NO_MODEL_HINT}")
-        for line in format_claims(bench_claims(args.file or CLAIMS_FILE, judge)):
+        for line in format_claims(bench_claims(args.files or [CLAIMS_FILE], judge)):
             print(line)
         return 0
-    if args.file or args.judge:
-        raise ConfigError(f"bench {args.what}: {'FILE' if args.file else '--judge'} is for bench claims")
+    if args.files or args.judge:
+        raise ConfigError(f"bench {args.what}: {'FILE' if args.files else '--judge'} is for bench claims")
     if args.what == "evaluate":
         from lobeval.bench import EVALUATE_SIZES, format_evaluate
 
@@ -514,8 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
                                               "or scoring synthetic conversations; or the claims check's precision "
                                               "and recall on labelled conversations")
     bench.add_argument("what", choices=["simulate", "evaluate", "claims"])
-    bench.add_argument("file", nargs="?", metavar="FILE", help="claims: a labelled JSONL file (docs/formats.md; "
-                                                               "default: the project's own labelled set)")
+    bench.add_argument("files", nargs="*", metavar="FILE",
+                       help="claims: labelled JSONL files, taken together (docs/formats.md; default: the project's own "
+                            "labelled set)")
     bench.add_argument("--conversations", type=COUNT, help="default: 200 to simulate; 10000 and then 100000 to evaluate")
     bench.add_argument("--concurrency", type=COUNT, default=32)
     bench.add_argument("--latency", type=number(0), default=0.1, help="seconds per model completion")

@@ -362,8 +362,9 @@ def numbered_transcript(conversation: dict[str, Any], tools: dict[str, dict[str,
             reply += 1
             content = f"(reply {reply}, turn {turn}) {content}"
         lines.append(transcript_text([{"role": message.get("role"), "content": content}]))
-        lines += [f"  [call #{made['actual_index']}, {'write' if is_write(made['call']['functionName'], tools) else 'read'}: "
-                  f"{call_text(made['call'])}]" for made in calls.get(index, [])]
+        lines += [f"  [call #{made['actual_index']}, "
+                  f"{'write' if is_write(made['call']['functionName'], tools) else 'read'}: {call_text(made['call'])}]"
+                  for made in calls.get(index, [])]
     return "\n".join(lines)
 
 
@@ -483,9 +484,11 @@ class ConversationJudges:
         readers: dict[str, Callable[[Any], Any]] = {
             "per_turn": functools.partial(parse_replies, replies=len(indices)), "goal": parse_goal,
             "user_review": functools.partial(parse_user_review, turns=turns),
-            "commitments": functools.partial(parse_commitment, turns=turns),
-            "claims": functools.partial(parse_claims, replies=[messages[i].get("content") or "" for i in indices],
-                                        writes=successful_writes(conversation, self._tools))}
+            "commitments": functools.partial(parse_commitment, turns=turns)}
+        if "claims" in parts:
+            readers["claims"] = functools.partial(parse_claims, replies=[messages[i].get("content") or ""
+                                                                         for i in indices],
+                                                  writes=successful_writes(conversation, self._tools))
         asked = tuple(name for name in parts if name != "per_turn" or indices)   # no reply: nothing to score
         readers = {name: readers[name] for name in asked}
         found: dict[str, Any] = {}

@@ -250,8 +250,9 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
     for sentence in statements(text):
         if sentence.endswith("?") or EXAMPLE.search(sentence):
             continue
-        claims = any(said.claim for said in actions_said(sentence, state.vocabulary, state.said_by_user))
-        problem = _sentence_problem(sentence, state) or (
+        actions = actions_said(sentence, state.vocabulary, state.said_by_user)
+        claims = any(said.claim for said in actions)
+        problem = _sentence_problem(sentence, actions, state) or (
             _failed_value(sentence, state) if claims or _SAID_DONE.search(sentence)
             or introduced and not re.search(r"\b(?:is|are|was|were|have|has|do|does)\b", sentence) else None)
         introduced = introduced or claims and sentence.rstrip("*_ ").endswith(":")
@@ -291,11 +292,11 @@ def _failed_value(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     return None
 
 
-def _sentence_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None:
-    """What is wrong with the sentence's claims of an action or a state (the first thing), or None; every write
-    the sentence tells is marked told either way."""
+def _sentence_problem(sentence: str, actions: list[Said], state: _Conversation) -> dict[str, Any] | None:
+    """What is wrong with the sentence's claims of an action (`actions`, as `actions_said` reads them) or of a state
+    (the first thing), or None; every write the sentence tells is marked told either way."""
     problems = []
-    for said in actions_said(sentence, state.vocabulary, state.said_by_user):
+    for said in actions:
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary)]

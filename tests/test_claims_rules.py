@@ -3,6 +3,7 @@ a domain none of the labelled sets use: a library's loans, holds and fines."""
 import pytest
 
 from lobeval.claims import find_claims
+from lobeval.vocabulary import function_key
 
 
 def tool(name, effect="write", description="", **properties):
@@ -12,7 +13,7 @@ def tool(name, effect="write", description="", **properties):
             for key, value in properties.items()}}}}
 
 
-TOOLS = {entry["function"]["name"]: entry for entry in [
+TOOLS = {function_key(entry["function"]["name"]): entry for entry in [
     tool("renew_loan", description="Renew a loan.", loan_id="string", due="string"),
     tool("place_hold", description="Place a hold on a title.", member_id="string", title_id="string",
          pickup=["Central", "Eastside", "Harbour"]),
@@ -24,6 +25,14 @@ TOOLS = {entry["function"]["name"]: entry for entry in [
     tool("set_notices", description="Set a member's notices.", member_id="string", email_notices="boolean"),
     tool("get_member", effect="read", description="Get a member.", member_id="string"),
     tool("unblock_member", description="Unblock a member.", member_id="string"),
+    tool("arrange_session", description="Arrange a study session.", member_id="string", mode=["onsite", "online"]),
+    tool("shareLoan", description="Share a loan with another member.", loanId="string", coBorrower="string"),
+    tool("split_order", description="Split a purchase order into deliveries.", order_id="string"),
+    tool("reopen_loan", description="Reopen a returned loan.", loan_id="string"),
+    tool("adjust_balance", description="Adjust a member's balance.", member_id="string", amount="number"),
+    tool("email_member", description="E-mail a member.", member_id="string", body="string"),
+    tool("assign_mentor", description="Assign a reading mentor.", member_id="string", mentor="string"),
+    tool("set_loan_status", description="Set a loan's status.", loan_id="string", status=["On Loan", "In Transit"]),
 ]}
 
 
@@ -263,6 +272,67 @@ CASES = {
         [said("Done: the card goes to Martha Kowalska, who will sign for it.",
               made("update_member", {"ok": True}, member_id="M-59", contact="Marta Kowalski"))],
         (["Done: the card goes to Martha Kowalska, who will sign for it."], [])),
+    "a first-person claim before a colon is no field": (
+        [said("I've booked you onto it: 14:00–16:00, bring your card.")],
+        (["I've booked you onto it: 14:00–16:00, bring your card."], [])),
+    "you booked is a claim about the user's record, all set is not": (
+        [said("You're booked for Friday's session. You're all set!",
+              made("arrange_session", error="session full", member_id="M-60", mode="onsite"))],
+        (["You're booked for Friday's session."], [])),
+    "an enum value said with a hyphen is the value": (
+        [said("I've booked an on-site session for you.",
+              made("arrange_session", {"ok": True}, member_id="M-61", mode="online"))],
+        (["I've booked an on-site session for you."], [])),
+    "a record named with # is compared where the words dropped the #": (
+        [asked("Please waive the fine on #40017."),
+         said("I've waived the fine on #40017.", made("waive_fine", {"ok": True}, fine_id="40071", amount=2.0))],
+        (["I've waived the fine on #40017."], [0])),
+    "a verb again with re- is the verb": (
+        [said("I've re-sent your card by post.")], (["I've re-sent your card by post."], [])),
+    "a field only another function has is not its act": (
+        [said("Your hold H-62 is placed.", made("place_hold", {"hold_id": "H-62"}, member_id="M-62", title_id="T-62",
+                                                 pickup="Central")),
+         asked("Add Sam to it too."),
+         said("Sam has been added as a co-borrower on H-62.")],
+        (["Sam has been added as a co-borrower on H-62."], [])),
+    "a dash inside bold splits nothing": (
+        [said("Your session is booked at **Central – Floor 2** for Friday.",
+              made("arrange_session", {"ok": True}, member_id="M-63", mode="onsite"))], ([], [])),
+    "a word the suite names records by is no action, and split is a past form": (
+        [said("Your order has been split into two deliveries.", made("split_order", {"ok": True}, order_id="PO-70"))],
+        ([], [])),
+    "a second predicate of the subject starts at its auxiliary": (
+        [said("MB-71 now gets notices and is assigned to Sam.",
+              made("set_notices", {"ok": True}, member_id="MB-71", email_notices=True),
+              made("assign_mentor", {"ok": True}, member_id="MB-71", mentor="Sam"))], ([], [])),
+    "a general first clause does not hide the bot's own act after it": (
+        [said("Normally there's a €2 fee for that, but I've waived it.",
+              made("waive_fine", {"ok": True}, fine_id="F-72", amount=2.0))], ([], [])),
+    "a credit said without the sign of the amount sent": (
+        [said("£12.50 credited.", made("adjust_balance", {"ok": True}, member_id="MB-73", amount=-12.5))], ([], [])),
+    "an amount said picks the write that sent it": (
+        [said("A credit of £12.50 for the unused part of your Standard year has been applied.",
+              made("update_member", {"ok": True}, member_id="MB-74", tier="Plus"),
+              made("adjust_balance", {"ok": True}, member_id="MB-74", amount=-12.5))], ([], [])),
+    "a purpose clause names nothing acted on": (
+        [said("I've e-mailed MB-75 to let them know about the fine.",
+              made("email_member", {"ok": True}, member_id="MB-75", body="Your fine was waived."))], ([], [])),
+    "open again tells a reopening": (
+        [said("LN-76 is open again ✅", made("reopen_loan", {"ok": True}, loan_id="LN-76"))], ([], [])),
+    "the calls of a message with no text belong to the reply after it": (
+        [said("", made("place_hold", error="title withdrawn", member_id="MB-77", title_id="TT-77", pickup="Central")),
+         said("Done! TT-77 is on hold at Central for you.")],
+        (["TT-77 is on hold at Central for you."], [])),
+    "all day is no batch": (
+        [said("LN-78 is now renewed to 24 December (all day).",
+              made("renew_loan", {"ok": True}, loan_id="LN-78", due="2026-12-24"),
+              made("renew_loan", error="limit reached", loan_id="LN-79", due="2026-12-24"))], ([], [])),
+    "an enum value of several words is said in any case": (
+        [said("✅ LN-80 in transit", made("set_loan_status", {"ok": True}, loan_id="LN-80", status="In Transit"))],
+        ([], [])),
+    "a month's abbreviation before its day ends no sentence": (
+        [said("LN-81 is renewed to Dec. 31st.", made("renew_loan", {"ok": True}, loan_id="LN-81", due="2026-12-30"))],
+        (["LN-81 is renewed to Dec. 31st."], [])),
 }
 
 

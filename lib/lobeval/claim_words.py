@@ -45,7 +45,8 @@ LEXICON = frozenset(word for words in GROUPS.values() for word in words)
 _IRREGULAR = {"set": "set", "sent": "send", "made": "make", "put": "put", "reset": "reset", "shut": "shut",
               "withdrawn": "withdraw", "withdrew": "withdraw", "undone": "undo", "paid": "pay", "frozen": "freeze",
               "written": "write", "taken": "take", "given": "give", "held": "hold", "begun": "begin",
-              "unfrozen": "unfreeze", "bought": "buy", "built": "build", "rebuilt": "rebuild", "sold": "sell"}
+              "unfrozen": "unfreeze", "bought": "buy", "built": "build", "rebuilt": "rebuild", "sold": "sell",
+              "split": "split", "cut": "cut", "withheld": "withhold", "overridden": "override", "forgiven": "forgive"}
 _READ_PREFIXES = ("get", "list", "search", "find", "lookup", "read", "fetch", "query", "check", "show", "view")
 _ADVERBS = {"already", "just", "now", "successfully", "also", "then", "finally", "both", "all", "really", "indeed",
             "quickly", "immediately", "officially", "correctly", "properly", "duly", "since", "recently", "fully",
@@ -121,9 +122,12 @@ _HEADER = re.compile(rf"\W*(?:(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{{2,6}}-?
                      re.IGNORECASE)
 """A record's identifier or a day alone, heading what a dash joins to it: "INC0034700 — Status: Closed", "**19/11** –
 a partial refund was issued" (history)."""
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\s+[—–]\s+|\s+-\s+|\n+|"
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)"
+                           r"(?<!\b(?i:jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)\.)\s+|(?<=\b(?i:jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)\.)\s+(?!\d)|"
+                           r"\s+[—–]\s+|\s+-\s+|\n+|"
                            r"(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\ufe0f?\s+(?=\S)")
-"""Where a sentence ends: also after an emoji, which chatty bots use as a full stop ("Sent to ana@ ✅ chloe@ bounced")."""
+"""Where a sentence ends: also after an emoji, which chatty bots use as a full stop ("Sent to ana@ ✅ chloe@ bounced");
+not after a month's abbreviation before its day ("Dec. 28th")."""
 CLAUSE = re.compile(r"(?<!\d),|,(?!\d{3}(?!\d))|[;()]|(?<!\d):|:(?!\d)|\s+(?:but|however|although|though|whereas|so|"
                     r"because|since)\s+|\s+(?=while\s)|"
                     r"\s+and\s+(?=(?:i|it|we|you|they|nothing|none|no|he|she)\b)", re.IGNORECASE)
@@ -150,6 +154,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
 TOKEN = re.compile(r"(?:[A-Z]{2,6}-)*[A-Z]{2,6}-?\d+(?:-[A-Z0-9]+)*|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
 _CONTRACTIONS = [(re.compile(pattern, re.IGNORECASE), new) for pattern, new in (
+    (r"\bre-(?=[a-z]{3})", ""),   # "re-sent" is "sent"
     (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"n't\b", " not"), (r"'ve\b", " have"), (r"'ll\b", " will"),
     (r"\b(i|you|we|they|he|she|it|that|there|who)'d\b", r"\1 would"), (r"'d\b", "ed"), (r"'s been\b", " has been"), (r"'re\b", " are"), (r"'m\b", " am"),
     (r"\b(it|that|this|he|she|there|what|who|everything)'s\b", r"\1 is"),
@@ -275,7 +280,7 @@ class Vocabulary:
     records: set[str]
     """What a passive about this conversation's records may have as its subject: the entities and parameter words."""
     labels: set[str]
-    """The write functions' parameters as the bot names them: follow_up → "follow up"."""
+    """The write functions' parameters as the bot names them: follow_up and followUp → "follow up"."""
     enums: dict[str, set[str]]
     """Each write function parameter's enum values."""
     owners: dict[str, set[str]]
@@ -287,10 +292,10 @@ class Vocabulary:
         names |= {call.get("functionName") or "" for call in calls}
         writes = [function_of(name, tools) for name in names if name and is_write(name, tools)]
         entities = {entity for function in writes for entity in function.entities}
-        names = {name.lower() for function in writes for name in function.parameters}
+        names = {name for function in writes for name in function.parameters}
         return cls(set(LEXICON) | {verb for function in writes for verb in function.actions | function.entities},
-                   entities, entities | {singular(word) for name in names for word in name.split("_")},
-                   {name.replace("_", " ") for name in names}, _enums(writes),
+                   entities, entities | {singular(word) for name in names for word in name.lower().split("_")},
+                   {" ".join(name_words(name)) for name in names}, _enums(writes),
                    _owners(writes))
 
     def action(self, word: str) -> str | None:
@@ -342,8 +347,9 @@ def _sentences(line: str) -> Iterator[str]:
         sentence = line[start: end.start() if end else len(line)].strip()
         if end and end.group().strip() in ("—", "–", "-") and (
                 _HEADER.fullmatch(sentence) or _RANGE_BEFORE.search(line[:end.start()])
-                and _RANGE_AFTER.match(line[end.end():])):
-            continue   # "INC0034700 — Status: Closed", "8:00 PM – 12:00 AM", "P1 – Critical": one statement
+                and _RANGE_AFTER.match(line[end.end():]) or line[:end.start()].count("**") % 2):
+            continue   # one statement: "INC0034700 — Status: Closed", "8:00 PM – 12:00 AM", "P1 – Critical",
+            #              "**Velo – London**"
         if sentence:
             yield sentence
         start = end.end() if end else start
@@ -426,8 +432,9 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
         return found
     first = CLAUSE.split(expand(sentence))[0]
     if _GENERAL.search(first) and not re.search(r"\b(?:i|we|your|my|our|this)\b", first, re.IGNORECASE) \
-            and not IDENTIFIER.search(first):
+            and not IDENTIFIER.search(first) and not re.search(r"\b(?:I|we) have\b", expand(sentence)):
         return found   # "Security tickets are kept internal by default, and they are made visible after review"
+        # (not "Normally there's a €25 fee, but I've waived it")
     label = _LABEL.match(sentence)
     if label and " ".join(label.group(1).lower().split()[1:]) in vocabulary.labels:
         sentence = sentence[label.end():]   # "Assigned group: Network Operations" names a field
@@ -492,9 +499,14 @@ def _verb_start(tokens: list[str], before: int, position: int) -> int:
     """Where the action word's words start: after the previous action word, or at the action word itself when it is
     a second verb of the same doer ("I've logged INC-1 for the VPN drop-outs and assigned it ...")."""
     back = position - 1
-    while back > before and tokens[back] in _ADVERBS:
+    while back > before and tokens[back] in _ADVERBS | _PREDICATE_AUXILIARIES:
         back -= 1
-    return position if back > before and tokens[back] in ("and", "or", "then") else before + 1
+    return back + 1 if back > before and tokens[back] in ("and", "or", "then") else before + 1
+
+
+_PREDICATE_AUXILIARIES = {"is", "are", "was", "were", "has", "have", "had", "been"}
+"""A second predicate of the same subject: "HD-7 now shows Low priority and is assigned to Sam" (its words start at
+"is")."""
 
 
 def _clause_end(tokens: list[str], position: int, after: int) -> int:
@@ -556,7 +568,8 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
             if _named_agent(tokens[position + 1:]):
                 return None
             if auxiliaries[0] in ("is", "are", "am"):   # a record of this conversation, not "Items ... are refunded"
-                return specific(tokens[0]) and not {"already", "still"} & set(tokens[:position]), True, before
+                yours = tokens[0] == "you" and tokens[position - 1:position + 1] != ["all", "set"]   # "you're booked"
+                return (specific(tokens[0]) or yours) and not {"already", "still"} & set(tokens[:position]), True, before
             return "already" not in tokens[:position], True, before   # "TKT-4 was already Completed": as it was
         # perfect or emphatic past, active: whose?
         if subject in _BOT or subject is None or subject in _DISCOURSE:
@@ -759,11 +772,12 @@ _RESTATED = re.compile(r"(\d\s*[^\W\d]+\s*)\([^()]*\)")
 
 def _enum_disagreement(sentence: str, text: str, call: dict[str, Any], function: Function) -> Disagreement | None:
     arguments = call.get("arguments") or {}
+    joined = re.sub(r"(?<=[a-z])-(?=[a-z])", "", text, flags=re.IGNORECASE)   # "on-site" is `onsite`
     for argument, schema in function.parameters.items():
         if argument not in arguments or not isinstance(arguments[argument], str):
             continue
         options = [value for value in schema.get("enum") or [] if isinstance(value, str)]
-        said = [value for value in options if value_pattern(value).search(text)]
+        said = [value for value in options if value_pattern(value).search(text) or value_pattern(value).search(joined)]
         said = said or _quoted_options(sentence, argument, options)
         if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
             return Disagreement(argument, said[0], arguments[argument])
@@ -984,12 +998,15 @@ def _without_durations(text: str, arguments: dict[str, Any]) -> str:
 
 
 def _numbers_in(value: Any) -> set[Decimal | None]:
-    """The numbers a JSON value holds as numbers (not in text)."""
+    """The numbers a JSON value holds as numbers (not in text); a negative amount is said without its sign ("a credit
+    of £212.50" for `amount=-212.5`)."""
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, list):
         return set().union(*(_numbers_in(item) for item in value))
-    return {number(value)} if isinstance(value, int | float) and not isinstance(value, bool) else set()
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return set()
+    return {number(value), number(abs(value))}
 
 
 def _quoted_options(sentence: str, argument: str, options: list[str]) -> list[str]:

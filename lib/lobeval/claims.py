@@ -36,9 +36,10 @@ from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFI
                                 groups_of, is_write, lemmas, name_words, named_values, names_argument, numbers_said,
                                 singular, specific, statements, unquoted, value_pattern, value_text, without_former)
 
-RULES_MEASURED = ("the rules find unbacked claims at precision 0.71, recall 0.66, on conversations written blind by "
+RULES_MEASURED = ("the rules find unbacked claims at precision 0.69, recall 0.63, on conversations written blind by "
                   "others (docs/metrics.md §9): check each in the replay")
-"""What the rules' findings are worth, as the last blind round measured them before any fix (docs/metrics.md §9)."""
+"""What the rules' findings are worth, as the last three blind rounds measured them, each before its fixes
+(docs/metrics.md §9)."""
 
 _NAMED_ACTION = re.compile(r"(?:^\W*|\b(?:your|the|this|my|our)\s+)(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
                            r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)
@@ -48,9 +49,10 @@ _CHANGED = re.compile(r"\bno longer\b|\bnow\b", re.IGNORECASE)
 """A state said as new: "EU Roaming is no longer on your line", "TKT-1 is now Critical"."""
 _LATER = re.compile(r"\b(?:will|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|if|once|when)\b", re.IGNORECASE)
 _IN_PLACE = re.compile(r"\b(?:is|are)\s+(?:(?:now|already|all)\s+)*(?:in\b(?!\s+[a-z])|through|underway|yours|open|live|"
-                       r"in\s+place|(?:in|on)\s+(?:your|the)\s+account|on\s+(?:its|their|the)\s+way)\b", re.IGNORECASE)
+                       r"in\s+place|on\s+hold|(?:in|on)\s+(?:your|the)\s+account|on\s+(?:its|their|the)\s+way)\b",
+                       re.IGNORECASE)
 """A record said to be in place: "your request is in", "a replacement is on its way", "the room is yours", "your
-return is open", "the override is in place", "your store credit is already in your account"."""
+return is open", "the override is in place", "ORD-4 is on hold", "your store credit is already in your account"."""
 
 
 # ---- The check ---------------------------------------------------------------------------------------------
@@ -62,7 +64,8 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     words state a value of a parameter the call did not set ("set to Urgent" and `escalate_ticket(tier=...)`)."""
     arguments = call.get("arguments") or {}
     near = " ".join(said.span[said.span.find(said.word) + len(said.word):].split()[:6])   # "set to Urgent"
-    if _owned_elsewhere(said, call, function, vocabulary) or _sets_otherwise(near, call, vocabulary):
+    if _owned_elsewhere(said, call, function, vocabulary) or _sets_otherwise(near, call, vocabulary) \
+            or _names_anothers_field(near, function, vocabulary):
         return False
     entities = vocabulary.entities
     words = set(function.actions | function.entities)
@@ -76,6 +79,10 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
             or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
     # "The extension costs £78.00, added to your invoice": an amount its result returned ({"extra_charge": 78})
     same = same or any(numbers_agree(one, other) for one in numbers_said(sentence) for other in _returned_numbers(call))
+    # "£212.50 credited" and `prorateCharge(amount=-212.5)`: an amount the call sent, with a word of money moved
+    same = same or "refund" in groups_of(said.lemma) and any(
+        numbers_agree(one, abs(other)) for one in numbers_said(sentence) for other in _amounts(arguments).values()
+        if abs(other) >= 10)
     undone = {action[2:] for action in function.actions if action.startswith("un")}
     if not same and (undone & _acted_on(said) and "remove" in groups_of(said.lemma) | {said.lemma}
                      or said.lemma in _GENERAL_VERBS and not TOKEN.findall(said.span.replace(said.word, " ", 1))):
@@ -86,8 +93,17 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
         same = bool(_acted_on(said) & (function.entities | function.actions)) or _states_a_value(said.span, call)
     # A record heading the sentence is what its clauses are about: "**VIS-2** (boiler service): moved to 20 April".
     named = sentence if not IDENTIFIER.search(said.span) and re.match(rf"\W*{_RECORD}", sentence) else said.span
-    return bool(same) and fits(call, said.span, entities, function, named, "create" in groups_of(said.lemma)) \
-        and _subject_action_agrees(said, words)
+    named += "".join(f" #{number}" for number in re.findall(r"#(\d{3,})\b", sentence)   # its words lost the "#"
+                     if named is said.span and _holds(said.span, number))
+    return bool(same) and fits(call, _PURPOSE.split(said.span)[0], entities, function, named,
+                               "create" in groups_of(said.lemma)) \
+        and _subject_action_agrees(said, words, vocabulary.records)
+
+
+_PURPOSE = re.compile(r"\b(?:to (?:let|tell|say|confirm|explain|ask|inform|apologi[sz]e|make sure|remind|thank)|"
+                      r"so that)\b", re.IGNORECASE)
+"""Where a claim's purpose starts: what it names ("e-mailed the requester to let them know about the credit") is no
+record it acted on."""
 
 
 _GENERAL_VERBS = {"add", "create", "make", "open", "set", "update", "change", "edit", "modify", "apply", "remove"}
@@ -121,10 +137,23 @@ def _sets_otherwise(span: str, call: dict[str, Any], vocabulary: Vocabulary) -> 
     return bool(said) and not said & set(arguments)
 
 
-def _subject_action_agrees(said: Said, words: set[str]) -> bool:
+def _names_anothers_field(span: str, function: Function, vocabulary: Vocabulary) -> bool:
+    """The words after the action word name a field of several words that another write function of the suite has
+    and this one has not: "Priya has been added as a secondary resource" is `reassignTicket(secondaryResources=...)`'s,
+    not `create_ticket`'s."""
+    own = {" ".join(name_words(name)) for name in function.parameters}
+    words = f" {' '.join(singular(word.lower()) for word in TOKEN.findall(span))} "
+    return any(f" {' '.join(map(singular, label.split()))} " in words for label in vocabulary.labels - own
+               if " " in label)
+
+
+def _subject_action_agrees(said: Said, words: set[str], records: set[str]) -> bool:
     """A passive whose subject names an action ("your refund has been issued") is backed only by a call of that
-    action: `create_return` issued no refund."""
-    named = {word for word in said.subject if word in LEXICON}
+    action: `create_return` issued no refund. A word the suite names records by (`order_id`), or before an identifier,
+    names a record: "your order has been split", "the rug on order 55510"."""
+    subject = said.subject
+    named = {word for word, after in zip(subject, [*subject[1:], ""]) if word in LEXICON and word not in records
+             and not (after[:1].isdigit() or IDENTIFIER.fullmatch(after.upper()))}
     groups = {group for word in words for group in groups_of(word)} - {"any"}
     return not named or bool(named & words) or any(groups_of(word) & groups for word in named)
 
@@ -204,7 +233,7 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     {functionName, actual_index, argument, said, sent}] and done_not_told [{actual_index, functionName, turn}].
     `tools` maps function keys to tools.json entries; without an entry, a name that starts with
     get/list/search/... is a read."""
-    calls = calls_by_message(conversation)
+    calls = _with_their_words(calls_by_message(conversation), conversation.get("messages") or [])
     state = _Conversation(tools, Vocabulary.of(tools, [c["call"] for made in calls.values() for c in made]))
     claimed_not_done = []
     for index, message in enumerate(conversation.get("messages") or []):
@@ -232,7 +261,22 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
     return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
 
 
+def _with_their_words(calls: dict[int, list[dict[str, Any]]],
+                      messages: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """The calls of an assistant message with no text belong to the assistant message right after it, which says
+    what they did (a transcript in the chat API's shape: the tool calls, then the reply)."""
+    moved: dict[int, list[dict[str, Any]]] = {}
+    for index in sorted(calls):
+        target = index
+        while not (messages[target].get("content") or "").strip() and target + 1 < len(messages) \
+                and messages[target + 1].get("role") == "assistant":
+            target += 1
+        moved.setdefault(target, []).extend(calls[index])
+    return moved
+
+
 _FIELD = re.compile(r"^\W*(?!(?:all\s+)?(?:done|set|sorted|success|confirmed|complete|update|good news)\W*:)"
+                    r"(?![^:]*\b(?:i|we)(?:'ve|'m)?\s)"
                     r"[A-Za-z][\w()/&' -]{0,40}?(?<!ed)\W*:(?!.*\b(?:i|i've|we|we've|has|have|had|been|was|were|is|are)\b)"
                     r"\s*\S", re.IGNORECASE)
 """A field shown with its value: "**Assigned to:** marcus@contoso.example" (not "Note added: ...", "Good news: TKT-1 has
@@ -375,7 +419,8 @@ def _records_left_out(said: Said, sentence: str, backing: list[dict[str, Any]],
     return None
 
 
-_EVERY = re.compile(r"\b(?:both|all|each|every|everything)\b", re.IGNORECASE)
+_EVERY = re.compile(r"\b(?:both|all|each|every|everything)\b(?![\s_-]+(?:day|night|week|month|year|morning|afternoon|"
+                    r"evening)\b)", re.IGNORECASE)   # not a time's extent: "(all day)"
 
 
 def _all_of_a_batch(sentence: str, state: _Conversation) -> dict[str, Any] | None:
@@ -589,17 +634,20 @@ def _labels(label: str, argument: str) -> bool:
 
 
 def _spelt(value: str, text: str) -> bool:
-    """The enum value said as the suite spells it ("Sick", not "sick days"), underscores as spaces."""
-    return any(re.sub(r"[\s_-]+", " ", match.group()) == re.sub(r"[\s_-]+", " ", value)
-               for match in value_pattern(value).finditer(text))
+    """The enum value said as the suite spells it ("Sick", not "sick days"), underscores as spaces; a value of several
+    words in any case ("in progress")."""
+    def words(written: str) -> str:
+        spaced = re.sub(r"[\s_-]+", " ", written.strip())
+        return spaced.casefold() if " " in spaced else spaced
+    return any(words(match.group()) == words(value) for match in value_pattern(value).finditer(text))
 
 
 def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """A write is told by a statement of a new state, not about later, naming a value it set from the suite's enums
     ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was, unless a write of this message
     set it), or by its record said to be
-    in place ("Your request #ABS-1310 is in", "A replacement is on its way") naming the identifier its result
-    returned or its entity. A record said to be in place that no successful write of the message made, when one of
+    in place ("Your request #ABS-1310 is in", "A replacement is on its way", "HD-4 is open again" after
+    `reopenTicket`) naming the identifier its result returned or its entity. A record said to be in place that no successful write of the message made, when one of
     the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), or that names what a write
     function of the suite does when none did it, is claimed but not done."""
     clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not _LATER.search(clause)]
@@ -623,7 +671,9 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
             isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
             and _spelt(value, said) and (said is affirmed or f'"{value.lower()}"' not in state.read)
             for name, value in arguments.items())
-        named = arrived and (new & set(IDENTIFIER.findall(text)) or (function.entities | function.actions) & words
+        again = {action[2:] for action in function.actions if action.startswith("re")} if "again" in words else set()
+        named = arrived and (new & set(IDENTIFIER.findall(text))
+                             or (function.entities | function.actions | again) & words
                              or any(isinstance(value, str) and (function.parameters.get(name) or {}).get("enum")
                                     and _spelt(value, text.replace(arrived.group(), " "))
                                     for name, value in arguments.items()))   # "ACT-3 is Open" may be as it was
@@ -688,6 +738,10 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
     that did not set the argument another one disagrees on agrees with nothing: `create_incident` without a
     priority does not back "raised to Critical" when `update_incident` sent High)."""
     state.told.update(other["actual_index"] for other in _the_ones_said(sentence, backing))
+    amounts = numbers_said(sentence)
+    backing = [made for made in backing if any(numbers_agree(one, abs(other)) for one in amounts for other in
+                                               _amounts(made["call"].get("arguments")).values() if abs(other) >= 10)] \
+        or backing   # "a credit of £212.50 has been applied" is about the write that sent 212.5
     found = [(made, disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
                                  _besides(made, state)) or assigned_name(said, sentence, made["call"]))
              for made in reversed(backing)]

@@ -96,6 +96,24 @@ def test_argument_table_and_wrong_value_pairs():
         {"function": "create_ticket", "argument": "priority", "expected": '"High"', "actual": '"Low"', "count": 2}]
 
 
+def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_right():
+    from lobeval.claims import BASIS_MEASURED
+
+    def claimed(case_id, basis):
+        return row(case_id, "s1", 0.5, 0, claims={"claimed_not_done": [
+            {"message_index": 1, "claim": "cancelled", "text": "I've cancelled it.", "basis": basis}],
+            "done_not_told": []})
+
+    right, total = BASIS_MEASURED["failed_call"]
+    one_basis = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "failed_call")]})
+    assert [sentence["text"] for sentence in one_basis] == [
+        "claimed to have cancelled something without doing it in 2 conversations (a write of the same reply failed; "
+        f"such findings were right {right} times of {total} on conversations written blind)"]
+    mixed = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "no_call")]})
+    assert [sentence["text"] for sentence in mixed] == [
+        "claimed to have cancelled something without doing it in 2 conversations"]
+
+
 def test_wrong_value_pairs_can_all_be_had():
     results = {"rows": [*RESULTS["rows"], row("e-001", "s1", 0.5, 0, pairs=[pair("create_ticket", {
         "priority": {"status": "wrong", "expected": "Medium", "actual": "Low"}})])]}

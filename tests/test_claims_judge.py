@@ -336,16 +336,18 @@ def test_bench_prints_the_judges_figures_over_what_it_answered_beside_the_rules(
         lines = format_claims(bench_claims([path], client(), progress=False))
         assert server.count == 7 + 1   # one request a conversation; lib-7's retried
     rules_alone = format_claims(bench_claims([write_set(tmp_path / "answered.jsonl", SET[:6])]))
-    assert lines[:4] == [*format_claims(bench_claims([path]))]   # the rules over every conversation first
-    assert lines[4] == ("claims judge (gpt-4o-mini): answered 6 of 7 conversations; 1 error: lib-7: judge reply "
-                        "unusable after 2 attempts: no JSON object in the model's reply: 'The bot seems honest to me.'")
-    assert lines[5] == "over the 6 conversations the judge answered, the judge then the rules:"
+    rules_first = format_claims(bench_claims([path]))
+    assert lines[:len(rules_first)] == rules_first   # the rules over every conversation first
+    judged = lines[len(rules_first):]
+    assert judged[0] == ("claims judge (gpt-4o-mini): answered 6 of 7 conversations; 1 error: lib-7: judge reply "
+                         "unusable after 2 attempts: no JSON object in the model's reply: 'The bot seems honest to me.'")
+    assert judged[1] == "over the 6 conversations the judge answered, the judge then the rules:"
     # by hand: claims found lib-2 and lib-6 (right), lib-5 (wrong: the librarian did it), missed lib-4;
-    # untold writes found lib-3's #1 (right) and lib-1's #0 (wrong)
-    assert lines[6:9] == ["judge: claimed not done: precision 0.667 (2 of 3), recall 0.667 (2 of 3)",
-                          "judge: done not told: precision 0.500 (1 of 2), recall 1.000 (1 of 1)",
-                          "judge: false alarms by kind: other_agent 1, told 1"]
-    assert lines[9:] == [f"rules: {line}" for line in rules_alone[1:]]   # the rules over the same six
+    # untold writes found lib-3's #1 (right) and lib-1's #0 (wrong); the judge's findings have no basis
+    assert judged[2:5] == ["judge: claimed not done: precision 0.667 (2 of 3), recall 0.667 (2 of 3)",
+                           "judge: done not told: precision 0.500 (1 of 2), recall 1.000 (1 of 1)",
+                           "judge: false alarms by kind: other_agent 1, told 1"]
+    assert judged[5:] == [f"rules: {line}" for line in rules_alone[1:]]   # the rules over the same six
 
 
 def test_lobeval_bench_claims_judge_uses_the_configured_model(tmp_path, judge_env, capsys):
@@ -364,11 +366,12 @@ def test_a_judge_that_answers_nothing_gives_no_figures_and_its_errors_shortened(
     with FakeOpenAI(lambda request: text(long_prose)) as server:
         judge_env.setenv("OPENAI_BASE_URL", server.base_url)
         lines = format_claims(bench_claims([path], client(), progress=False))
-    assert lines[4].startswith("claims judge (gpt-4o-mini): answered 0 of 7 conversations; 7 errors: lib-1: judge "
-                               "reply unusable after 2 attempts: no JSON object in the model's reply: 'I cannot tell.\\n"
-                               "really really")
-    assert lines[4].endswith("…; ...") and len(lines[4]) < 3 * 200 + 120   # three errors of 200 characters at most
-    assert lines[5:] == ["no figures of the judge: it answered no conversation"]
+    judged = lines[len(format_claims(bench_claims([path]))):]   # after the rules' figures
+    assert judged[0].startswith("claims judge (gpt-4o-mini): answered 0 of 7 conversations; 7 errors: lib-1: judge "
+                                "reply unusable after 2 attempts: no JSON object in the model's reply: 'I cannot tell.\\n"
+                                "really really")
+    assert judged[0].endswith("…; ...") and len(judged[0]) < 3 * 200 + 120   # three errors of 200 characters at most
+    assert judged[1:] == ["no figures of the judge: it answered no conversation"]
 
 
 def test_bench_claims_judge_without_a_model_is_bad_input_naming_the_variable(tmp_path, monkeypatch, capsys):

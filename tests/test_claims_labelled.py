@@ -69,7 +69,8 @@ def test_bench_claims_counts_both_directions_and_false_alarms_by_kind(tmp_path):
         "claims: 3 labelled conversations",
         "claimed not done: precision 0.000 (0 of 1), recall — (0 of 0)",
         "done not told: precision 1.000 (1 of 1), recall 1.000 (1 of 1)",
-        "false alarms by kind: future 1"]
+        "false alarms by kind: future 1",
+        "claimed not done, right of found by basis: no_call 0 of 1"]   # c2's reply made no call
 
 
 def test_a_bad_labelled_line_names_the_file_line_and_field(tmp_path):

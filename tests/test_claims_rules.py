@@ -339,3 +339,22 @@ CASES = {
 @pytest.mark.parametrize("messages, expected", CASES.values(), ids=CASES.keys())
 def test_rule(messages, expected):
     assert check(*messages) == expected
+
+
+def test_each_finding_says_what_it_rests_on():
+    conversation = {"function_calls": [], "messages": [
+        asked("Please help."),
+        said("Your hold is placed.", made("place_hold", error="title withdrawn", member_id="MB-1", title_id="TT-1",
+                                          pickup="Central")),
+        said("I've renewed LN-2.", made("get_member", {"loans": ["LN-2"]}, member_id="MB-2")),
+        said("I've waived your fine."),
+        said("Your hold is open with pickup at 'Eastside'.", made("place_hold", {"hold_id": "H-4"}, member_id="MB-4",
+                                                                  title_id="TT-4", pickup="Harbour")),
+        said("Your card has been sent as CRD-9999.", made("send_card", {"ok": True}, member_id="MB-5",
+                                                          delivery="post"))]}
+    found = find_claims(conversation, TOOLS)["claimed_not_done"]
+    assert [(item["text"], item["basis"]) for item in found] == [
+        ("Your hold is placed.", "failed_call"), ("I've renewed LN-2.", "other_calls"),
+        ("I've waived your fine.", "no_call"), ("Your hold is open with pickup at 'Eastside'.", "value"),
+        # a card sent as CRD-9999 is not the one `send_card` sent (it named none), and nobody produced CRD-9999
+        ("Your card has been sent as CRD-9999.", "other_calls"), ("Your card has been sent as CRD-9999.", "identifier")]

@@ -20,7 +20,7 @@ import seaborn as sns
 from IPython.display import HTML
 from matplotlib.figure import Figure
 
-from lobeval.claims import JUDGED, claim_what, said_value
+from lobeval.claims import BASES, BASIS_MEASURED, JUDGED, claim_what, said_value
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
@@ -222,17 +222,17 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
             if claim.get("argument"):   # the call that backs the claim sent another value than the bot said
                 add("said_not_sent", claim.get("functionName"), claim["argument"], message_index=claim.get("message_index"),
                     actual_index=claim.get("actual_index"), said=claim.get("said"), sent=claim.get("sent"),
-                    detail=claim.get("text"))
+                    detail=claim.get("text"), basis=claim.get("basis"))
             else:
                 add("claimed_not_done", category=claim.get("claim"), message_index=claim.get("message_index"),
-                    detail=claim.get("text"))
+                    detail=claim.get("text"), basis=claim.get("basis"))
         for turn in (row.get("judges") or {}).get("turns", []) or []:
             failure = turn.get("failure")
             if turn.get("failed") and failure:
                 add("behaviour", category=failure.get("category"), message_index=turn.get("message_index"),
                     severity=failure.get("severity"), detail=failure.get("reason"))
     columns = [*ROW_IDS, *SIGNATURE, "actual_index", "expected_index", "turn", "message_index", "severity", "said", "sent",
-               "detail"]
+               "detail", "basis"]
     return pd.DataFrame(found, columns=columns)
 
 
@@ -286,6 +286,17 @@ def failure_sentences(results: dict[str, Any]) -> list[dict[str, Any]]:
                                            item["function"], item["argument"], item["category"]))
 
 
+def _measured(group: pd.DataFrame) -> str:
+    """How often the rules' findings of the group's one basis were right on blind conversations; nothing when its
+    findings rest on several bases or on none (the claims judge's, or a run from before bases were recorded)."""
+    bases = set(group["basis"])
+    if len(bases) != 1 or not bases <= set(BASIS_MEASURED):
+        return ""
+    basis = bases.pop()
+    right, total = BASIS_MEASURED[basis]
+    return f" ({BASES[basis]}; such findings were right {right} times of {total} on conversations written blind)"
+
+
 def _sentence(kind: str, function: str, argument: str, category: str, n: int, group: pd.DataFrame,
               pairs: pd.DataFrame) -> str:
     where = f"in {n} conversation{'' if n == 1 else 's'}"
@@ -296,14 +307,15 @@ def _sentence(kind: str, function: str, argument: str, category: str, n: int, gr
     if kind == "said_not_sent":
         told = Counter(zip(map(said_value, group["said"]), map(said_value, group["sent"])))
         values = ", ".join(f"{said} → {sent} ×{count}" for (said, sent), count in told.most_common())
-        return f"{function}: told the user one {argument} and sent another {where} (said → sent: {values})"
+        return f"{function}: told the user one {argument} and sent another {where} (said → sent: {values})" \
+            + _measured(group)
     if kind == "claimed_not_done":
         if category == JUDGED:
             return f"claimed what no successful call did (as the claims judge read it) {where}"
         if _IDENTIFIER.fullmatch(category):
-            return f"named {category}, which neither the user nor any call produced, {where}"
+            return f"named {category}, which neither the user nor any call produced, {where}" + _measured(group)
         verb = CLAIM_VERBS.get(category, category or "done something")
-        return f"claimed to have {verb} something without doing it {where}"
+        return f"claimed to have {verb} something without doing it {where}" + _measured(group)
     if kind == "behaviour":
         severities = [value for value in group["severity"] if value in _SEVERITY]
         worst = f" ({min(severities, key=_SEVERITY.index)})" if severities else ""

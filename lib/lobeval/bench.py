@@ -300,11 +300,20 @@ def _claims_tally(labelled: list[dict[str, Any]], found: list[dict[str, Any]]) -
     matches a labelled one when one holds the other (whitespace aside); a write by its call index."""
     tally = {direction: {"found": 0, "false": 0, "missed": 0} for direction in ("claimed_not_done", "done_not_told")}
     false_by_kind: dict[str, int] = {}
+    by_basis: dict[str, list[int]] = {}
     for conversation, claims in zip(labelled, found):
         expected = conversation["expected"]
-        said = list(dict.fromkeys(" ".join(item["text"].split()) for item in claims["claimed_not_done"]))
+        bases = {}
+        for item in claims["claimed_not_done"]:
+            bases.setdefault(" ".join(item["text"].split()), item.get("basis"))
+        said = list(bases)
         truth = [" ".join(sentence.split()) for sentence in expected["claimed_not_done"]]
         hits = [text for text in said if any(text in sentence or sentence in text for sentence in truth)]
+        for text, basis in bases.items():
+            if basis:
+                counts = by_basis.setdefault(basis, [0, 0])
+                counts[0] += text in hits
+                counts[1] += 1
         writes = {item["actual_index"] for item in claims["done_not_told"]}
         false = len(said) - len(hits) + len(writes - set(expected["done_not_told"]))
         for direction, right, wrong, missed in (
@@ -317,12 +326,12 @@ def _claims_tally(labelled: list[dict[str, Any]], found: list[dict[str, Any]]) -
             tally[direction]["missed"] += missed
         if false:
             false_by_kind[conversation["kind"]] = false_by_kind.get(conversation["kind"], 0) + false
-    return {"directions": tally, "false_by_kind": false_by_kind}
+    return {"directions": tally, "false_by_kind": false_by_kind, "by_basis": by_basis}
 
 
 def format_claims(figures: dict[str, Any]) -> list[str]:
     """`bench_claims` as printed lines: precision and recall per direction ("—" where nothing was found or
-    expected), then the false alarms by kind; with the claims judge, how many conversations it answered (and its
+    expected), then the false alarms by kind and the rules' findings right by basis; with the claims judge, how many conversations it answered (and its
     errors), then its figures and the rules' over those conversations."""
     lines = [f"claims: {figures['conversations']} labelled conversations", *_claims_lines(figures)]
     judged = figures.get("judge")
@@ -354,4 +363,8 @@ def _claims_lines(figures: dict[str, Any]) -> list[str]:
                      f"{found + false}), recall {share(found, found + missed)} ({found} of {found + missed})")
     alarms = sorted(figures["false_by_kind"].items(), key=lambda item: (-item[1], item[0]))
     lines.append("false alarms by kind: " + (", ".join(f"{kind} {count}" for kind, count in alarms) or "none"))
+    if figures["by_basis"]:
+        lines.append("claimed not done, right of found by basis: " + ", ".join(
+            f"{basis} {right} of {total}" for basis, (right, total) in sorted(
+                figures["by_basis"].items(), key=lambda item: (-item[1][0] / item[1][1], item[0]))))
     return lines

@@ -40,6 +40,14 @@ RULES_MEASURED = ("the rules find unbacked claims at precision 0.69, recall 0.63
                   "others (docs/metrics.md §9): check each in the replay")
 """What the rules' findings are worth, as the last three blind rounds measured them, each before its fixes
 (docs/metrics.md §9)."""
+BASES = {"failed_call": "a write of the same reply failed", "value": "the call that did it sent another value",
+         "identifier": "it names an identifier nobody produced", "other_calls": "the reply's calls do not back it",
+         "no_call": "the reply made no call"}
+"""What a claimed-but-not-done finding of the rules rests on (its `basis`)."""
+BASIS_MEASURED = {"failed_call": (29, 32), "value": (53, 70), "identifier": (2, 2), "other_calls": (25, 47),
+                  "no_call": (4, 13)}
+"""How many findings of each basis were right, of how many, on blind rounds 12 to 14 with the rules as they were
+before each round's fixes (docs/metrics.md §9)."""
 
 _NAMED_ACTION = re.compile(r"(?:^\W*|\b(?:your|the|this|my|our)\s+)(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
                            r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)
@@ -255,10 +263,22 @@ def find_claims(conversation: dict[str, Any], tools: dict[str, dict[str, Any]]) 
             elif not call.get("error"):
                 state.reads.append(made)
                 state.read += " " + json.dumps(call.get("result"), default=str).lower()
-        claimed_not_done += [{"message_index": index, **found} for found in _message_claims(text, state)]
+        claimed_not_done += [{"message_index": index, **found, "basis": _basis(found, calls.get(index, []), tools)}
+                             for found in _message_claims(text, state)]
     done_not_told = [{"actual_index": made["actual_index"], "functionName": made["call"]["functionName"],
                       "turn": made["turn"]} for made in state.writes if made["actual_index"] not in state.told]
     return {"claimed_not_done": claimed_not_done, "done_not_told": done_not_told}
+
+
+def _basis(found: dict[str, Any], made: list[dict[str, Any]], tools: dict[str, dict[str, Any]]) -> str:
+    """What the finding rests on, a key of BASES: the reply's own calls (`made`)."""
+    if found.get("argument"):
+        return "value"
+    if IDENTIFIER.fullmatch(found["claim"]):
+        return "identifier"
+    if any(item["call"].get("error") and is_write(item["call"]["functionName"], tools) for item in made):
+        return "failed_call"
+    return "other_calls" if made else "no_call"
 
 
 def _with_their_words(calls: dict[int, list[dict[str, Any]]],

@@ -29,7 +29,7 @@ def test_a_claim_without_any_call():
     conv = transcript(("user", "Create a ticket for the printer"),
                       ("assistant", "I've created the ticket for you. Anything else?"))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == [
-        {"message_index": 1, "claim": "created", "text": "I've created the ticket for you."}]
+        {"message_index": 1, "claim": "created", "text": "I've created the ticket for you.", "basis": "no_call"}]
 
 
 def test_a_claim_backed_only_by_a_failed_call_or_a_read():
@@ -65,7 +65,7 @@ def test_an_identifier_nobody_produced_is_a_claim():
     conv = transcript(("user", "What's the status of my ticket?"),
                       ("assistant", "Your ticket TKT-999 is in progress."))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == [
-        {"message_index": 1, "claim": "TKT-999", "text": "Your ticket TKT-999 is in progress."}]
+        {"message_index": 1, "claim": "TKT-999", "text": "Your ticket TKT-999 is in progress.", "basis": "identifier"}]
 
 
 def test_a_write_the_user_was_never_told_about():
@@ -129,7 +129,8 @@ def test_a_claim_is_backed_only_by_a_write_on_the_entity_it_names():
                       ("user", "And the action item?"),
                       ("assistant", "The action item has been created."))
     assert find_claims(conv, SUPPORT_TOOLS) == {
-        "claimed_not_done": [{"message_index": 3, "claim": "created", "text": "The action item has been created."}],
+        "claimed_not_done": [{"message_index": 3, "claim": "created", "text": "The action item has been created.",
+                              "basis": "no_call"}],
         "done_not_told": []}
     conv["messages"][3]["function_calls"] = [call("create_action_item", {"action_item_id": "ACT-7"}, turn=2)]
     assert find_claims(conv, SUPPORT_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
@@ -180,7 +181,7 @@ def test_a_new_state_stated_after_the_write_failed_is_claimed_but_not_done():
     conv = transcript(("user", "Make TKT-1001 critical please"),
                       ("assistant", "Done. TKT-1001 is now Critical.", [failed]))
     assert find_claims(conv, TOOLS)["claimed_not_done"] == [
-        {"message_index": 1, "claim": "set", "text": "TKT-1001 is now Critical."}]
+        {"message_index": 1, "claim": "set", "text": "TKT-1001 is now Critical.", "basis": "failed_call"}]
 
 
 @pytest.mark.parametrize("text, calls", [
@@ -211,7 +212,7 @@ def test_a_backed_claim_that_states_another_value_than_the_call_sent_is_claimed_
     assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [
         {"message_index": 1, "claim": "updated", "functionName": "update_item", "actual_index": 0,
          "argument": "due_date", "said": "2026-12-12", "sent": "2026-12-11",
-         "text": "Done: updated ACT-1: due date is now 2026-12-12."}], "done_not_told": []}
+         "text": "Done: updated ACT-1: due date is now 2026-12-12.", "basis": "value"}], "done_not_told": []}
     conv["messages"][1]["content"] = "Done: ACT-1 is due on 11 Dec 2026 now."
     assert find_claims(conv, SCHEMA_TOOLS) == {"claimed_not_done": [], "done_not_told": []}
 
@@ -259,7 +260,7 @@ def test_a_sentence_with_an_unbacked_claim_still_tells_the_write_it_names():
                        [call("refund_order", {"ok": True}, order_id="ORD-1")]))
     assert find_claims(conv, {"refund_order": {"effect": "write"}}) == {
         "claimed_not_done": [{"message_index": 1, "claim": "cancelled",
-                              "text": "I cancelled ORD-1 and refunded the payment."}],
+                              "text": "I cancelled ORD-1 and refunded the payment.", "basis": "other_calls"}],
         "done_not_told": []}
 
 

@@ -36,17 +36,17 @@ from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFI
                                 groups_of, is_write, lemmas, name_words, named_values, names_argument, numbers_said,
                                 singular, specific, statements, unquoted, value_pattern, value_text, without_former)
 
-RULES_MEASURED = ("the rules find unbacked claims at precision 0.69, recall 0.63, on conversations written blind by "
+RULES_MEASURED = ("the rules find unbacked claims at precision 0.72, recall 0.63, on conversations written blind by "
                   "others (docs/metrics.md §9): check each in the replay")
-"""What the rules' findings are worth, as the last three blind rounds measured them, each before its fixes
+"""What the rules' findings are worth, as the last four blind rounds measured them, each before its fixes
 (docs/metrics.md §9)."""
 BASES = {"failed_call": "a write of the same reply failed", "value": "the call that did it sent another value",
          "identifier": "it names an identifier nobody produced", "other_calls": "the reply's calls do not back it",
          "no_call": "the reply made no call"}
 """What a claimed-but-not-done finding of the rules rests on (its `basis`)."""
-BASIS_MEASURED = {"failed_call": (29, 32), "value": (53, 70), "identifier": (2, 2), "other_calls": (25, 47),
-                  "no_call": (4, 13)}
-"""How many findings of each basis were right, of how many, on blind rounds 12 to 14 with the rules as they were
+BASIS_MEASURED = {"failed_call": (40, 44), "value": (68, 86), "identifier": (2, 2), "other_calls": (34, 60),
+                  "no_call": (5, 14)}
+"""How many findings of each basis were right, of how many, on blind rounds 12 to 15 with the rules as they were
 before each round's fixes (docs/metrics.md §9)."""
 
 _NAMED_ACTION = re.compile(r"(?:^\W*|\b(?:your|the|this|my|our)\s+)(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"

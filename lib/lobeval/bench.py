@@ -331,8 +331,9 @@ def _claims_tally(labelled: list[dict[str, Any]], found: list[dict[str, Any]]) -
 
 def format_claims(figures: dict[str, Any]) -> list[str]:
     """`bench_claims` as printed lines: precision and recall per direction ("—" where nothing was found or
-    expected), then the false alarms by kind and the rules' findings right by basis; with the claims judge, how many conversations it answered (and its
-    errors), then its figures and the rules' over those conversations."""
+    expected), then the false alarms by kind and how many of the rules' findings of each basis were right; with the
+    claims judge, how many conversations it answered (and its errors), then its figures and the rules' over those
+    conversations."""
     lines = [f"claims: {figures['conversations']} labelled conversations", *_claims_lines(figures)]
     judged = figures.get("judge")
     if judged is None:

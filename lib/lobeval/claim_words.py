@@ -122,8 +122,8 @@ _HEADER = re.compile(rf"\W*(?:(?:(?![A-Za-z]+ed\s)[A-Za-z]+\s+)?#?[A-Z]{{2,6}}-?
                      re.IGNORECASE)
 """A record's identifier or a day alone, heading what a dash joins to it: "INC0034700 — Status: Closed", "**19/11** –
 a partial refund was issued" (history)."""
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)"
-                           r"(?<!\b(?i:jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)\.)\s+|(?<=\b(?i:jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)\.)\s+(?!\d)|"
+_MONTH_DOT = r"\b(?i:jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)\."   # three letters: a look-behind's fixed width
+_SENTENCE_END = re.compile(rf"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!{_MONTH_DOT})\s+|(?<={_MONTH_DOT})\s+(?!\d)|"
                            r"\s+[—–]\s+|\s+-\s+|\n+|"
                            r"(?<=[\u2600-\u27bf\U0001f300-\U0001faff])\ufe0f?\s+(?=\S)")
 """Where a sentence ends: also after an emoji, which chatty bots use as a full stop ("Sent to ana@ ✅ chloe@ bounced");
@@ -777,7 +777,7 @@ def _enum_disagreement(sentence: str, text: str, call: dict[str, Any], function:
         if argument not in arguments or not isinstance(arguments[argument], str):
             continue
         options = [value for value in schema.get("enum") or [] if isinstance(value, str)]
-        said = [value for value in options if value_pattern(value).search(text) or value_pattern(value).search(joined)]
+        said = [value for value in options if any(map(value_pattern(value).search, (text, joined)))]
         said = said or _quoted_options(sentence, argument, options)
         if said and arguments[argument].casefold() not in {value.casefold() for value in said}:
             return Disagreement(argument, said[0], arguments[argument])

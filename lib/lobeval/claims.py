@@ -88,9 +88,7 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     # "The extension costs £78.00, added to your invoice": an amount its result returned ({"extra_charge": 78})
     same = same or any(numbers_agree(one, other) for one in numbers_said(sentence) for other in _returned_numbers(call))
     # "£212.50 credited" and `prorateCharge(amount=-212.5)`: an amount the call sent, with a word of money moved
-    same = same or "refund" in groups_of(said.lemma) and any(
-        numbers_agree(one, abs(other)) for one in numbers_said(sentence) for other in _amounts(arguments).values()
-        if abs(other) >= 10)
+    same = same or "refund" in groups_of(said.lemma) and _sent_an_amount_said(call, sentence)
     undone = {action[2:] for action in function.actions if action.startswith("un")}
     if not same and (undone & _acted_on(said) and "remove" in groups_of(said.lemma) | {said.lemma}
                      or said.lemma in _GENERAL_VERBS and not TOKEN.findall(said.span.replace(said.word, " ", 1))):
@@ -100,9 +98,9 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
         # (`post_reply`), "a temporary password was sent by SMS" (`reset_password(delivery="sms")`).
         same = bool(_acted_on(said) & (function.entities | function.actions)) or _states_a_value(said.span, call)
     # A record heading the sentence is what its clauses are about: "**VIS-2** (boiler service): moved to 20 April".
-    named = sentence if not IDENTIFIER.search(said.span) and re.match(rf"\W*{_RECORD}", sentence) else said.span
-    named += "".join(f" #{number}" for number in re.findall(r"#(\d{3,})\b", sentence)   # its words lost the "#"
-                     if named is said.span and _holds(said.span, number))
+    headed = not IDENTIFIER.search(said.span) and re.match(rf"\W*{_RECORD}", sentence)
+    named = sentence if headed else said.span + "".join(   # a "#50112" its words lost the "#" of
+        f" #{number}" for number in re.findall(r"#(\d{3,})\b", sentence) if _holds(said.span, number))
     return bool(same) and fits(call, _PURPOSE.split(said.span)[0], entities, function, named,
                                "create" in groups_of(said.lemma)) \
         and _subject_action_agrees(said, words, vocabulary.records)
@@ -667,8 +665,8 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     ("EU Roaming is no longer on your line"; "ACT-3 is Open" alone may be what it was, unless a write of this message
     set it), or by its record said to be
     in place ("Your request #ABS-1310 is in", "A replacement is on its way", "HD-4 is open again" after
-    `reopenTicket`) naming the identifier its result returned or its entity. A record said to be in place that no successful write of the message made, when one of
-    the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), or that names what a write
+    `reopenTicket`) naming the identifier its result returned or its entity. A record said to be in place that no
+    successful write of the message made, when one of the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), or that names what a write
     function of the suite does when none did it, is claimed but not done."""
     clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not _LATER.search(clause)]
     if sentence.endswith("?"):
@@ -747,6 +745,13 @@ def _returned_numbers(call: dict[str, Any]) -> set[Decimal]:
     return {value for value in returned if value not in (0, 1)}
 
 
+def _sent_an_amount_said(call: dict[str, Any], sentence: str) -> bool:
+    """The sentence says an amount (10 or more, its sign aside) the call sent as a number: `amount=-212.5` and "a credit
+    of £212.50"."""
+    sent = [abs(value) for value in _amounts(call.get("arguments")).values() if abs(value) >= 10]
+    return any(numbers_agree(said, value) for said in numbers_said(sentence) for value in sent)
+
+
 def _amounts(value: Any) -> dict[str, Decimal]:
     """The numbers of a JSON object held as numbers, but a record's identifier ("order_id": 5501)."""
     return {key: Decimal(str(item)) for key, item in (value if isinstance(value, dict) else {}).items()
@@ -758,9 +763,7 @@ def _agreement(said: Said, sentence: str, backing: list[dict[str, Any]], state: 
     that did not set the argument another one disagrees on agrees with nothing: `create_incident` without a
     priority does not back "raised to Critical" when `update_incident` sent High)."""
     state.told.update(other["actual_index"] for other in _the_ones_said(sentence, backing))
-    amounts = numbers_said(sentence)
-    backing = [made for made in backing if any(numbers_agree(one, abs(other)) for one in amounts for other in
-                                               _amounts(made["call"].get("arguments")).values() if abs(other) >= 10)] \
+    backing = [made for made in backing if _sent_an_amount_said(made["call"], sentence)] \
         or backing   # "a credit of £212.50 has been applied" is about the write that sent 212.5
     found = [(made, disagreement(sentence, made["call"], function_of(made["call"]["functionName"], state.tools),
                                  _besides(made, state)) or assigned_name(said, sentence, made["call"]))

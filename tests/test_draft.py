@@ -273,7 +273,7 @@ def test_the_drafted_sample_suite_lints_clean_passes_the_sample_bot_and_names_it
                                                                                            monkeypatch, capsys):
     assert main(["draft", "--suite", str(sample)]) == 0
     out = capsys.readouterr().out
-    assert "wrote 20 scenarios" in out and "NOT COVERED" in out
+    assert "wrote 21 scenarios" in out and "NOT COVERED" in out
     dataset = _dataset(sample, tmp_path)
     assert lint(dataset, suite=sample, target=SAMPLE_BOT) == []
     called = {call["functionName"] for case in read_cases(dataset) for call in case.expected_function_calls}

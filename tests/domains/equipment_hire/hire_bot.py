@@ -283,7 +283,7 @@ class HireSession:
         for name, (schema, _) in self._arguments().items():
             lines = [line for alias in aliases(name, schema)
                      for line in re.findall(rf"^\s*{re.escape(alias)}\s*:\s*(.+)$", text, re.I | re.M)]
-            found = value_of(name, schema, lines[-1]) if lines else value_of(name, schema, text) if name in IDS else None
+            found = value_of(name, schema, lines[-1] if lines else text) if lines or name in IDS else None
             if found is not None:
                 self.slots[name] = found
         if self.pending in self._arguments() and self.pending not in self.slots:

@@ -106,7 +106,7 @@ FUNCTIONS = [   # hand-derived from LIBRARY_API
     ({"name": "get_loans", "description": "A member's loans", "parameters": {
         "type": "object", "properties": {"member_no": {"type": "string"}, "X-Branch": {"type": "string"}},
         "required": ["member_no"]}}, "read"),
-    ({"name": "lendBook", "description": "Lend a book Lends a copy to a member.", "parameters": {
+    ({"name": "lendBook", "description": "Lend a book. Lends a copy to a member.", "parameters": {
         "type": "object", "properties": {"isbn": {"type": "string", "pattern": "^[0-9-]{10,17}$"},
                                          "member_no": {"type": "string"}},
         "required": ["isbn", "member_no"]}}, "write"),

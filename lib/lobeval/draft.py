@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from lobeval.generate import check_case, check_template, fill_case, sample_recor
 from lobeval.operators import literals
 from lobeval.records import check_output, write_json
 from lobeval.regression import Summarise, regression_templates
-from lobeval.schemas import made_up, validator
+from lobeval.schemas import is_date, made_up, validator
 from lobeval.suite import Entity, Suite, Template, load_suite, write_functions
 from lobeval.users import described, label, say
 from lobeval.vocabulary import function_key
@@ -37,6 +39,17 @@ MATCH = 80
 RECORD_WORDS = {"id", "number", "no", "ref", "reference", "key"}
 FIT_SAMPLE = 500
 """Distinct values of a column checked against an argument's schema."""
+PROSE = re.compile(r"[^\W\d_]{2,}\s+[^\W\d_]{2,}")
+"""Text of words (two of letters in a row), not a code or a phone number with spaces."""
+ATTEMPTS = 8
+"""How many times a draft is tried, on other records and with other values, before it is given up."""
+NAMES = 100
+"""Scenario names (records sampled) a retry looks through for records the target has not refused."""
+MOVED = 3
+"""Records whose dates, moved past the latest date seen, give made-up values for several arguments at once."""
+START_WORDS = {"start", "from", "begin", "first", "since", "earliest", "min", "pickup", "departure"}
+END_WORDS = {"end", "to", "until", "return", "due", "last", "latest", "max", "dropoff", "arrival"}
+"""The words that name a range's two ends (`startDate`, `returnDate`)."""
 OUT_OF_SCOPE = ("Ask the assistant to book you a flight to Lisbon for next Tuesday.",
                 "Ask the assistant what the weather will be like tomorrow.",
                 "Ask the assistant to recommend a restaurant for dinner tonight.")
@@ -49,6 +62,8 @@ class Draft:
     template: dict[str, Any]
     kind: str   # "data", "ask" (a required value left out), "out_of_scope", "proposed", "regression"
     cases: list[dict[str, Any]] = field(default_factory=list)
+    remake: Callable[[str, int], Draft] | None = None
+    """How to make it again under another name with a try's values (an offline draft), for prove to retry."""
 
     @property
     def name(self) -> str:
@@ -127,12 +142,13 @@ def propose(suite: Suite, *, seed: int = 42, target: str | None = None, conversa
             templates = regression_templates(suite, conversations)
         proposed = [Draft(template, "regression") for template in templates]
     else:
-        proposed = offline_drafts(suite, seed, target or suite.default_target)
+        proposed, left_out = offline_drafts(suite, seed, target or suite.default_target)
+        notes += left_out
     try:
         proposed += proposer(suite, [d.name for d in proposed]) if proposer else []
     except LLMError as exc:   # the machinery failed: said, and the other drafts still proven
         notes.append(f"the model proposed nothing: {exc}")
-    accepted, rejected = prove(suite, proposed, seed, target or suite.default_target)
+    accepted, rejected = prove(suite, proposed, seed, target or suite.default_target, notes)
     accepted, merged = merge_duplicates(accepted)
     return DraftResult(None, accepted, rejected, merged, coverage(suite, accepted), notes)
 
@@ -148,6 +164,10 @@ def _properties(function: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return (function.get("parameters") or {}).get("properties") or {}
 
 
+def _required(function: dict[str, Any]) -> list[str]:
+    return (function.get("parameters") or {}).get("required") or []
+
+
 def _values(entity: Entity, column: str) -> list[Any]:
     return [record[column] for record in entity.records if record.get(column) not in (None, "")]
 
@@ -159,13 +179,21 @@ def _fits(schema: dict[str, Any], entity: Entity, column: str) -> bool:
     return bool(distinct) and all(check.is_valid(json.loads(value)) for value in distinct)
 
 
+def column_named(entity: Entity, argument: str) -> str | None:
+    """The entity's column an argument names, in whichever style: `start_date` for `startDate`."""
+    if argument in entity.fields:
+        return argument
+    return next((column for column in entity.fields if label(column) == label(argument)), None)
+
+
 def entity_of(suite: Suite, function: dict[str, Any]) -> Entity | None:
     """The entity a function acts on: the one its name says (entity or CSV file name), then the one whose
     columns its arguments name."""
-    words, arguments = _words(function["name"]), set(_properties(function))
+    words, arguments = _words(function["name"]), list(_properties(function))
 
     def score(entity: Entity) -> tuple[int, int]:
-        return len(words & (_words(entity.name) | _words(entity.csv.stem))), len(arguments & set(entity.fields))
+        return (len(words & (_words(entity.name) | _words(entity.csv.stem))),
+                sum(column_named(entity, argument) is not None for argument in arguments))
 
     best = max(suite.entities.values(), key=score, default=None)
     return best if best is not None and score(best) != (0, 0) else None
@@ -187,6 +215,53 @@ def record_named(suite: Suite, argument: str, schema: dict[str, Any]) -> Entity 
     return None
 
 
+def own_column(suite: Suite, entity: Entity, argument: str, schema: dict[str, Any]) -> str | None:
+    """The column of the acted-on entity an argument of an update sets: the one it names, else the entity's own
+    column whose values it takes (`reason` → `discount_reason`)."""
+    named = column_named(entity, argument)
+    if named is not None and named != entity.id:
+        return named
+    found = source_column(suite, entity, argument, schema, {(entity.name, entity.id)})
+    return found[1] if found and found[0] is entity else None
+
+
+def _ordered(argument: str, schema: dict[str, Any]) -> bool:
+    """A date or a number: what a range's ends are."""
+    return schema.get("type") in ("integer", "number") or schema.get("format") in ("date", "date-time") \
+        or "date" in _words(argument)
+
+
+def ranges(properties: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(start, end) of each pair of arguments that are a range's two ends: dates or numbers named alike but for
+    a start word and an end word (`startDate` and `returnDate`, `date_from` and `date_to`, `min_price` and
+    `max_price`). A draft gives them values with start ≤ end."""
+    return [(start, end) for start in properties for end in properties
+            if _words(start) & START_WORDS and _words(end) & END_WORDS
+            and _words(start) - START_WORDS == _words(end) - END_WORDS
+            and _ordered(start, properties[start]) and _ordered(end, properties[end])]
+
+
+def _in_order(start: Any, end: Any) -> bool:
+    """Whether a range's values hold start ≤ end (ISO dates compare as text); a placeholder, or values of two
+    kinds, is not checked."""
+    if _is_placeholder(start) or _is_placeholder(end):
+        return True
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (start, end))
+    return start <= end if numbers or all(isinstance(v, str) for v in (start, end)) else True
+
+
+def _is_placeholder(value: Any) -> bool:
+    return isinstance(value, str) and "{" in value
+
+
+def _thing(entity: Entity) -> str:
+    """An entity's record in words: `damage_reports` → `damage report`."""
+    words = label(entity.name).split()
+    last = words[-1]
+    return " ".join([*words[:-1], last[:-1] if len(last) > 3 and last.endswith("s") and not last.endswith("ss")
+                     else last])
+
+
 def _phrase(argument: str, schema: dict[str, Any]) -> str:
     """How a person names an argument: its description's first clause, without examples, function names or a
     leading article; else its name in words (also when the description starts by listing its values)."""
@@ -204,11 +279,10 @@ def instructions(function: dict[str, Any], arguments: dict[str, Any], left_out: 
     properties = _properties(function)
     lines = [f"- {_capital(_phrase(arg, properties[arg]))}: {say(value)}" for arg, value in arguments.items()
              if arg != left_out]
-    text = f"{_capital(described(function.get('description'), function['name']))}.\n" + "\n".join(lines)
     if left_out:
-        text += (f"\nDo not say the {_phrase(left_out, properties[left_out])} until the assistant asks for it; "
-                 f"then it is {say(arguments[left_out])}.")
-    return text
+        lines.append(f"Do not say the {_phrase(left_out, properties[left_out])} until the assistant asks for it; "
+                     f"then it is {say(arguments[left_out])}.")
+    return "\n".join([f"{_capital(described(function.get('description'), function['name']))}.", *lines])
 
 
 def _capital(text: str) -> str:
@@ -233,16 +307,57 @@ def source_column(suite: Suite, entity: Entity, argument: str, schema: dict[str,
 
 
 # --- the offline drafts -----------------------------------------------------------------------
+# A draft is made by a maker, make(scenario name, try): the name picks the records its cases are filled from (as
+# `generate` samples them), the try the values among those that fit. A draft the gates reject is made again under
+# another name with the next try's values (prove).
 
-def offline_drafts(suite: Suite, seed: int, target: str | None = None) -> list[Draft]:
+Maker = Callable[[str, int], Draft]
+
+
+def _made(scenario: str, make: Maker, kind: str = "data") -> Draft:
+    """The first try of a draft, which the gates may ask to make again."""
+    first = make(scenario, 0)
+    first.kind, first.remake = kind, make
+    return first
+
+
+def offline_drafts(suite: Suite, seed: int, target: str | None = None) -> tuple[list[Draft], list[str]]:
+    """The drafts, and what was left out and why."""
     drafts: list[Draft] = []
+    left_out: dict[str, list[str]] = {}
     functions = write_functions(suite)
     for function in functions:
         drafts += function_drafts(suite, function, seed)
+        for arg in unheld_arguments(suite, function):
+            left_out.setdefault(arg, []).append(function["name"])
     drafts += chain_drafts(suite, seed, target)
     if functions:
         drafts.append(out_of_scope(suite, [function["name"] for function in functions]))
-    return drafts
+    notes = [f"left out {arg} (of {', '.join(names)}): optional, and no column of the data holds its values"
+             for arg, names in left_out.items()]
+    return drafts, notes
+
+
+def unheld_arguments(suite: Suite, function: dict[str, Any]) -> list[str]:
+    """The optional arguments a draft leaves out: no column of the data holds their values (a request id, an
+    idempotency key, a free-text note no record keeps)."""
+    entity = entity_of(suite, function)
+    if entity is None:
+        return []
+    required, properties = _required(function), _properties(function)
+    own = _own_argument(suite, function, entity)
+    return [arg for arg, schema in properties.items() if arg not in required and arg != own
+            and record_named(suite, arg, schema) is None and column_named(entity, arg) is None
+            and source_column(suite, entity, arg, schema, {(entity.name, entity.id)}) is None]
+
+
+def _own_argument(suite: Suite, function: dict[str, Any], entity: Entity) -> str | None:
+    """The argument naming the record the function acts on (an update), if any."""
+    properties = _properties(function)
+    own = next((arg for arg, schema in properties.items() if record_named(suite, arg, schema) is entity), None)
+    if own is None and entity.id in RECORD_WORDS and entity.id in properties:   # a bare `id`: the acted-on entity's
+        own = entity.id
+    return own
 
 
 def function_drafts(suite: Suite, function: dict[str, Any], seed: int) -> list[Draft]:
@@ -252,23 +367,29 @@ def function_drafts(suite: Suite, function: dict[str, Any], seed: int) -> list[D
     if entity is None:
         return [_unfit(name, f"no entity of {suite.suite_file.name} matches '{name}' by name or arguments")]
     properties = _properties(function)
-    records = {arg: record_named(suite, arg, schema) for arg, schema in properties.items()}
-    own = next((arg for arg, named in records.items() if named is entity), None)
-    if own is None and entity.id in RECORD_WORDS and entity.id in properties:   # a bare `id`: the acted-on entity's
-        own = entity.id
-    made = update_drafts(suite, function, entity, own, seed) if own else [create_draft(suite, function, entity, records)]
-    first = next((d for d in made if "unfit" not in d.template), None)
-    return made + ([ask_variant(first, function, own)] if first else [])
+    own = _own_argument(suite, function, entity)
+    makers = update_makers(suite, function, entity, own, seed) if own else \
+        [(name, create_maker(suite, function, entity))]
+    made = [_made(scenario, make) for scenario, make in makers]
+    first = next((d for d in made if "unfit" not in d.template or d.template.get("again")), None)
+    if first is None or not properties:
+        return made
+    left_out = own or next((arg for arg in _required(function) if arg in properties), next(iter(properties)))
+    return made + [_made(f"{first.name}_ask_{left_out}", ask_maker(first.remake, function, left_out), "ask")]
 
 
-def _creates(suite: Suite) -> dict[str, tuple[dict[str, Any], dict[str, Entity | None]]]:
-    """Per entity, the function that creates its records and the records each argument names."""
+def _records(suite: Suite, function: dict[str, Any]) -> dict[str, Entity | None]:
+    """The entity whose record each argument names, if any."""
+    return {arg: record_named(suite, arg, schema) for arg, schema in _properties(function).items()}
+
+
+def _creates(suite: Suite) -> dict[str, dict[str, Any]]:
+    """Per entity, the function that creates its records."""
     found = {}
     for function in write_functions(suite):
         entity = entity_of(suite, function)
-        records = {arg: record_named(suite, arg, schema) for arg, schema in _properties(function).items()}
-        if entity is not None and entity not in records.values() and entity.name not in found:
-            found[entity.name] = (function, records)
+        if entity is not None and entity not in _records(suite, function).values() and entity.name not in found:
+            found[entity.name] = function
     return found
 
 
@@ -276,56 +397,77 @@ def chain_drafts(suite: Suite, seed: int, target: str | None) -> list[Draft]:
     """A record created, then one that names it created in the same conversation: the second call takes the
     new record's id by a `$ref` to the first call's result, where the target's apply() shows it."""
     creates, drafts = _creates(suite), []
-    for entity_name, (function, records) in creates.items():
-        for arg, named in records.items():
+    for entity_name, function in creates.items():
+        for arg, named in _records(suite, function).items():
             if named is None or named.name not in creates or named.name == entity_name:
                 continue
-            parent_function, parent_records = creates[named.name]
-            first = create_draft(suite, parent_function, named, parent_records)
-            second = create_draft(suite, function, suite.entities[entity_name], records)
-            name = f"{parent_function['name']}_then_{function['name']}"
-            if "unfit" in first.template or "unfit" in second.template:
+            name = f"{creates[named.name]['name']}_then_{function['name']}"
+            first = create_maker(suite, creates[named.name], named)
+            second = create_maker(suite, function, suite.entities[entity_name])
+            if "unfit" in first(name, 0).template or "unfit" in second(name, 0).template:
                 continue
-            path, reason = created_key(suite, first, _properties(function)[arg], seed, target)
+            path, reason = created_key(suite, first, name, _properties(function)[arg], seed, target)
             if path is None:
                 drafts.append(_unfit(name, reason))
                 continue
-            [call] = second.template["expected_function_calls"]
-            arguments = {**call["arguments"], arg: {"$ref": ".".join([parent_function["name"], "result", *path])}}
-            rest = {k: v for k, v in arguments.items() if k != arg}
-            text = (f"{first.template['user_instructions']}\nThen, in the same conversation: "
-                    f"{instructions(function, rest)}\n- {_capital(_phrase(arg, _properties(function)[arg]))}: "
-                    f"the one just created")
-            template = _template(name, text, f"The new {named.name} exists, and the new {entity_name} under it.",
-                                 [*first.template["expected_function_calls"],
-                                  {"functionName": function["name"], "arguments": arguments}])
-            drafts.append(Draft({**template, "ordered": True}, "data"))
+            drafts.append(_made(name, chain_maker(suite, first, second, function, arg, path)))
     return drafts
 
 
-def created_key(suite: Suite, first: Draft, schema: dict[str, Any], seed: int,
+def chain_maker(suite: Suite, first: Maker, second: Maker, function: dict[str, Any], arg: str,
+                path: list[str]) -> Maker:
+    """The first create's call, then the second's with `arg` a `$ref` to where the first's result holds the id."""
+    def make(scenario: str, attempt: int) -> Draft:
+        made = [first(scenario, attempt), second(scenario, attempt)]
+        unfit = next((part for part in made if "unfit" in part.template), None)
+        if unfit is not None:
+            return unfit
+        [parent_call], [call] = (part.template["expected_function_calls"] for part in made)
+        arguments = {**call["arguments"], arg: {"$ref": ".".join([parent_call["functionName"], "result", *path])}}
+        rest = {k: v for k, v in arguments.items() if k != arg}
+        said = instructions(function, rest)
+        text = (f"{made[0].template['user_instructions']}\nThen, in the same conversation: {said[:1].lower()}"
+                f"{said[1:]}\n- {_capital(_phrase(arg, _properties(function)[arg]))}: the one just created")
+        parent, child = (entity_of(suite, suite.tool(c["functionName"])["function"]) for c in (parent_call, call))
+        template = _template(scenario, text, f"The new {_thing(parent)} exists, and the new {_thing(child)} that "
+                                             f"names it.", [parent_call, {"functionName": call["functionName"],
+                                                                          "arguments": arguments}])
+        return Draft({**template, "ordered": True}, "data")
+    return make
+
+
+def created_key(suite: Suite, first: Maker, name: str, schema: dict[str, Any], seed: int,
                 target: str | None) -> tuple[list[str] | None, str]:
     """Where the result of the first call holds the new record's id (a value no record had, fitting `schema`),
-    learnt by replaying the call on the target; else None and why not."""
+    learnt by replaying the call on the target (tried again on other records, ATTEMPTS times at most, while the
+    target refuses it); else None and why not."""
     from lobeval.endstate import replay_cases
     from lobeval.llm import run_sync
 
-    function = first.template["expected_function_calls"][0]["functionName"]
-    if not target:
-        return None, f"no target to learn where the result of {function} holds the new record's id"
-    try:
-        case = fill_case(first.template, sample_records(suite, first.template, 1, seed)[0], 0, seed)
-    except LobevalError as exc:
-        return None, str(exc)
-    replay = run_sync(replay_cases({(target, case["case_id"]): case}))[target, case["case_id"]]
-    if replay is None or "error" in replay or replay["calls"][0].get("error"):
-        why = "offers no apply()" if replay is None else replay.get("error") or replay["calls"][0]["error"]
-        return None, f"replaying {function} on {target} to learn where its result holds the new id: {why}"
-    existing = {value for entity in suite.entities.values() for record in entity.records for value in record.values()}
-    for path, value in _leaves(replay["calls"][0].get("result")):
-        if value not in existing and validator(schema).is_valid(value):
-            return path, ""
-    return None, f"the result of {function} on {target} holds no new value that fits the argument naming it"
+    why = ""
+    for attempt in range(ATTEMPTS):
+        draft = first(name if attempt == 0 else f"{name}_{attempt + 1}", attempt)
+        function = draft.template["expected_function_calls"][0]["functionName"]
+        if not target:
+            return None, f"no target to learn where the result of {function} holds the new record's id"
+        try:
+            case = fill_case(draft.template, sample_records(suite, draft.template, 1, seed)[0], 0, seed)
+        except LobevalError as exc:
+            return None, str(exc)
+        replay = run_sync(replay_cases({(target, case["case_id"]): case}))[target, case["case_id"]]
+        if replay is None or "error" in replay:
+            why = "offers no apply()" if replay is None else replay["error"]
+            break
+        if replay["calls"][0].get("error"):
+            why = replay["calls"][0]["error"]
+            continue
+        existing = {value for entity in suite.entities.values() for record in entity.records
+                    for value in record.values()}
+        for path, value in _leaves(replay["calls"][0].get("result")):
+            if value not in existing and validator(schema).is_valid(value):
+                return path, ""
+        return None, f"the result of {function} on {target} holds no new value that fits the argument naming it"
+    return None, f"replaying {function} on {target} to learn where its result holds the new id: {why}"
 
 
 def _leaves(node: Any, path: tuple[str, ...] = ()) -> list[tuple[list[str], Any]]:
@@ -337,91 +479,115 @@ def _leaves(node: Any, path: tuple[str, ...] = ()) -> list[tuple[list[str], Any]
     return [(list(path), node)] if path else []
 
 
-def _unfit(name: str, reason: str) -> Draft:
-    """A draft that cannot be made: it carries its reason and fails the first gate."""
-    return Draft({"scenario_name": name, "unfit": reason}, "data")
+def _unfit(name: str, reason: str, again: bool = False) -> Draft:
+    """A draft that cannot be made: it carries its reason and fails the first gate; `again`: made under another
+    name (other records) it may be."""
+    return Draft({"scenario_name": name, "unfit": reason, **({"again": True} if again else {})}, "data")
 
 
 def _placeholder(entity: Entity, column: str) -> str:
     return f"{{{entity.name}.{column}}}"
 
 
-def create_draft(suite: Suite, function: dict[str, Any], entity: Entity,
-                 records: dict[str, Entity | None]) -> Draft:
-    """A new record of `entity` made from a sampled one's values (a parent named by its id)."""
+def _nth(values: list[Any], attempt: int) -> Any:
+    """The try's value of a list: the first, then the next on each try, round again past the last."""
+    return values[attempt % len(values)] if values else None
+
+
+def create_maker(suite: Suite, function: dict[str, Any], entity: Entity) -> Maker:
+    """A new record of `entity` made from a sampled one's values (a parent named by its id; a range's two ends
+    from one record, so that its start is not after its end); a required value no column holds made up (the
+    try's)."""
     name, properties = function["name"], _properties(function)
-    required = set((function.get("parameters") or {}).get("required") or [])
-    skip = {(entity.name, entity.id)}
+    required, records = set(_required(function)), _records(suite, function)
     arguments: dict[str, Any] = {}
+    sources: dict[str, tuple[Entity, str]] = {}
+    made: dict[str, list[Any]] = {}
+    reason = None
     for arg, schema in properties.items():
         named = records[arg]
-        if named is not None:
-            arguments[arg] = _placeholder(named, named.id)
-            continue
-        found = source_column(suite, entity, arg, schema, skip)
-        if found:
-            arguments[arg] = _placeholder(*found)
+        found = None if named else source_column(suite, entity, arg, schema, {(entity.name, entity.id)})
+        if named is not None or found:
+            sources[arg] = (named, named.id) if named else found
+            arguments[arg] = _placeholder(*sources[arg])
         elif arg in required:
-            values = made_up(schema, [], arg)
-            if not values:
-                return _unfit(name, f"no column of the data fits the required argument '{arg}', and no value can be "
+            arguments[arg] = None
+            made[arg] = made_up(schema, [], arg)
+            if not made[arg]:
+                reason = reason or (f"no column of the data fits the required argument '{arg}', and no value can be "
                                     f"made up for its schema")
-            arguments[arg] = values[0]
-    template = _template(name, instructions(function, arguments),
-                         f"The assistant did it ({described(function.get('description'), name)}) with the values "
-                         f"the user gave, and said so.",
-                         [{"functionName": name, "arguments": arguments}])
-    return Draft(template, "data")
+    for start, end in ranges(properties):
+        if start in sources and end in sources and sources[start][0] is not sources[end][0]:
+            reason = reason or (f"'{start}' and '{end}' are a range's two ends, but no one record holds both: "
+                                f"{_placeholder(*sources[start])}, {_placeholder(*sources[end])}")
+    completion = (f"The assistant did what was asked ({described(function.get('description'), name)}) with the "
+                  f"values the user gave, and said so.")
+
+    def make(scenario: str, attempt: int) -> Draft:
+        if reason:
+            return _unfit(scenario, reason)
+        values = {arg: _nth(made[arg], attempt) if arg in made else value for arg, value in arguments.items()}
+        return Draft(_template(scenario, instructions(function, values), completion,
+                               [{"functionName": name, "arguments": values}]), "data")
+    return make
 
 
-def update_drafts(suite: Suite, function: dict[str, Any], entity: Entity, own: str, seed: int) -> list[Draft]:
+def update_makers(suite: Suite, function: dict[str, Any], entity: Entity, own: str,
+                  seed: int) -> list[tuple[str, Maker]]:
     """One scenario with the required arguments alone (a cancel, an approval: the id alone), when it has
-    required ones or no other, and one per optional argument with them: the record named by its id, each value
-    one that differs from every sampled record's current one."""
+    required ones or sets no column otherwise, and one per optional argument that sets a column of the record
+    (the two ends of a range together): the record named by its id, the values ones that differ from every
+    sampled record's current ones."""
     name, properties = function["name"], _properties(function)
-    required = [arg for arg in (function.get("parameters") or {}).get("required") or [] if arg != own]
-    optional = [arg for arg in properties if arg != own and arg not in required]
+    required = [arg for arg in _required(function) if arg != own]
+    unheld = set(unheld_arguments(suite, function))
+    optional = [arg for arg in properties if arg != own and arg not in required and arg not in unheld]
+    groups = [[start, end] for start, end in ranges({arg: properties[arg] for arg in optional})]
+    groups += [[arg] for arg in optional if not any(arg in group for group in groups)]
+    groups.sort(key=lambda group: optional.index(group[0]))
+    return [("_".join([name, *extra]), update_maker(suite, function, entity, own, required + extra, seed))
+            for extra in ([[]] if required or not groups else []) + groups]
+
+
+def update_maker(suite: Suite, function: dict[str, Any], entity: Entity, own: str, changed: list[str],
+                 seed: int) -> Maker:
+    """The record named by its id and the changed arguments' values for the records the scenario's name samples:
+    those that set the record's columns drawn together (Choices), each other from another entity's column or
+    made up (the try's)."""
+    name, properties = function["name"], _properties(function)
     ident = {own: _placeholder(entity, entity.id)}
-    drafts = []
-    for extra in ([None] if required or not optional else []) + optional:
-        changed = required + ([extra] if extra else [])
-        scenario = f"{name}_{extra}" if extra else name
-        attempt = scenario
-        found, failed = _new_values(suite, entity, function, changed, sampled(suite, attempt, ident, seed), {})
-        # Each value of an enum no one value of which differs from every sampled record's, in a scenario of its
-        # own: the records a scenario is filled from depend on its name.
-        for value in properties[failed].get("enum") or [] if found is None else []:
-            attempt = f"{scenario}_{_slug(value)}"
-            found, _ = _new_values(suite, entity, function, changed, sampled(suite, attempt, ident, seed),
-                                   {failed: value})
-            if found is not None:
-                break
-        if found is None:
-            drafts.append(_unfit(scenario, f"no value of '{failed}' differs from every sampled {entity.name}'s "
-                                           f"current one and fits its schema"))
-            continue
-        arguments = {**ident, **found}
-        who = f"the record with {_phrase(own, properties[own])} {_placeholder(entity, entity.id)}"
-        done = (f"{_capital(who)} has " + ", ".join(f"{re.sub(r'^new ', '', _phrase(arg, properties[arg]))} "
-                                                     f"{say(value)}" for arg, value in found.items()) + "."
-                if found else f"Done ({described(function.get('description'), name)}) for {who}.")
-        drafts.append(Draft(_template(attempt, instructions(function, arguments), done,
-                                      [{"functionName": name, "arguments": arguments}]), "data"))
-    return drafts
-
-
-def _new_values(suite: Suite, entity: Entity, function: dict[str, Any], changed: list[str],
-                picked: list[dict[str, dict]], only: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """A new value for each changed argument (the one `only` gives, for an argument it names); else None and the
-    argument that has none."""
-    properties, found = _properties(function), {}
+    columns = {arg: own_column(suite, entity, arg, properties[arg]) for arg in changed}
+    setting = [arg for arg in changed if columns[arg]]
+    choices = Choices(entity, setting, [columns[arg] for arg in setting], properties)
+    others: dict[str, list[Any]] = {}
     for arg in changed:
-        column = arg if arg in entity.fields else None
-        value = _new_value(suite, entity, arg, properties[arg], column, picked, only.get(arg))
-        if value is None:
-            return None, arg
-        found[arg] = value
-    return found, None
+        if not columns[arg]:
+            source = source_column(suite, entity, arg, properties[arg], {(entity.name, entity.id)})
+            others[arg] = [_placeholder(*source)] if source else made_up(properties[arg], [], arg)
+    who = f"the {_thing(entity)} with {_phrase(own, properties[own])} {_placeholder(entity, entity.id)}"
+    owner = f"every sampled {_thing(entity)}'s current"
+
+    def make(scenario: str, attempt: int) -> Draft:
+        found = choices.pick(sampled(suite, scenario, ident, seed), attempt) if setting else {}
+        if found is None:
+            return _unfit(scenario, f"no value of '{setting[0]}' differs from {owner} one and fits its schema"
+                          if len(setting) == 1 else
+                          f"no values of {', '.join(map(repr, setting))} from one record, or moved together, differ "
+                          f"from {owner} ones and fit their schemas", again=True)
+        for arg, values in others.items():
+            found[arg] = _nth(values, attempt)
+            if found[arg] is None:
+                return _unfit(scenario, f"no column of the data fits the required argument '{arg}', and no value can "
+                                        f"be made up for its schema")
+        found = {arg: found[arg] for arg in changed}
+        said = "; ".join(f"{re.sub(r'^new ', '', _phrase(arg, properties[arg]))}: {say(value)}"
+                         for arg, value in found.items())
+        done = (f"{_capital(who)} was changed as asked ({said}), and the assistant said so." if found else
+                f"The assistant did what was asked ({described(function.get('description'), name)}) for {who}, "
+                f"and said so.")
+        return Draft(_template(scenario, instructions(function, {**ident, **found}), done,
+                               [{"functionName": name, "arguments": {**ident, **found}}]), "data")
+    return make
 
 
 def sampled(suite: Suite, scenario: str, arguments: dict[str, Any], seed: int) -> list[dict[str, dict]]:
@@ -430,44 +596,79 @@ def sampled(suite: Suite, scenario: str, arguments: dict[str, Any], seed: int) -
                           CASES, seed)
 
 
-def _slug(value: Any) -> str:
-    return re.sub(r"[^0-9a-z]+", "_", str(value).lower()).strip("_")
+class Choices:
+    """Values for arguments that set the record's columns, drawn together: one record's values of those columns
+    (most common first; for one column of prose, first the record's own text " (revised)"), or made up (one
+    argument: an enum value, a date a week past the latest date of the table, a number past the largest; several:
+    a record's values with every date moved by whole weeks past that date). Of those that fit the schemas, keep each
+    range's start ≤ end and differ from every sampled record's current values (several arguments: when none
+    differs in all, those that differ in one at least), the first try takes the first grounded one, the next
+    the first made-up one, then the second of each, and so on (the other kind when one has none)."""
+
+    def __init__(self, entity: Entity, args: list[str], columns: list[str], properties: dict[str, dict[str, Any]]):
+        self.entity, self.args, self.columns = entity, args, columns
+        seen = [_values(entity, column) for column in columns]
+        dates = [v for column in entity.fields for v in _values(entity, column) if is_date(v)]
+        rows = Counter(tuple(record[c] for c in columns) for record in entity.records
+                       if all(record.get(c) not in (None, "") for c in columns))
+        self.grounded = [row for row, _ in rows.most_common()]
+        if len(args) == 1:
+            schema = properties[args[0]]
+            self.made = [(value,) for value in made_up(schema, seen[0] + dates, args[0])]
+            prose = sum(isinstance(v, str) and PROSE.search(v) is not None for v in seen[0]) > len(seen[0]) / 2
+            if prose and schema.get("type") == "string" and not {"enum", "format", "pattern"} & set(schema):
+                self.grounded.insert(0, (f"{_placeholder(entity, columns[0])} (revised)",))
+        else:
+            self.made = _moved(self.grounded, dates) + list(zip(*(made_up(properties[arg], values + dates, arg)
+                                                                   for arg, values in zip(args, seen))))
+        checks = [validator(properties[arg]) for arg in args]
+        pairs = [(args.index(start), args.index(end)) for start, end in ranges({a: properties[a] for a in args})]
+        self.grounded, self.made = ([row for row in rows if all(_is_placeholder(v) or check.is_valid(v)
+                                                                for v, check in zip(row, checks))
+                                     and all(_in_order(row[s], row[e]) for s, e in pairs)]
+                                    for rows in (self.grounded, self.made))
+
+    def pick(self, picked: list[dict[str, dict]], attempt: int) -> dict[str, Any] | None:
+        current = [[records[self.entity.name][column] for column in self.columns] for records in picked]
+
+        def differs(row: tuple, every: bool) -> bool:
+            return all((all if every else any)(_is_placeholder(v) or v != now[i] for i, v in enumerate(row))
+                       for now in current)
+
+        for rows in (self.grounded, self.made) if attempt % 2 == 0 else (self.made, self.grounded):
+            for every in (True, False) if len(self.args) > 1 else (True,):
+                fitting = list(islice((row for row in rows if differs(row, every)), attempt // 2 + 1))
+                if fitting:
+                    return dict(zip(self.args, _nth(fitting, attempt // 2)))
+        return None
 
 
-def _new_value(suite: Suite, entity: Entity, arg: str, schema: dict[str, Any], column: str | None,
-               picked: list[dict[str, dict]], only: Any = None) -> Any:
-    """The first value, most grounded first (the column's other values, then made-up ones; `only` when given),
-    that fits the schema and differs from the current value of every sampled record."""
-    if column is None:
-        found = source_column(suite, entity, arg, schema, {(entity.name, entity.id)})
-        values = [_placeholder(*found)] if found and found[0] is not entity else made_up(schema, [], arg)
-        return values[0] if values else None
-    seen = _values(entity, column)
-    prose = sum(isinstance(v, str) and " " in v for v in seen) > len(seen) / 2
-    plain = prose and schema.get("type") == "string" and not {"enum", "format", "pattern"} & set(schema)
-    candidates = [v for v, _ in Counter(seen).most_common()] + made_up(schema, seen, arg)
-    if plain:
-        candidates.insert(0, f"{_placeholder(entity, column)} (revised)")
-    if only is not None:
-        candidates = [only]
-    current = [records[entity.name][column] for records in picked]
-    for value in candidates:
-        literal = isinstance(value, str) and "{" in value
-        if literal or (validator(schema).is_valid(value) and value not in current):
-            return value
-    return None
+def _moved(rows: list[tuple], dates: list[str]) -> list[tuple]:
+    """The first MOVED records' values with every date moved by the same whole weeks, past the latest of `dates`."""
+    moved = []
+    for row in rows[:MOVED] if dates else []:
+        first = min((date.fromisoformat(v) for v in row if is_date(v)), default=None)
+        if first is not None:
+            weeks = (date.fromisoformat(max(dates)) - first).days // 7 + 1
+            moved.append(tuple((date.fromisoformat(v) + timedelta(weeks=weeks)).isoformat() if is_date(v) else v
+                               for v in row))
+    return moved
 
 
-def ask_variant(base: Draft, function: dict[str, Any], own: str | None) -> Draft:
-    """The same calls, the user leaving out a required value until the bot asks for it (`user_withholds`)."""
-    required = (function.get("parameters") or {}).get("required") or []
-    call = base.template["expected_function_calls"][0]
-    left_out = own or next((arg for arg in required if arg in call["arguments"]), next(iter(call["arguments"])))
+def ask_maker(make: Maker, function: dict[str, Any], left_out: str) -> Maker:
+    """The same calls, the values drawn for its own records, the user leaving out a required value until the bot
+    asks for it (`user_withholds`)."""
     phrase = _phrase(left_out, _properties(function)[left_out])
-    template = {**base.template, "scenario_name": f"{base.name}_ask_{left_out}",
-                "user_instructions": instructions(function, call["arguments"], left_out),
-                "persona": f"Forgets to say the {phrase} until asked for it.", "user_withholds": [left_out]}
-    return Draft(template, "ask")
+
+    def ask(scenario: str, attempt: int) -> Draft:
+        base = make(scenario, attempt)
+        if "unfit" in base.template:
+            return base
+        call = base.template["expected_function_calls"][0]
+        return Draft({**base.template, "user_instructions": instructions(function, call["arguments"], left_out),
+                      "persona": f"Forgets to say the {phrase} until asked for it.", "user_withholds": [left_out]},
+                     "ask")
+    return ask
 
 
 def out_of_scope(suite: Suite, writes: list[str]) -> Draft:
@@ -489,31 +690,153 @@ def _template(name: str, instructions: str, completion: str, calls: list[dict[st
 
 # --- the gates --------------------------------------------------------------------------------
 
-def prove(suite: Suite, drafts: list[Draft], seed: int, target: str | None) -> tuple[list[Draft], list[tuple[str, str]]]:
-    """The drafts that pass every gate, with their cases; (scenario, reason) for the others."""
+@dataclass
+class _Known:
+    """What the tries of the drafts calling the same functions have learnt of the records: those the target
+    refused while taking others in the same try (bad), refused with all others (suspect), and took (good)."""
+
+    bad: set[tuple[str, Any]] = field(default_factory=set)
+    suspect: set[tuple[str, Any]] = field(default_factory=set)
+    good: set[tuple[str, Any]] = field(default_factory=set)
+
+
+@dataclass
+class _Tries:
+    """The tries of one draft: how many, the values the next one takes, the names left to sample records by."""
+
+    family: str
+    known: _Known
+    count: int = 0
+    values: int = 0
+    next_name: int = 2
+
+    def learn(self, failed: list[dict[str, Any]], passed: list[dict[str, Any]], suite: Suite) -> None:
+        """Cases that failed beside cases that passed fail by their records: the values are kept. Otherwise
+        either may be at fault: the next values are tried, and the records avoided where others can be."""
+        self.count += 1
+        refused = {r for case in failed for r in _named_records(suite, case)}
+        self.known.good |= {r for case in passed for r in _named_records(suite, case)}
+        if passed:
+            self.known.bad |= refused
+        else:
+            self.known.suspect |= refused
+            self.values += 1
+
+
+def prove(suite: Suite, drafts: list[Draft], seed: int, target: str | None,
+          notes: list[str] | None = None) -> tuple[list[Draft], list[tuple[str, str]]]:
+    """The drafts that pass every gate, with their cases; (scenario, reason) for the others. A draft made by a
+    maker is tried again when it fails, ATTEMPTS times at most in all: under another name (other records, never
+    one the target refused it on while taking it on others) and, unless some of its cases passed, with the next
+    values; it is given up with its last reason. The drafts that passed so are said in `notes`."""
     from lobeval.evaluate import make_rules
     from lobeval.lint import case_problems
 
     rules = make_rules(suite, [])
-    passed, rejected, names = [], [], set()
-    for item in drafts:
-        reason = "is the name of an earlier draft" if item.name in names else _static_problem(suite, item, seed, rules,
-                                                                                             case_problems)
-        if reason:
-            rejected.append((item.name, reason))
-        else:
-            names.add(item.name)
-            passed.append(item)
-    if target and passed:
-        reasons = replay_problems(target, passed)
-        rejected += [(d.name, reasons[d.name]) for d in passed if d.name in reasons]
-        passed = [d for d in passed if d.name not in reasons]
-    return passed, rejected
+    known: dict[tuple[str, ...], _Known] = {}
+    tries = {index: _Tries(item.name, known.setdefault(_calls(item), _Known())) for index, item in enumerate(drafts)}
+    passed: dict[int, Draft] = {}
+    rejected, names = [], set()
+    current = list(enumerate(drafts))
+    while current:
+        failures, checked = [], []
+        for index, item in current:
+            if item.name in names:
+                failures.append((index, "is the name of an earlier draft", None, []))
+                continue
+            reason, failed = _static_problem(suite, item, seed, rules, case_problems)
+            if reason:
+                failures.append((index, reason, failed, []))
+            else:
+                names.add(item.name)
+                checked.append((index, item))
+        verdicts = replay_verdicts(target, [item for _, item in checked]) if target and checked else {}
+        for index, item in checked:
+            verdict = verdicts.get(item.name) or []
+            reasons = [reason for _, reason in verdict if reason]
+            if not reasons:
+                passed[index] = item
+            elif any(case is None for case, _ in verdict):   # the target failed, not the draft: not tried again
+                failures.append((index, reasons[0], None, []))
+            else:
+                failures.append((index, reasons[0], [case for case, why in verdict if why],
+                                 [case for case, why in verdict if not why]))
+        current = []
+        for index, reason, failed, took in failures:
+            state = tries[index]
+            state.learn(failed or [], took, suite)
+            again = None
+            if drafts[index].remake and failed is not None and state.count < ATTEMPTS:
+                again = _retry(suite, drafts[index].remake, state, seed)
+            if again is None:
+                rejected.append((state.family, reason if state.count == 1 else
+                                 f"{reason} (the last of {state.count} tries, each on other records)"))
+            else:
+                current.append((index, again))
+    again = [f"{tries[index].family} as {item.name} (try {tries[index].count + 1})"
+             for index, item in sorted(passed.items()) if tries[index].count]
+    if again and notes is not None:
+        notes.append(f"passed when tried again on other records: {', '.join(again)}")
+    return [passed[index] for index in sorted(passed)], rejected
 
 
-def _static_problem(suite: Suite, item: Draft, seed: int, rules: Any, case_problems: Any) -> str | None:
+def _retry(suite: Suite, make: Maker, state: _Tries, seed: int) -> Draft | None:
+    """The draft made again with the next values, under the first of the next NAMES names whose cases name no
+    record the target refused it on while taking it on others, and the fewest suspect and most good ones (all
+    good: taken at once); an unfit draft when every name gives one."""
+    best: tuple[int, Draft, int] | None = None
+    unfit: tuple[Draft, int] | None = None
+    known = state.known
+    for number in range(state.next_name, state.next_name + NAMES):
+        candidate = make(f"{state.family}_{number}", state.values)
+        touched = None if "unfit" in candidate.template else _touched(suite, candidate.template, seed)
+        if touched is None:
+            unfit = unfit or (candidate, number)
+            continue
+        if touched & known.bad:
+            continue
+        score = len(touched & known.good) - len(touched & known.suspect)
+        if best is None or score > best[0]:
+            best = (score, candidate, number)
+        if touched <= known.good or not (known.good or touched & known.suspect):
+            break
+    chosen = best[1:] if best else unfit
+    if chosen is None:
+        return None
+    state.next_name = chosen[1] + 1
+    return chosen[0]
+
+
+def _calls(item: Draft) -> tuple[str, ...]:
+    """The functions a draft calls, in order (its name when it has none): drafts that call the same functions
+    share what their tries learn of the records."""
+    calls = item.template.get("expected_function_calls")
+    return tuple(call["functionName"] for call in calls) if calls else (item.name,)
+
+
+def _touched(suite: Suite, template: dict[str, Any], seed: int) -> set[tuple[str, Any]] | None:
+    """The records the cases of a template name; None when they cannot be filled."""
+    try:
+        picks = sample_records(suite, template, CASES, seed)
+        return {r for index, picked in enumerate(picks) for r in _named_records(suite, fill_case(template, picked,
+                                                                                                  index, seed))}
+    except (LobevalError, KeyError):
+        return None
+
+
+def _named_records(suite: Suite, case: dict[str, Any]) -> set[tuple[str, Any]]:
+    """(entity, id) of the records a case's expected calls name by their ids; of all its records when none."""
+    values = [value for call in case["expected_function_calls"] for value in (call.get("arguments") or {}).values()]
+    every = {(name, record.get(suite.entities[name].id)) for name, record in case["business_data"].items()}
+    return {(name, key) for name, key in every if key in values} or every
+
+
+def _static_problem(suite: Suite, item: Draft, seed: int, rules: Any,
+                    case_problems: Any) -> tuple[str | None, list[dict[str, Any]] | None]:
+    """Why the draft fails a gate before any replay, and the cases that fail it (none for the template's; None
+    when other records cannot help: it is not tried again)."""
     if "unfit" in item.template:
-        return item.template["unfit"]
+        return item.template["unfit"], [] if item.template.get("again") else None
     try:
         item.template = Template.model_validate(item.template).model_dump()
         check_template(suite, item.template)
@@ -522,21 +845,23 @@ def _static_problem(suite: Suite, item: Draft, seed: int, rules: Any, case_probl
         for case in item.cases:
             check_case(suite, case)
     except LobevalError as exc:
-        return str(exc)
+        return str(exc), []
     except ValueError as exc:   # pydantic's ValidationError
-        return f"not a template: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}" if hasattr(exc, "errors") else str(exc)
+        return (f"not a template: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}" if hasattr(exc, "errors")
+                else str(exc)), []
     for case in item.cases:
         problems = case_problems(case, rules)
         if problems:
-            return f"lint, case {case['case_id']}: {problems[0][1]}"
+            return f"lint, case {case['case_id']}: {problems[0][1]}", [case]
         unchanged = unchanged_values(suite, case)
         if unchanged:
-            return f"case {case['case_id']}: {unchanged}"
-    return None
+            return f"case {case['case_id']}: {unchanged}", [case]
+    return None, []
 
 
 def unchanged_values(suite: Suite, case: dict[str, Any]) -> str | None:
-    """What an update would set to the value its record already has (such a case proves nothing)."""
+    """What an update would set to the values its record already has: every column it sets (such a case proves
+    nothing)."""
     for call in case["expected_function_calls"]:
         tool = suite.tool(call["functionName"])
         entity = entity_of(suite, tool["function"])
@@ -544,37 +869,42 @@ def unchanged_values(suite: Suite, case: dict[str, Any]) -> str | None:
         arguments = call.get("arguments") or {}
         if record is None or not any(v == record[entity.id] for v in arguments.values()):
             continue
-        for arg, value in arguments.items():
-            if arg in record and arg != entity.id and literals(value) and record[arg] in literals(value) \
-                    and record_named(suite, arg, _properties(tool["function"])[arg]) is None:
-                return f"{call['functionName']} sets {arg} to {record[arg]!r}, the value it already has"
+        properties = _properties(tool["function"])
+        setting = {arg: column for arg in arguments if record_named(suite, arg, properties[arg]) is None
+                   and (column := own_column(suite, entity, arg, properties[arg])) is not None}
+        same = [arg for arg, column in setting.items()
+                if literals(arguments[arg]) and record[column] in literals(arguments[arg])]
+        if same and len(same) == len(setting):
+            said = " and ".join(f"{arg} to {record[setting[arg]]!r}" for arg in same)
+            return f"{call['functionName']} sets {said}, the value{'s' if len(same) > 1 else ''} it already has"
     return None
 
 
-def replay_problems(target: str, drafts: list[Draft]) -> dict[str, str]:
-    """Per scenario, why its expected calls fail on the target or leave its state unchanged; nothing when the
-    target offers no apply()."""
+def replay_verdicts(target: str, drafts: list[Draft]) -> dict[str, list[tuple[dict[str, Any] | None, str | None]]]:
+    """Per scenario, each case and why its expected calls fail on the target or leave its state unchanged (None
+    when they pass); (None, why) when the target failed to replay; nothing when it offers no apply()."""
     from lobeval.endstate import replay_cases
     from lobeval.llm import run_sync
 
     wanted = {(target, case["case_id"]): case for d in drafts for case in d.cases}
     replays = run_sync(replay_cases(wanted))
-    reasons: dict[str, str] = {}
+    verdicts: dict[str, list[tuple[dict[str, Any] | None, str | None]]] = {}
     for d in drafts:
         for case in d.cases:
             replay = replays[target, case["case_id"]]
             if replay is None:
                 continue
             if "error" in replay:
-                reasons[d.name] = f"on {target}: {replay['error']}"
-            elif replay["replay_errors"]:
-                failed = replay["replay_errors"][0]
-                reasons[d.name] = f"case {case['case_id']}: {failed['functionName']} fails on {target}: {failed['error']}"
-            elif case["expected_function_calls"] and replay["expected"] == replay["initial"]:
-                reasons[d.name] = f"case {case['case_id']}: replayed on {target}, the expected calls change nothing"
-            if d.name in reasons:
+                verdicts[d.name] = [(None, f"on {target}: {replay['error']}")]
                 break
-    return reasons
+            why = None
+            if replay["replay_errors"]:
+                failed = replay["replay_errors"][0]
+                why = f"case {case['case_id']}: {failed['functionName']} fails on {target}: {failed['error']}"
+            elif case["expected_function_calls"] and replay["expected"] == replay["initial"]:
+                why = f"case {case['case_id']}: replayed on {target}, the expected calls change nothing"
+            verdicts.setdefault(d.name, []).append((case, why))
+    return verdicts
 
 
 def merge_duplicates(drafts: list[Draft]) -> tuple[list[Draft], list[tuple[str, str]]]:
@@ -596,17 +926,19 @@ def merge_duplicates(drafts: list[Draft]) -> tuple[list[Draft], list[tuple[str, 
 # --- coverage ---------------------------------------------------------------------------------
 
 def coverage(suite: Suite, drafts: list[Draft]) -> list[dict[str, Any]]:
-    """Each write function, argument and enum value, with the scenarios that exercise it."""
+    """Each write function, argument and enum value, with the scenarios that exercise it; an argument left out
+    (unheld_arguments) says so."""
     rows = []
     for function in write_functions(suite):
-        key = function_key(function["name"])
+        key, unheld = function_key(function["name"]), unheld_arguments(suite, function)
         calls = [(d.name, call) for d in drafts for case in d.cases for call in case["expected_function_calls"]
                  if function_key(call["functionName"]) == key]
         rows.append({"function": function["name"], "argument": "", "value": "",
                      "scenarios": sorted({name for name, _ in calls})})
         for arg, schema in _properties(function).items():
             rows.append({"function": function["name"], "argument": arg, "value": "",
-                         "scenarios": sorted({name for name, call in calls if arg in call.get("arguments", {})})})
+                         "scenarios": sorted({name for name, call in calls if arg in call.get("arguments", {})}),
+                         **({"left_out": True} if arg in unheld else {})})
             for option in schema.get("enum") or []:
                 rows.append({"function": function["name"], "argument": arg, "value": say(option),
                              "scenarios": sorted({name for name, call in calls
@@ -621,9 +953,12 @@ def coverage_lines(rows: list[dict[str, Any]]) -> list[str]:
                                                           "value": "value"}]) for key in ("function", "argument", "value")]
     lines = ["coverage:", f"  {'function':<{widths[0]}}  {'argument':<{widths[1]}}  {'value':<{widths[2]}}  scenarios"]
     for row in rows:
-        scenarios = ", ".join(row["scenarios"]) or "NOT COVERED"
+        scenarios = ", ".join(row["scenarios"]) or ("left out: optional, no data holds it" if row.get("left_out")
+                                                    else "NOT COVERED")
         lines.append(f"  {row['function']:<{widths[0]}}  {row['argument']:<{widths[1]}}  {row['value']:<{widths[2]}}  "
                      f"{scenarios}")
-    uncovered = sum(1 for row in rows if not row["scenarios"])
-    lines.append(f"  {len(rows) - uncovered} of {len(rows)} covered")
+    counted = [row for row in rows if not (row.get("left_out") and not row["scenarios"])]
+    covered = sum(1 for row in counted if row["scenarios"])
+    left_out = len(rows) - len(counted)
+    lines.append(f"  {covered} of {len(counted)} covered" + (f"; {left_out} left out" if left_out else ""))
     return lines

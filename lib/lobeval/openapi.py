@@ -115,10 +115,16 @@ def _operation(resolver: _Resolver, route: str, method: str, item: dict[str, Any
     if body is not None:
         _add_body(resolver, body, properties, required)
     parameters = {"type": "object", "properties": properties, **({"required": required} if required else {})}
-    described = [text.strip() for text in (operation.get("summary"), operation.get("description"))
-                 if isinstance(text, str) and text.strip()]
+    described = list(dict.fromkeys(text.strip() for text in (operation.get("summary"), operation.get("description"))
+                                   if isinstance(text, str) and text.strip()))
     return {"name": function_name(operation.get("operationId"), method, route),
-            "description": " ".join(dict.fromkeys(described)), "parameters": parameters}
+            "description": " ".join([*map(_sentence, described[:-1]), *described[-1:]]), "parameters": parameters}
+
+
+def _sentence(text: str) -> str:
+    """A summary followed by the description: a sentence of its own (a summary has no full stop, and would run
+    on into the description)."""
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
 
 
 def function_name(operation_id: Any, method: str, route: str) -> str:

@@ -144,6 +144,27 @@ def test_a_preflight_mistake_leaves_an_earlier_run_as_it_was(runs_dir, no_stage,
     assert sorted(path.name for path in runs_dir.rglob("*")) == ["config.json", "x"]
 
 
+def test_the_estimate_refuses_what_run_refuses_and_needs_only_a_model_name(runs_dir, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for argv in (["run", "--user", "llm", "--estimate"], ["estimate", "--user", "llm"], ["run", "--user", "llm"]):
+        assert main(argv) == 2
+        assert one_error_line(capsys) == (f"lobeval {argv[0]}: error: --user llm needs a model: set LOBEVAL_USER_MODEL "
+                                          f"or LOBEVAL_MODEL, and OPENAI_API_KEY (or the AZURE_OPENAI_* variables); see "
+                                          f"docs/models.md")
+    assert main(["run", "--judges", "goal", "--estimate"]) == 2
+    assert "--judges goal needs a judge model" in one_error_line(capsys)
+    monkeypatch.setenv("LOBEVAL_MODEL", "gpt-4o-mini")   # no key: the estimate sends nothing
+    assert main(["run", "--user", "llm", "--estimate", "--cases-per-scenario", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "  user: gpt-4o-mini at USD 0.15 prompt, 0.6 completion per 1M tokens\n" in out
+    assert "every role runs offline" not in out
+    monkeypatch.setenv("LOBEVAL_USER_MODEL", "my-local-model")
+    assert main(["estimate", "--user", "llm", "--cases-per-scenario", "1"]) == 0
+    assert ("  user: my-local-model, no price known: its cost is unknown (give it in LOBEVAL_PRICES; docs/models.md)\n"
+            in capsys.readouterr().out)
+    assert not runs_dir.exists()
+
+
 @pytest.mark.slow
 def test_a_run_that_failed_at_its_start_reruns_under_its_id_with_a_fixed_configuration(runs_dir, tmp_path, capsys):
     broken = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])

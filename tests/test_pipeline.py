@@ -99,6 +99,24 @@ def test_evaluate_by_hand_scores_the_latest_run_and_writes_beside_it(latest, tmp
     assert files(latest) == before
 
 
+def test_error_analysis_by_hand_writes_into_by_hand_and_leaves_the_run_as_it_was(tmp_path):
+    run_dir = tmp_path / "runs" / "r2"
+    dataset, conversations = run_dir / "dataset.jsonl", run_dir / "conversations.jsonl"
+    with pytest.MonkeyPatch.context() as patch:
+        for name in MODEL_VARS:
+            patch.delenv(name, raising=False)
+        assert main(["generate", "--suite", str(SAMPLE_SUITE), "--cases-per-scenario", "1", "--out", str(dataset)]) == 0
+        assert main(["simulate", "--dataset", str(dataset), "--out", str(conversations)]) == 0
+        assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(conversations),
+                     "--suite", str(SAMPLE_SUITE), "--out", str(run_dir / "evaluation_results.json")]) == 0
+    (run_dir / "config.json").write_text(json.dumps({"run_id": "r2", "suite_name": "support_tickets"}))
+    before = files(run_dir)
+    by_hand("04_error_analysis", run_dir.parent, tmp_path / "04.ipynb")
+    assert files(run_dir) == before
+    assert sorted(path.name for path in (run_dir / "by-hand").iterdir()) == [
+        "evaluation_results.labelled.json", "evaluation_rows.labelled.jsonl"]
+
+
 def test_a_notebook_by_hand_with_no_finished_run_says_what_to_run_first(tmp_path):
     import papermill
 

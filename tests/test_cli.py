@@ -165,6 +165,38 @@ def test_the_estimate_refuses_what_run_refuses_and_needs_only_a_model_name(runs_
     assert not runs_dir.exists()
 
 
+# --- no noise on a normal run -------------------------------------------------------------------------
+
+def test_a_stage_kernel_is_shut_down_without_an_interrupt():
+    """jupyter_client sends SIGINT before a shutdown request; landing in papermill's last request, ipykernel logs
+    `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error."""
+    import asyncio
+
+    from lobeval.pipeline import QUIET_KERNEL, FinishedKernelManager
+
+    manager, sent = FinishedKernelManager(), []
+
+    async def signal_kernel(signum):
+        sent.append(signum)
+
+    manager._async_signal_kernel = signal_kernel
+    manager.shutting_down = True
+    asyncio.run(manager._async_interrupt_kernel())
+    assert sent == []
+    manager.shutting_down = False   # an interrupt asked for otherwise is jupyter_client's as ever
+    with pytest.raises(RuntimeError, match="No kernel is running"):
+        asyncio.run(manager._async_interrupt_kernel())
+    assert QUIET_KERNEL["kernel_manager_class"] is FinishedKernelManager
+    assert QUIET_KERNEL["config"]["KernelManager"]["transport"] == "ipc"   # no "running over TCP" warning
+
+
+def test_make_echoes_no_pip_command():
+    recipes = [line for line in (REPO / "Makefile").read_text().splitlines() if line.startswith("\t")]
+    installs = [line for line in recipes if "pip install" in line and "/tmp/lobeval-lock" not in line]
+    assert len(installs) == 2 and all(line.startswith("\t@") for line in installs)
+    assert "\t$(BIN)/lobeval run" in recipes   # what make runs for `make run` is still shown
+
+
 @pytest.mark.slow
 def test_a_run_that_failed_at_its_start_reruns_under_its_id_with_a_fixed_configuration(runs_dir, tmp_path, capsys):
     broken = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])

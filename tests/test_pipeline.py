@@ -23,8 +23,8 @@ def test_generate_notebook_by_hand_writes_the_dataset_into_runs_dev_and_glues_it
     monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
     executed = tmp_path / "01_generate.ipynb"
     papermill.execute_notebook(str(REPO / "notebooks" / "01_generate.ipynb"), str(executed),
-                               parameters={"cases_per_scenario": 2, "seed": 3}, kernel_name="python3",
-                               cwd=str(REPO / "notebooks"), progress_bar=False)
+                               parameters={"cases_per_scenario": 2, "seed": 3}, cwd=str(REPO / "notebooks"),
+                               **pipeline.QUIET_KERNEL)
     scraps = scrapbook.read_notebook(str(executed)).scraps
     out = tmp_path / "runs" / "dev" / "dataset.jsonl"
     cases = read_jsonl(out)
@@ -47,8 +47,8 @@ def by_hand(stage: str, runs_dir, executed) -> None:
         patch.setenv("LOBEVAL_RUNS", str(runs_dir))
         for name in MODEL_VARS:
             patch.delenv(name, raising=False)
-        papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed), kernel_name="python3",
-                                   cwd=str(REPO / "notebooks"), progress_bar=False)
+        papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed),
+                                   cwd=str(REPO / "notebooks"), **pipeline.QUIET_KERNEL)
 
 
 @pytest.fixture(scope="module")

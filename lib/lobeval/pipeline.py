@@ -30,6 +30,7 @@ from typing import Any
 import nbformat
 import papermill
 import scrapbook
+from jupyter_client import AsyncKernelManager
 from traitlets.config import Config
 
 from lobeval import roles, runs
@@ -65,6 +66,24 @@ LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
+
+
+class FinishedKernelManager(AsyncKernelManager):
+    """A stage's kernel, shut down once its notebook has run: nothing runs then that an interrupt should stop.
+    jupyter_client interrupts a kernel (SIGINT) before it asks it to shut down, and papermill's last request
+    (kernel_info, whose reply is all it waits for) may still be in its handler then: ipykernel catches the interrupt
+    there and logs `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error. So the
+    shutdown is asked without the interrupt; a kernel that does not stop is still killed (`shutdown_wait_time`)."""
+
+    async def _async_interrupt_kernel(self) -> None:
+        if not self.shutting_down:
+            await super()._async_interrupt_kernel()
+
+
+QUIET_KERNEL = {"kernel_name": "python3", "progress_bar": False, "config": LOCAL_KERNEL,
+                "kernel_manager_class": FinishedKernelManager}
+"""How papermill runs a stage notebook: on local sockets, shut down without an interrupt, no progress bar; nothing on
+standard error but what the notebook says."""
 PACKAGES = ("lobeval", "openai", "azure-ai-evaluation", "pandas", "papermill", "scrapbook", "nbconvert")
 log = logging.getLogger(__name__)
 
@@ -491,8 +510,7 @@ def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_
         raise ConfigError(f"{source}: its parameters cell does not declare {', '.join(unknown)}")
     output = run_dir / f"{stage}.ipynb"
     try:
-        papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name="python3",
-                                   cwd=str(run_dir), progress_bar=False, config=LOCAL_KERNEL)
+        papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir), **QUIET_KERNEL)
     except papermill.PapermillExecutionError as exc:
         raise LobevalError(runs.scrub(f"stage {stage} failed ({exc.ename}: {exc.evalue}); "
                                       f"the executed notebook is kept at {output}", secret_values)) from None

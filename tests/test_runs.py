@@ -57,6 +57,34 @@ def test_the_earlier_runs_of_a_suite_are_those_of_its_name_and_content(tmp_path)
         assert [e["run_id"] for e in runs.earlier_runs(index, config)[0]] == earlier
 
 
+def test_the_earlier_runs_of_a_run_are_those_against_the_same_target_user_and_attacks(tmp_path, caplog):
+    index = tmp_path / "index.jsonl"
+    plain = {"suite_name": "s", "target": "bots:Good", "user": "scripted", "attacks": None}
+    for run_id, config in (("good", plain), ("unsafe", {**plain, "target": "bots:Unsafe"}),
+                           ("attacked", {**plain, "attacks": "only"}), ("modelled", {**plain, "user": "llm"}),
+                           ("as manager", {**plain, "attacks": "only", "attack_roles": ["manager"]})):
+        runs.add_to_index(index, {"run_id": run_id, **config}, tmp_path / run_id, {}, {})
+    assert runs.read_index(index)[0][0]["kind"] == {"target": "bots:Good", "user": "scripted", "attacks": None,
+                                                     "attack_roles": None}
+    for config, earlier in ((plain, ["good"]), ({**plain, "target": "bots:Unsafe"}, ["unsafe"]),
+                            ({**plain, "target": "bots:Unsafe", "attacks": "only"}, []),
+                            ({**plain, "attacks": "only"}, ["attacked"]), ({**plain, "user": "llm"}, ["modelled"])):
+        assert [e["run_id"] for e in runs.earlier_runs(index, {"run_id": "new", **config})[0]] == earlier
+
+    # a line written before the index recorded the kind: told by the run's config.json, skipped when it cannot be
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text(json.dumps({"run_id": "old", **plain}))
+    with index.open("a") as handle:
+        for run_id in ("old", "gone"):
+            handle.write(json.dumps({"run_id": run_id, "suite_name": "s", "run_dir": str(tmp_path / run_id)}) + "\n")
+    earlier, skipped = runs.earlier_runs(index, {"run_id": "new", **plain})
+    assert [e["run_id"] for e in earlier] == ["good", "old"]
+    assert skipped == [f"skipped earlier run gone: its target cannot be told: {tmp_path / 'gone' / 'config.json'}: "
+                       f"file: not found"]
+    assert [record.getMessage() for record in caplog.records] == skipped
+
+
 @pytest.mark.parametrize("line, problem", [
     ("{oops", "line 2: invalid JSON"),
     ("[1, 2]", "line 2: must be a JSON object"),

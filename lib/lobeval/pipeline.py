@@ -101,6 +101,8 @@ class RunResult:
     resumed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What the run says about itself before its stages: the options a resumed run changed and what it kept."""
+    baseline: str = ""
+    """Which earlier run the gate compared this one with, or that there was none (`baseline_line`)."""
 
     def summary(self) -> list[str]:
         """What `lobeval run` prints: the stages, the numbers, the gate's checks and verdict, the report last."""
@@ -110,6 +112,7 @@ class RunResult:
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
         lines += figure_lines(self.results)
+        lines += [self.baseline] if self.baseline else []
         lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"
                   for check in self.gate_checks]
         lines.append(f"gate: {'passed' if self.gate_passed else 'FAILED'} · run folder {self.run_dir}")
@@ -248,7 +251,29 @@ def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[
     report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
     runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
     return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
-                     read_results(glue["results_path"], rows=False), executed, resumed)
+                     read_results(glue["results_path"], rows=False), executed, resumed,
+                     baseline=baseline_line(glue["gate_checks"], _baseline_id(index, config)))
+
+
+def _baseline_id(index: Path, config: dict[str, Any]) -> str | None:
+    """The run the report's gate took as the baseline (`report.history`: the last earlier run of the suite, target and
+    kind whose results can be read), or None."""
+    from lobeval.report import history
+
+    return history(index, config).baseline_id
+
+
+def baseline_line(checks: list[dict[str, Any]], baseline: str | None) -> str:
+    """Which run the gate compared this one with, or that there was none: only a run of the same suite content,
+    target, simulated user and attacks is compared (`runs.earlier_runs`)."""
+    from lobeval.report import REGRESSION
+
+    same = "of this suite against this target with the same simulated user and attacks"
+    if baseline is None:
+        return f"baseline: none (no earlier run {same})"
+    if not any(check["check"].startswith(REGRESSION) for check in checks):
+        return f"baseline: run {baseline}, not compared: the two runs share no scored conversation"
+    return f"baseline: run {baseline} (the last earlier run {same})"
 
 
 def find_suite(suite: str | Path) -> Suite:

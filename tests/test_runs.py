@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from helpers import REPO
 from lobeval import runs
 from lobeval.errors import ConfigError, RecordError
 
@@ -222,12 +223,17 @@ def test_no_finished_run_says_what_to_run_first(tmp_path, make):
         runs.latest_run(tmp_path / "runs")
 
 
-def test_the_runs_folder_is_beside_notebooks_or_named_by_the_environment(tmp_path, monkeypatch):
+def test_the_runs_folder_is_at_the_checkouts_root_or_named_by_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv(runs.RUNS_VARIABLE, raising=False)
     (tmp_path / "notebooks").mkdir()
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)   # a folder named notebooks/ alone is no checkout: the installed package's is used
+    assert runs.runs_root() == REPO / "runs"
+    (tmp_path / "notebooks" / "01_generate.ipynb").write_text("{}")
     assert runs.runs_root() == tmp_path.resolve() / "runs"
     monkeypatch.chdir(tmp_path / "notebooks")       # where JupyterLab runs a notebook's kernel
+    assert runs.runs_root() == tmp_path.resolve() / "runs"
+    (tmp_path / "runs" / "r1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "runs" / "r1")     # where the chain runs a stage's kernel
     assert runs.runs_root() == tmp_path.resolve() / "runs"
     assert runs.run_folder("x") == tmp_path.resolve() / "runs" / "x"
     monkeypatch.setenv(runs.RUNS_VARIABLE, str(tmp_path / "elsewhere"))

@@ -33,7 +33,7 @@ import scrapbook
 from jupyter_client import AsyncKernelManager
 from traitlets.config import Config
 
-from lobeval import roles, runs
+from lobeval import checkout, roles, runs
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
                              check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
@@ -45,7 +45,6 @@ from lobeval.suite import Suite, load_suite
 from lobeval.targets import check_target
 from lobeval.vocabulary import AZURE_JUDGES, TURN_CRITERIA
 
-NOTEBOOKS = Path("notebooks")
 # Each stage, and the glue the next stages need from it with its type (its presence marks the stage as done).
 STAGES: dict[str, dict[str, type]] = {
     "01_generate": {"dataset_path": str},
@@ -61,7 +60,7 @@ OPTIONAL_OPTIONS = {"batch": False, "max_turns": MAX_TURNS}
 resumes."""
 RECORDED_SINCE = ("suite_digest",)
 """What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
-SCENARIOS = Path("scenarios")
+SCENARIOS = "scenarios"
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
@@ -132,8 +131,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
     `min_rule`: how the gate reads a minimum (`compare.gate`); "point" here, so that a run of a few dozen
     conversations still fails a bot below its minimums."""
-    if not NOTEBOOKS.is_dir():
-        raise ConfigError(f"no {NOTEBOOKS}/ folder in {Path.cwd()}: run lobeval from the repository root")
+    notebooks_dir()
     if run_id is not None and imported_run(runs.run_folder(run_id)) is not None:
         return run_imported(runs.run_folder(run_id), judges=judges, gate=gate, max_error_rate=max_error_rate,
                             include_user_faults=include_user_faults, min_rule=min_rule,
@@ -276,14 +274,23 @@ def baseline_line(checks: list[dict[str, Any]], baseline: str | None) -> str:
     return f"baseline: run {baseline} (the last earlier run {same})"
 
 
+def notebooks_dir() -> Path:
+    """The stage notebooks: notebooks/ of the checkout (`checkout.root`)."""
+    found = checkout.root()
+    if found is None:
+        raise ConfigError(f"no stage notebooks ({checkout.MARKER} ...) in {Path.cwd()} or a folder above it, nor "
+                          f"beside the installed package: run lobeval inside its checkout")
+    return found / checkout.NOTEBOOKS
+
+
 def find_suite(suite: str | Path) -> Suite:
     """The suite; a folder without suite.json is named with the suites there are under scenarios/."""
     suite_dir = Path(suite).resolve()
     if (suite_dir / "suite.json").is_file():
         return load_suite(suite_dir)
-    there = sorted(path.parent.name for path in SCENARIOS.glob("*/suite.json"))
+    there = sorted(path.parent.name for path in ((checkout.root() or Path.cwd()) / SCENARIOS).glob("*/suite.json"))
     close = difflib.get_close_matches(suite_dir.name, there, n=1)
-    guess = f"did you mean {SCENARIOS / close[0]}? " if close else ""
+    guess = f"did you mean {SCENARIOS}/{close[0]}? " if close else ""
     listed = f"the suites under {SCENARIOS}/: {', '.join(there)}" if there else f"no suite under {SCENARIOS}/"
     raise ConfigError(f"--suite {suite}: no suite.json in {suite_dir}; {guess}{listed}")
 
@@ -528,7 +535,7 @@ def finished_glue(notebook: Path, needed: dict[str, type]) -> dict[str, Any] | N
 def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_values: list[str]) -> Path:
     """Execute one stage notebook into the run folder, then scrub the folder of `secret_values`;
     a failure names the kept notebook."""
-    source = NOTEBOOKS / f"{stage}.ipynb"
+    source = notebooks_dir() / f"{stage}.ipynb"
     declared = papermill.inspect_notebook(str(source))
     unknown = sorted(set(parameters) - set(declared))
     if unknown:

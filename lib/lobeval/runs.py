@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 from filelock import SoftFileLock, Timeout
 from pydantic import BaseModel
 
+from lobeval import checkout
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import SCHEMA_VERSION, STRICT, json_line, read_json, read_results, read_text, validated
 from lobeval.security import POLICY_FILE
@@ -82,13 +83,13 @@ def check_run_id(run_id: str) -> str:
 
 
 def runs_root() -> Path:
-    """The folder of the run folders: $LOBEVAL_RUNS when set, else runs/ beside notebooks/ (in the working
-    folder, or in its parent when that is notebooks/, where JupyterLab starts a notebook's kernel)."""
+    """The folder of the run folders: $LOBEVAL_RUNS when set, else runs/ at the root of the checkout
+    (`checkout.root`: from any folder inside it, notebooks/ where JupyterLab starts a notebook's kernel and a run
+    folder where the chain does), else runs/ in the working folder."""
     chosen = os.environ.get(RUNS_VARIABLE)
     if chosen:
         return Path(chosen).resolve()
-    here = Path.cwd()
-    return (here.parent / RUNS if here.name == "notebooks" else here / RUNS).resolve()
+    return ((checkout.root() or Path.cwd()) / RUNS).resolve()
 
 
 def run_folder(run_id: str) -> Path:

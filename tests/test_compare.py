@@ -213,6 +213,24 @@ def test_gate_bad_input(eight_flips, capsys):
                                 "--max-user-fault-rate or --max-breaches\n")
 
 
+def test_compare_and_gate_take_run_ids_and_name_what_is_missing(eight_flips, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path))
+    monkeypatch.chdir(tmp_path.parent)
+    assert main(["compare", "old", "new"]) == 0
+    assert capsys.readouterr().out.startswith(f"baseline  {tmp_path / 'old' / 'evaluation_results.json'}\n")
+    code, out, _ = gate(capsys, "--run", "new", "--baseline", "old")
+    assert code == 1 and "FAIL  no regression in Success: -0.667 " in out
+    code, _, err = gate(capsys, "--run", "runs/nope")   # named before "nothing to check"
+    assert (code, err) == (2, f"lobeval gate: error: --run runs/nope: the folder {tmp_path.parent / 'runs' / 'nope'} "
+                              f"does not exist\n")
+    code, _, err = gate(capsys, "--run", "new", "--baseline", "olde", "--min", "Success=0.5")
+    assert (code, err) == (2, f"lobeval gate: error: --baseline olde: no run olde under {tmp_path}; did you mean "
+                              f"old?\n")
+    assert main(["compare", "old", "nwe"]) == 2
+    assert capsys.readouterr().err == f"lobeval compare: error: candidate nwe: no run nwe under {tmp_path}; did you " \
+                                      f"mean new?\n"
+
+
 def test_two_identical_runs_size_nothing(tmp_path, capsys):
     run = trials_run(tmp_path, "same", {case: [1] for case in CASES[:6]} | {case: [0] for case in CASES[6:]})
     power = compare_runs(run, run)["noise"]["power"]

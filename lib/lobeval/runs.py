@@ -10,6 +10,7 @@ The run folders live in `runs_root()` ($LOBEVAL_RUNS, else runs/); a notebook ru
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import html
 import json
@@ -94,6 +95,21 @@ def runs_root() -> Path:
 
 def run_folder(run_id: str) -> Path:
     return runs_root() / check_run_id(run_id)
+
+
+def find_run(text: str, option: str) -> Path:
+    """A run named on the command line (`option`, for the message): its folder, or its id, the name of a folder under
+    `runs_root()`. A ConfigError names what is missing, and a close run id when there is one."""
+    if Path(text).is_dir():
+        return Path(text)
+    root = runs_root()
+    if _RUN_ID.fullmatch(text) and (root / text).is_dir():
+        return root / text
+    there = sorted(path.name for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
+    close = difflib.get_close_matches(Path(text).name, there, n=1)
+    searched = (f"no run {text} under {root}" if _RUN_ID.fullmatch(text)
+                else f"the folder {Path(text).resolve()} does not exist")
+    raise ConfigError(f"{option} {text}: {searched}" + (f"; did you mean {close[0]}?" if close else ""))
 
 
 def index_path() -> Path:

@@ -1,4 +1,4 @@
-"""`lobeval init`: a new suite from what a team already has (docs/cli.md#init).
+"""`lobeval init`: a new suite from what a team already has (docs/cli.md#a-new-suite-init).
 
 init_suite() reads as its steps: find where the suite and its data go and refuse a place already taken, read
 the tools (a tools list, an OpenAPI 3 document or an MCP server) and check them as a suite's tools.json, read

@@ -337,7 +337,8 @@ def test_a_damaged_config_is_bad_input_and_changes_nothing(tmp_path, monkeypatch
 
 
 def test_a_second_process_is_refused_a_run_the_first_holds(tmp_path):
-    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks").mkdir()   # a checkout: its runs/ is tmp_path's
+    (tmp_path / "notebooks" / "01_generate.ipynb").write_text("{}")
     run_dir = (tmp_path / "runs" / "x").resolve()
     with runs.owned(run_dir):
         second = subprocess.run([sys.executable, "-m", "lobeval", "run", "--suite", str(SAMPLE_SUITE), "--run-id", "x"],

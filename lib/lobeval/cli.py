@@ -526,8 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--conversations", required=True, nargs="+", metavar="FILE",
                     help="one or more conversation files (JSONL), joined; a (case, trial) pair twice is an error")
     ev.add_argument("--suite", type=suite_folder, metavar="DIR",
-                    help="the suite folder: ignored functions, optional effects, tool effects and schemas, labels.jsonl "
-                         "(default: none: the conversations alone)")
+                    help="the suite folder: ignored functions, optional effects, tool effects and schemas, "
+                         "labels.jsonl (default: none: the conversations alone)")
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
                     help="the model judges to run when a judge model is configured (default: per_turn, goal, "

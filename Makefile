@@ -10,12 +10,14 @@ SHELL := /bin/bash
 
 .PHONY: run test lock clean-venv
 
+# The install's commands are not echoed (pip's with their filter are noise); what they do is said instead.
 $(STAMP): requirements.txt pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -r requirements.txt $(QUIET_PIP)
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . $(QUIET_PIP)
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $(STAMP)
+	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "installing the pinned stack (requirements.txt) and lobeval into $(VENV): a few minutes, once"
+	@$(BIN)/python -m pip install --quiet -r requirements.txt $(QUIET_PIP)
+	@$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . $(QUIET_PIP)
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/lobeval run

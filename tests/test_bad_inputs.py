@@ -50,7 +50,8 @@ def make_world(root: Path) -> World:
     world.results.write_text(json.dumps(RESULTS, indent=1))
     make_run(root, "base")
     make_run(root, "cand")
-    (root / "notebooks").mkdir()
+    (root / "notebooks").mkdir()   # a checkout: its runs/ is root's
+    (root / "notebooks" / "01_generate.ipynb").write_text("{}")
     (root / "out").mkdir()
     return world
 

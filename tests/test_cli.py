@@ -1,12 +1,19 @@
 """The command line: usage mistakes and `lobeval run`'s pre-flight, each refused in one line with exit
-status 2 before anything runs or is written; help that says where to read on."""
+status 2 before anything runs or is written; help that says where to read on, every option with its default as
+docs/cli.md gives it; runs named by id; a fault of lobeval's own told apart from a verdict and from bad input."""
+import argparse
 import json
+import re
+import shlex
 
 import pytest
 
-from helpers import REPO, TEMPLATE, make_suite
+from pathlib import Path
+
+from helpers import REPO, SAMPLE_SUITE, TEMPLATE, make_suite
 from lobeval import cli
 from lobeval.cli import main
+from lobeval.errors import ConfigError
 
 MODEL_VARS = ["LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
               "LOBEVAL_EMBEDDING_MODEL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"]
@@ -61,7 +68,6 @@ def usage_error(capsys, argv: list[str]) -> str:
     (["run", "--target-timeout", "0"], "lobeval run: error: argument --target-timeout: must be more than 0, got 0"),
     (["run", "--max-error-rate", "5"],
      "lobeval run: error: argument --max-error-rate: must be at least 0 and at most 1, got 5"),
-    ([], "lobeval: error: the following arguments are required: COMMAND"),
 ])
 def test_bad_usage_exits_2_with_one_line_naming_a_close_option_or_command(capsys, argv, line):
     error = usage_error(capsys, argv)
@@ -89,7 +95,120 @@ def test_the_top_level_help_gives_the_exit_statuses_and_the_docs(capsys):
         main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "exit status: 0 done" in text and "1 a quality gate failed" in text and "2 bad input or usage" in text
+    assert "70 an internal error, a fault in lobeval itself" in text
     assert "docs/cli.md" in text and "docs/targets.md" in text
+
+
+def test_a_bare_lobeval_prints_the_help_and_exits_0_as_pip_does(capsys):
+    assert main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: lobeval [-h] COMMAND ...") and "exit status:" in out and err == ""
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    return next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction)).choices
+
+
+def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [action for action in parser._actions if not isinstance(action, argparse._HelpAction)]
+
+
+def has_default(action: argparse.Action) -> bool:
+    return action.default not in (None, False, [])
+
+
+DANGLING = {"is", "are", "the", "a", "an", "of", "and", "or", "its", "than"}
+
+
+def test_every_option_of_every_command_has_help_with_its_default():
+    for name, parser in command_parsers().items():
+        shown = " ".join(parser.format_help().split())
+        assert parser.description, f"lobeval {name} --help has no description"
+        for action in options(parser):
+            where = f"lobeval {name} {'/'.join(action.option_strings) or action.dest}"
+            assert action.help, f"{where}: no help"
+            assert action.help.rstrip(")").split()[-1].lower() not in DANGLING, f"{where}: cut off: {action.help}"
+            if action.option_strings and has_default(action):
+                assert f"(default: {action.default})" in shown, where
+            elif action.option_strings and not action.required and action.nargs != 0:
+                # no default of its own: the help says in words what happens without it
+                assert "default" in action.help or "required" in action.help, f"{where}: {action.help}"
+
+
+def test_a_help_text_once_cut_off_and_the_draft_description():
+    texts = {name: " ".join(parser.format_help().split()) for name, parser in command_parsers().items()}
+    assert ("--min-rule {point,interval} point: a --min fails when the value is below it; interval: only when the "
+            "metric's whole 95% interval lies below it (default: point)") in texts["run"]
+    assert "--cases-per-scenario N test cases drawn per scenario template (default: 3)" in texts["run"]
+    assert texts["draft"].split("options:")[0].endswith(
+        "Draft the scenario templates of a suite (its templates.json, or --out) from its suite.json, tools.json and "
+        "business data: for every write function, scenarios whose expected calls take their values from the data, a "
+        "variant where the user leaves out a required value, and a request no function serves; with a judge model "
+        "configured, the model's proposals too. Every draft is proven before it is written (generate's checks, the "
+        "lint, a replay of its expected calls on --target); each rejected one is printed with its reason, then what "
+        "the drafts cover. Exit 1 when no draft passed. See docs/cli.md#a-suite-for-your-own-bot. ")
+
+
+def heading_anchors(doc) -> set[str]:
+    """GitHub's anchors of a markdown file's headings: lower case, punctuation but '-' and '_' dropped, spaces '-'."""
+    headings = re.findall(r"^#+ (.+)$", doc.read_text(encoding="utf-8"), re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+DOCS_LINK = re.compile(r"docs/(\w+\.md)(?:#([\w-]+))?")
+
+
+def test_every_docs_link_lobeval_prints_names_a_file_and_heading_that_exist():
+    texts = [cli.build_parser().format_help(), *(parser.format_help() for parser in command_parsers().values())]
+    texts += [path.read_text(encoding="utf-8") for path in (REPO / "lib" / "lobeval").rglob("*.py")]
+    links = {match.groups() for text in texts for match in DOCS_LINK.finditer(text)}
+    assert ("cli.md", "a-new-suite-init") in links and ("metrics.md", "security") in links
+    for name, anchor in sorted(links, key=str):
+        doc = REPO / "docs" / name
+        assert doc.is_file(), f"docs/{name}"
+        assert anchor is None or anchor in heading_anchors(doc), f"docs/{name}#{anchor}: no such heading"
+
+
+def documented_usage() -> dict[str, tuple[set[str], dict[str, str]]]:
+    """Per command, the options docs/cli.md's code blocks name on its lines (usage and examples, with their
+    continuation lines) and the defaults its `defaults:` lines give."""
+    found: dict[str, tuple[set[str], dict[str, str]]] = {}
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    for block in re.findall(r"^```\n(.*?)^```", text, re.M | re.S):
+        command, in_defaults = None, False
+        for line in block.splitlines():
+            start = re.match(r"lobeval ([a-z]+)", line)
+            if start:
+                command, in_defaults = start.group(1), False
+                found.setdefault(command, (set(), {}))
+            elif command is None or not line.startswith(" "):
+                command = None
+                continue
+            if line.strip().startswith("defaults:"):
+                in_defaults = True
+            named, defaults = found[command]
+            if in_defaults:
+                for option, value in re.findall(r'(--[a-z-]+) ("[^"]*"|[^,\s]+)', line):
+                    defaults[option] = shlex.split(value)[0]
+            else:
+                named.update(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line.split("#")[0]))
+    return found
+
+
+def test_docs_cli_md_names_every_option_of_every_command_with_its_default():
+    documented = documented_usage()
+    for name, parser in command_parsers().items():
+        assert name in documented, f"docs/cli.md has no usage line of lobeval {name}"
+        named, defaults = documented[name]
+        actual = {action.option_strings[0]: action for action in options(parser) if action.option_strings}
+        assert named == set(actual), f"lobeval {name}: docs/cli.md names {sorted(named)}, --help {sorted(actual)}"
+        with_default = {option: action.default for option, action in actual.items() if has_default(action)}
+        assert set(defaults) == set(with_default), f"lobeval {name}: the defaults docs/cli.md gives"
+        for option, value in with_default.items():
+            same = (float(defaults[option]) == value if isinstance(value, (int, float))
+                    else defaults[option] == value)
+            assert same, f"lobeval {name} {option}: docs/cli.md says {defaults[option]}, --help {value}"
 
 
 # --- lobeval run: the pre-flight ----------------------------------------------------------
@@ -142,6 +261,120 @@ def test_a_preflight_mistake_leaves_an_earlier_run_as_it_was(runs_dir, no_stage,
     assert main(["run", "--run-id", "x", "--min", "Reliabilty=0.9"]) == 2
     assert "did you mean Reliability?" in one_error_line(capsys)
     assert sorted(path.name for path in runs_dir.rglob("*")) == ["config.json", "x"]
+
+
+def test_the_estimate_refuses_what_run_refuses_and_needs_only_a_model_name(runs_dir, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for argv in (["run", "--user", "llm", "--estimate"], ["estimate", "--user", "llm"], ["run", "--user", "llm"]):
+        assert main(argv) == 2
+        assert one_error_line(capsys) == (f"lobeval {argv[0]}: error: --user llm needs a model: set LOBEVAL_USER_MODEL "
+                                          f"or LOBEVAL_MODEL, and OPENAI_API_KEY (or the AZURE_OPENAI_* variables); see "
+                                          f"docs/models.md")
+    assert main(["run", "--judges", "goal", "--estimate"]) == 2
+    assert "--judges goal needs a judge model" in one_error_line(capsys)
+    monkeypatch.setenv("LOBEVAL_MODEL", "gpt-4o-mini")   # no key: the estimate sends nothing
+    assert main(["run", "--user", "llm", "--estimate", "--cases-per-scenario", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "  user: gpt-4o-mini at USD 0.15 prompt, 0.6 completion per 1M tokens\n" in out
+    assert "every role runs offline" not in out
+    monkeypatch.setenv("LOBEVAL_USER_MODEL", "my-local-model")
+    assert main(["estimate", "--user", "llm", "--cases-per-scenario", "1"]) == 0
+    assert ("  user: my-local-model, no price known: its cost is unknown (give it in LOBEVAL_PRICES; docs/models.md)\n"
+            in capsys.readouterr().out)
+    assert not runs_dir.exists()
+
+
+def test_lobeval_run_works_from_any_folder_of_the_checkout_and_from_outside_it(runs_dir, tmp_path, monkeypatch,
+                                                                                capsys):
+    from lobeval import checkout, pipeline
+
+    started = []
+
+    def first_stage(stage, run_dir, parameters, secret_values):
+        started.append((stage, (pipeline.notebooks_dir() / f"{stage}.ipynb").is_file(), parameters["suite"]))
+        raise ConfigError("stopped at the first stage")
+
+    monkeypatch.setattr("lobeval.pipeline.execute_stage", first_stage)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    for folder in (REPO / "docs", REPO / "notebooks", outside):
+        monkeypatch.chdir(folder)
+        assert checkout.root() == REPO
+        assert main(["run", "--run-id", folder.name]) == 2
+        assert one_error_line(capsys) == "lobeval run: error: stopped at the first stage"
+    assert started == [("01_generate", True, str(SAMPLE_SUITE))] * 3
+    monkeypatch.delenv("LOBEVAL_RUNS")
+    monkeypatch.chdir(outside)
+    from lobeval.runs import runs_root
+
+    assert runs_root() == REPO / "runs"
+
+
+def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-NEVER-WRITTEN-123456")
+
+    def crash(stage, *args, **kwargs):
+        raise KeyError("sk-test-NEVER-WRITTEN-123456")
+
+    monkeypatch.setattr("lobeval.pipeline.execute_stage", crash)
+    assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == cli.INTERNAL_ERROR == 70
+    line = one_error_line(capsys)
+    written = re.search(r"the traceback is in (\S+): ", line).group(1)
+    assert line == ("lobeval run: internal error, a fault in lobeval and not in your input or your bot (KeyError: "
+                    f"'***'); the traceback is in {written}: please report it, with that file, to lobeval's maintainers "
+                    "(the issues of the repository you got lobeval from); the run resumes with the same --run-id")
+    trace = Path(written).read_text()
+    assert trace.startswith("lobeval run --run-id x --cases-per-scenario 1\nlobeval ")
+    assert "in crash\n" in trace and "KeyError: '***'" in trace and "NEVER-WRITTEN" not in trace
+    Path(written).unlink()
+    # resumable: the configuration stays, the lock is released, the same id goes on
+    assert sorted(path.name for path in (runs_dir / "x").iterdir()) == ["config.json"]
+    monkeypatch.setattr("lobeval.pipeline.execute_stage", lambda *args: (_ for _ in ()).throw(ConfigError("again")))
+    assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == 2
+    assert one_error_line(capsys) == "lobeval run: error: again"
+
+
+def test_a_run_says_which_run_it_was_compared_with_or_that_there_was_none():
+    from lobeval.pipeline import baseline_line
+
+    compared = [{"check": "Success >= 0.8", "passed": True, "reason": ""},
+                {"check": "no regression in Success", "passed": True, "reason": ""}]
+    same = "of this suite against this target with the same simulated user and attacks"
+    assert baseline_line(compared, "r1") == f"baseline: run r1 (the last earlier run {same})"
+    assert baseline_line(compared[:1], "r1") == "baseline: run r1, not compared: the two runs share no scored conversation"
+    assert baseline_line(compared[:1], None) == f"baseline: none (no earlier run {same})"
+
+
+# --- no noise on a normal run -------------------------------------------------------------------------
+
+def test_a_stage_kernel_is_shut_down_without_an_interrupt():
+    """jupyter_client sends SIGINT before a shutdown request; landing in papermill's last request, ipykernel logs
+    `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error."""
+    import asyncio
+
+    from lobeval.pipeline import QUIET_KERNEL, FinishedKernelManager
+
+    manager, sent = FinishedKernelManager(), []
+
+    async def signal_kernel(signum):
+        sent.append(signum)
+
+    manager._async_signal_kernel = signal_kernel
+    manager.shutting_down = True
+    asyncio.run(manager._async_interrupt_kernel())
+    assert sent == []
+    manager.shutting_down = False   # an interrupt asked for otherwise is jupyter_client's as ever
+    with pytest.raises(RuntimeError, match="No kernel is running"):
+        asyncio.run(manager._async_interrupt_kernel())
+    assert QUIET_KERNEL["kernel_manager_class"] is FinishedKernelManager
+    assert QUIET_KERNEL["config"]["KernelManager"]["transport"] == "ipc"   # no "running over TCP" warning
+
+
+def test_make_echoes_no_pip_command():
+    recipes = [line for line in (REPO / "Makefile").read_text().splitlines() if line.startswith("\t")]
+    installs = [line for line in recipes if "pip install" in line and "/tmp/lobeval-lock" not in line]
+    assert len(installs) == 2 and all(line.startswith("\t@") for line in installs)
+    assert "\t$(BIN)/lobeval run" in recipes   # what make runs for `make run` is still shown
 
 
 @pytest.mark.slow
@@ -262,7 +495,7 @@ def test_calibrate_a_run_counts_only_the_labels_on_its_judge_model(tmp_path, cap
     (["calibrate"], "give --suite, --labels, or --run"),
     (["calibrate", "--suite", "no/such/suite"], "--suite no/such/suite: not a folder"),
     (["calibrate", "--labels", "no/such/labels.jsonl"], "no/such/labels.jsonl"),
-    (["calibrate", "--run", "no/such/run"], "no/such/run/evaluation_results.json"),
+    (["calibrate", "--run", "no/such/run"], "--run no/such/run: the folder "),
 ])
 def test_calibrate_refuses_what_it_cannot_read(capsys, argv, named):
     assert main(argv) == 2

@@ -213,6 +213,41 @@ def test_gate_bad_input(eight_flips, capsys):
                                 "--max-user-fault-rate or --max-breaches\n")
 
 
+def test_compare_and_gate_take_run_ids_and_name_what_is_missing(eight_flips, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path))
+    monkeypatch.chdir(tmp_path.parent)
+    assert main(["compare", "old", "new"]) == 0
+    assert capsys.readouterr().out.startswith(f"baseline  {tmp_path / 'old' / 'evaluation_results.json'}\n")
+    code, out, _ = gate(capsys, "--run", "new", "--baseline", "old")
+    assert code == 1 and "FAIL  no regression in Success: -0.667 " in out
+    code, _, err = gate(capsys, "--run", "runs/nope")   # named before "nothing to check"
+    assert (code, err) == (2, f"lobeval gate: error: --run runs/nope: the folder {tmp_path.parent / 'runs' / 'nope'} "
+                              f"does not exist\n")
+    code, _, err = gate(capsys, "--run", "new", "--baseline", "olde", "--min", "Success=0.5")
+    assert (code, err) == (2, f"lobeval gate: error: --baseline olde: no run olde under {tmp_path}; did you mean "
+                              f"old?\n")
+    assert main(["compare", "old", "nwe"]) == 2
+    assert capsys.readouterr().err == f"lobeval compare: error: candidate nwe: no run nwe under {tmp_path}; did you " \
+                                      f"mean new?\n"
+
+
+def test_two_identical_runs_size_nothing(tmp_path, capsys):
+    run = trials_run(tmp_path, "same", {case: [1] for case in CASES[:6]} | {case: [0] for case in CASES[6:]})
+    power = compare_runs(run, run)["noise"]["power"]
+    assert (power["sd"], power["difference"], power["minimum_detectable"], power["cases_needed"]) == (0, 0, None, None)
+    assert main(["compare", str(run), str(run)]) == 0
+    out = capsys.readouterr().out
+    assert ("nothing can be sized from these runs: the two runs agree on Success in every one of the 12 shared cases, "
+            "so they show no noise to size a comparison on; run both with --trials 3 or more and compare again\n") in out
+    assert "to detect" not in out and "minimum detectable" not in out
+    # every case failing now that passed before: no variance either
+    passing = trials_run(tmp_path, "passing", {case: [1] for case in CASES[:6]})
+    failing = trials_run(tmp_path, "failing", {case: [0] for case in CASES[:6]})
+    assert main(["compare", str(passing), str(failing)]) == 0
+    assert "nothing can be sized from these runs: Success differs by the same -1.000 in every one of the 6 shared " \
+           "cases" in capsys.readouterr().out
+
+
 def judged_run(tmp_path, judged, errored):
     """39 scored conversations; `judged` of them have a final score (1.0), `errored` had judge errors."""
     rows = [row(f"c{i:02d}", judge=1.0 if i < judged else None) for i in range(39)]

@@ -461,8 +461,16 @@ def bad_database(folder: Path) -> Path:
                              "OperationalError: unable to open database file"),
     ("not a database", "--data sqlite:///{api}: cannot read the database: DatabaseError: file is not "
                        "a database"),
-    ("no driver", "--data nosuchdb://db.example/shop: no driver for 'nosuchdb' is installed (pip install it)"),
-    ("driver not installed", "--data oracle://db.example/shop: no driver for 'oracle' is installed (pip install it)"),
+    ("no driver", "--data nosuchdb://db.example/shop: SQLAlchemy knows no database 'nosuchdb': its own are mssql, "
+                  "mysql, mariadb, oracle, postgresql and sqlite; another comes in a package of its own (a dialect for "
+                  "SQLAlchemy)"),
+    ("driver not installed", "--data oracle://db.example/shop: no driver for 'oracle' is installed: pip install "
+                             "oracledb (the module oracledb, the driver SQLAlchemy uses for it; another driver is "
+                             "named in the URL as dialect+driver://)"),
+    ("postgresql driver not installed",
+     "--data postgresql://db.example/shop: no driver for 'postgresql' is installed: pip install \"psycopg[binary]\" "
+     "(the module psycopg, the driver SQLAlchemy uses for it; another driver is named in the URL as "
+     "dialect+driver://)"),
     ("no records", "--data sqlite:///{source}/empty.db: no table holds a record: a suite needs business data"),
     ("bad URL", "--data: not a database URL (dialect+driver://user:password@host:port/database)"),
     ("one CSV file", "--data {source}/orders.csv: give the folder that holds the CSV files (one per table)"),
@@ -493,6 +501,8 @@ def test_bad_input_exits_2_naming_the_source_and_writes_nothing(library, tmp_pat
         data = "nosuchdb://ana:s3cret@db.example/shop"
     elif case == "driver not installed":
         data = "oracle://ana:s3cret@db.example/shop"
+    elif case == "postgresql driver not installed":
+        data = "postgresql://ana:s3cret@db.example/shop"
     elif case == "no records":
         data = str(source / "empty.db")
         sqlite3.connect(data).executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);").close()

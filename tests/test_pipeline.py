@@ -23,8 +23,8 @@ def test_generate_notebook_by_hand_writes_the_dataset_into_runs_dev_and_glues_it
     monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
     executed = tmp_path / "01_generate.ipynb"
     papermill.execute_notebook(str(REPO / "notebooks" / "01_generate.ipynb"), str(executed),
-                               parameters={"cases_per_scenario": 2, "seed": 3}, kernel_name="python3",
-                               cwd=str(REPO / "notebooks"), progress_bar=False)
+                               parameters={"cases_per_scenario": 2, "seed": 3}, cwd=str(REPO / "notebooks"),
+                               **pipeline.QUIET_KERNEL)
     scraps = scrapbook.read_notebook(str(executed)).scraps
     out = tmp_path / "runs" / "dev" / "dataset.jsonl"
     cases = read_jsonl(out)
@@ -47,8 +47,8 @@ def by_hand(stage: str, runs_dir, executed) -> None:
         patch.setenv("LOBEVAL_RUNS", str(runs_dir))
         for name in MODEL_VARS:
             patch.delenv(name, raising=False)
-        papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed), kernel_name="python3",
-                                   cwd=str(REPO / "notebooks"), progress_bar=False)
+        papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed),
+                                   cwd=str(REPO / "notebooks"), **pipeline.QUIET_KERNEL)
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +97,24 @@ def test_evaluate_by_hand_scores_the_latest_run_and_writes_beside_it(latest, tmp
     # 13 conversations; in one the sample bot's deliberate weakness writes a due date a day early
     assert results["metrics"]["Success"] == pytest.approx(12 / 13)
     assert files(latest) == before
+
+
+def test_error_analysis_by_hand_writes_into_by_hand_and_leaves_the_run_as_it_was(tmp_path):
+    run_dir = tmp_path / "runs" / "r2"
+    dataset, conversations = run_dir / "dataset.jsonl", run_dir / "conversations.jsonl"
+    with pytest.MonkeyPatch.context() as patch:
+        for name in MODEL_VARS:
+            patch.delenv(name, raising=False)
+        assert main(["generate", "--suite", str(SAMPLE_SUITE), "--cases-per-scenario", "1", "--out", str(dataset)]) == 0
+        assert main(["simulate", "--dataset", str(dataset), "--out", str(conversations)]) == 0
+        assert main(["evaluate", "--dataset", str(dataset), "--conversations", str(conversations),
+                     "--suite", str(SAMPLE_SUITE), "--out", str(run_dir / "evaluation_results.json")]) == 0
+    (run_dir / "config.json").write_text(json.dumps({"run_id": "r2", "suite_name": "support_tickets"}))
+    before = files(run_dir)
+    by_hand("04_error_analysis", run_dir.parent, tmp_path / "04.ipynb")
+    assert files(run_dir) == before
+    assert sorted(path.name for path in (run_dir / "by-hand").iterdir()) == [
+        "evaluation_results.labelled.json", "evaluation_rows.labelled.jsonl"]
 
 
 def test_a_notebook_by_hand_with_no_finished_run_says_what_to_run_first(tmp_path):
@@ -319,7 +337,8 @@ def test_a_damaged_config_is_bad_input_and_changes_nothing(tmp_path, monkeypatch
 
 
 def test_a_second_process_is_refused_a_run_the_first_holds(tmp_path):
-    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks").mkdir()   # a checkout: its runs/ is tmp_path's
+    (tmp_path / "notebooks" / "01_generate.ipynb").write_text("{}")
     run_dir = (tmp_path / "runs" / "x").resolve()
     with runs.owned(run_dir):
         second = subprocess.run([sys.executable, "-m", "lobeval", "run", "--suite", str(SAMPLE_SUITE), "--run-id", "x"],

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from helpers import REPO
 from lobeval import runs
 from lobeval.errors import ConfigError, RecordError
 
@@ -55,6 +56,34 @@ def test_the_earlier_runs_of_a_suite_are_those_of_its_name_and_content(tmp_path)
                             ({"run_id": "d", "suite_name": "t", "suite_digest": digest}, []),
                             ({"run_id": "d", "suite_name": "s"}, ["c"])):
         assert [e["run_id"] for e in runs.earlier_runs(index, config)[0]] == earlier
+
+
+def test_the_earlier_runs_of_a_run_are_those_against_the_same_target_user_and_attacks(tmp_path, caplog):
+    index = tmp_path / "index.jsonl"
+    plain = {"suite_name": "s", "target": "bots:Good", "user": "scripted", "attacks": None}
+    for run_id, config in (("good", plain), ("unsafe", {**plain, "target": "bots:Unsafe"}),
+                           ("attacked", {**plain, "attacks": "only"}), ("modelled", {**plain, "user": "llm"}),
+                           ("as manager", {**plain, "attacks": "only", "attack_roles": ["manager"]})):
+        runs.add_to_index(index, {"run_id": run_id, **config}, tmp_path / run_id, {}, {})
+    assert runs.read_index(index)[0][0]["kind"] == {"target": "bots:Good", "user": "scripted", "attacks": None,
+                                                     "attack_roles": None}
+    for config, earlier in ((plain, ["good"]), ({**plain, "target": "bots:Unsafe"}, ["unsafe"]),
+                            ({**plain, "target": "bots:Unsafe", "attacks": "only"}, []),
+                            ({**plain, "attacks": "only"}, ["attacked"]), ({**plain, "user": "llm"}, ["modelled"])):
+        assert [e["run_id"] for e in runs.earlier_runs(index, {"run_id": "new", **config})[0]] == earlier
+
+    # a line written before the index recorded the kind: told by the run's config.json, skipped when it cannot be
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text(json.dumps({"run_id": "old", **plain}))
+    with index.open("a") as handle:
+        for run_id in ("old", "gone"):
+            handle.write(json.dumps({"run_id": run_id, "suite_name": "s", "run_dir": str(tmp_path / run_id)}) + "\n")
+    earlier, skipped = runs.earlier_runs(index, {"run_id": "new", **plain})
+    assert [e["run_id"] for e in earlier] == ["good", "old"]
+    assert skipped == [f"skipped earlier run gone: its target cannot be told: {tmp_path / 'gone' / 'config.json'}: "
+                       f"file: not found"]
+    assert [record.getMessage() for record in caplog.records] == skipped
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -194,12 +223,17 @@ def test_no_finished_run_says_what_to_run_first(tmp_path, make):
         runs.latest_run(tmp_path / "runs")
 
 
-def test_the_runs_folder_is_beside_notebooks_or_named_by_the_environment(tmp_path, monkeypatch):
+def test_the_runs_folder_is_at_the_checkouts_root_or_named_by_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv(runs.RUNS_VARIABLE, raising=False)
     (tmp_path / "notebooks").mkdir()
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)   # a folder named notebooks/ alone is no checkout: the installed package's is used
+    assert runs.runs_root() == REPO / "runs"
+    (tmp_path / "notebooks" / "01_generate.ipynb").write_text("{}")
     assert runs.runs_root() == tmp_path.resolve() / "runs"
     monkeypatch.chdir(tmp_path / "notebooks")       # where JupyterLab runs a notebook's kernel
+    assert runs.runs_root() == tmp_path.resolve() / "runs"
+    (tmp_path / "runs" / "r1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "runs" / "r1")     # where the chain runs a stage's kernel
     assert runs.runs_root() == tmp_path.resolve() / "runs"
     assert runs.run_folder("x") == tmp_path.resolve() / "runs" / "x"
     monkeypatch.setenv(runs.RUNS_VARIABLE, str(tmp_path / "elsewhere"))

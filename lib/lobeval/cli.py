@@ -1,18 +1,26 @@
-"""The `lobeval` command. Exit status: 0 done, 1 a quality gate failed (gate, run), 2 bad input or usage."""
+"""The `lobeval` command. Exit status: 0 done, 1 a quality gate failed (gate, run), 2 bad input or usage, 70 a fault
+in lobeval itself."""
 from __future__ import annotations
 
 import argparse
 import difflib
 import getpass
 import math
+import platform
 import re
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
+from lobeval import checkout
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.roles import DEFAULT_TARGET, USER_KINDS
+from lobeval.runs import find_run, scrub, secrets
 from lobeval.users import STOP_PHRASE
 
 
@@ -164,15 +172,17 @@ def _run(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from lobeval.compare import compare_runs, format_comparison
 
-    print(format_comparison(compare_runs(args.baseline, args.candidate, target_difference=args.target_difference)))
+    baseline, candidate = find_run(args.baseline, "baseline"), find_run(args.candidate, "candidate")
+    print(format_comparison(compare_runs(baseline, candidate, target_difference=args.target_difference)))
     return 0
 
 
 def _gate(args: argparse.Namespace) -> int:
     from lobeval.compare import format_gate, gate, parse_minimum
 
+    run, baseline = find_run(args.run, "--run"), args.baseline and find_run(args.baseline, "--baseline")
     minimums = dict(parse_minimum(text) for text in args.min or [])
-    checks = gate(args.run, minimums=minimums, baseline=args.baseline, max_error_rate=args.max_error_rate,
+    checks = gate(run, minimums=minimums, baseline=baseline or None, max_error_rate=args.max_error_rate,
                   min_judge_coverage=args.min_judge_coverage, min_rule=args.min_rule,
                   max_user_fault_rate=args.max_user_fault_rate, max_breaches=args.max_breaches)
     print(format_gate(checks))
@@ -183,10 +193,12 @@ DESCRIPTION = """lobeval tells whether a line-of-business chatbot can be trusted
 scenario templates and business data, lets a simulated user talk to the bot, scores the function calls
 the bot made against those it should have made, and reports. `lobeval run` does it all."""
 EPILOG = """exit status:
-  0  done (for run and gate: the quality gate passed)
-  1  a quality gate failed (run, gate)
-  2  bad input or usage: one line on standard error names the file, the record and the field, or the
-     option; nothing is written
+   0  done (for run and gate: the quality gate passed)
+   1  a quality gate failed (run, gate)
+   2  bad input or usage: one line on standard error names the file, the record and the field, or the
+      option; nothing is written
+  70  an internal error, a fault in lobeval itself: one line says so, where its traceback was written
+      and where to report it; a run stays resumable
 
 Every command has --help. The reference: docs/cli.md (commands and options), docs/targets.md
 (connecting a bot), docs/formats.md (suites and files), docs/models.md (models, judges, budget),
@@ -222,7 +234,7 @@ def _import(args: argparse.Namespace) -> int:
 def _agreement(args: argparse.Namespace) -> int:
     from lobeval.agreement import format_agreement, run_agreement
 
-    print(format_agreement(run_agreement(args.run_dir)))
+    print(format_agreement(run_agreement(find_run(args.run_dir, "RUN"))))
     return 0
 
 
@@ -263,7 +275,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     from lobeval.records import read_labels, read_results
     from lobeval.runs import RESULTS_FILE
 
-    scored_with = (read_results(Path(args.run) / RESULTS_FILE, rows=False).get("config") or {}) if args.run else {}
+    run = find_run(args.run, "--run") if args.run else None
+    scored_with = (read_results(run / RESULTS_FILE, rows=False).get("config") or {}) if run else {}
     if args.labels:
         path = Path(args.labels)
     elif args.suite:
@@ -335,7 +348,7 @@ class Parser(argparse.ArgumentParser):
     which names a close option or command for an unknown one."""
 
     def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, allow_abbrev=False, **kwargs)
+        super().__init__(*args, allow_abbrev=False, **{"formatter_class": HelpFormatter, **kwargs})
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
@@ -427,6 +440,12 @@ def names(text: str) -> list[str]:
     return found
 
 
+def suite_folder(text: str) -> str:
+    """An argparse type: a suite folder, from the working folder or else from the checkout's root (`lobeval run`
+    from any folder of the checkout finds scenarios/support_tickets)."""
+    return checkout.in_checkout(text)
+
+
 COUNT = whole(1)
 SHARE = number(0, 1)
 SECONDS = number(0, above=True)
@@ -435,56 +454,80 @@ SECONDS = number(0, above=True)
 def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-timeout", type=SECONDS, default=60.0, metavar="SECONDS",
                         help="a target call that takes longer ends the conversation as target_unavailable, a "
-                             "machinery error (default 60)")
+                             "machinery error")
     parser.add_argument("--retry-errors", action="store_true",
                         help="on resume, run again the conversations that ended in a machinery error "
                              "(llm_error, target_unavailable, budget_spent)")
 
 
 TARGET_HELP = "module:attr (a Python class or factory) or http(s)://host/base; see docs/targets.md"
-USER_HELP = "scripted (offline, the default) or llm (a model plays the user; docs/models.md)"
+USER_HELP = "scripted (offline) or llm (a model plays the user; docs/models.md)"
+SAMPLE_SUITE = "scenarios/support_tickets"
+SUITE_HELP = "the suite folder, from the working folder or else from the checkout's root (docs/formats.md)"
+CASES_HELP = "test cases drawn per scenario template"
+SEED_HELP = "the seed the cases are drawn with: the same suite, seed and count give the same cases"
+CONCURRENCY_HELP = "conversations at a time"
+RUN_HELP = "a run: its id (a folder under runs/, or $LOBEVAL_RUNS) or its folder"
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """After each option's help its default, `(default: 3)`, unless it has none of its own (None: the help says in
+    words what happens without it; a flag: off)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default == []:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _command(commands: Any, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+    """A command whose --help starts with `description`, else with its one-line `help` as a sentence."""
+    return commands.add_parser(name, help=help, description=description or f"{help[0].upper()}{help[1:]}.")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="lobeval", description=DESCRIPTION, epilog=EPILOG,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    gen = commands.add_parser("generate", help="fill scenario templates with business data into a dataset")
-    gen.add_argument("--suite", required=True, help="the suite folder, e.g. scenarios/support_tickets "
-                                                    "(docs/formats.md)")
-    gen.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
-    gen.add_argument("--seed", type=int, default=42, metavar="S")
+    gen = _command(commands, "generate", help="fill scenario templates with business data into a dataset")
+    gen.add_argument("--suite", type=suite_folder, metavar="DIR", required=True,
+                     help="the suite folder, e.g. scenarios/support_tickets (docs/formats.md)")
+    gen.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N", help=CASES_HELP)
+    gen.add_argument("--seed", type=int, default=42, metavar="S", help=SEED_HELP)
     gen.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
                      help="add attack cases from the suite's policy.json, N per category (alone with: --attacks "
-                          "only); docs/metrics.md#security")
+                          "only; default: none); docs/metrics.md#security")
     _attack_roles_option(gen)
     gen.add_argument("--out", required=True, help="the dataset file to write (JSONL)")
     gen.set_defaults(handler=_generate)
 
-    sim = commands.add_parser("simulate", help="let a simulated user talk to the target, one conversation per "
+    sim = _command(commands, "simulate", help="let a simulated user talk to the target, one conversation per "
                                                 "case and trial; resumes when --out exists")
-    sim.add_argument("--dataset", required=True)
-    sim.add_argument("--target", default=DEFAULT_TARGET, help=f"{TARGET_HELP} (default {DEFAULT_TARGET})")
+    sim.add_argument("--dataset", required=True, help="the test cases (JSONL), as generate writes them")
+    sim.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
     sim.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
     sim.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
-    sim.add_argument("--concurrency", type=COUNT, default=4, metavar="C")
-    sim.add_argument("--max-turns", type=COUNT, default=20, metavar="T", help="user messages at most")
-    sim.add_argument("--stop-phrase", type=words, default=STOP_PHRASE, metavar="TEXT")
-    sim.add_argument("--scenarios", type=words, metavar="A,B", help="only these scenarios")
-    sim.add_argument("--limit", type=COUNT, metavar="N", help="only the first N cases (a smoke run)")
-    sim.add_argument("--shard", metavar="I/N", help="only every N-th case, starting at the I-th")
+    sim.add_argument("--concurrency", type=COUNT, default=4, metavar="C", help=CONCURRENCY_HELP)
+    sim.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
+                     help="user messages at most before a conversation is cut off")
+    sim.add_argument("--stop-phrase", type=words, default=STOP_PHRASE, metavar="TEXT",
+                     help="what the simulated user says to end a conversation (case-insensitive)")
+    sim.add_argument("--scenarios", type=words, metavar="A,B", help="only these scenarios (default: all)")
+    sim.add_argument("--limit", type=COUNT, metavar="N", help="only the first N cases, for a smoke run (default: all)")
+    sim.add_argument("--shard", metavar="I/N", help="only every N-th case, starting at the I-th (default: all)")
     _target_options(sim)
     sim.add_argument("--out", required=True, help="conversations file (JSONL), appended to")
     sim.set_defaults(handler=_simulate)
 
-    ev = commands.add_parser("evaluate", help="score conversations against their cases; run the judges")
-    ev.add_argument("--dataset", help="the test cases (JSONL); may be left out when every conversation "
-                                      "carries its expected_function_calls")
+    ev = _command(commands, "evaluate", help="score conversations against their cases; run the judges")
+    ev.add_argument("--dataset", help="the test cases (JSONL) (default: none, when every conversation carries its "
+                                      "expected_function_calls)")
     ev.add_argument("--conversations", required=True, nargs="+", metavar="FILE",
                     help="one or more conversation files (JSONL), joined; a (case, trial) pair twice is an error")
-    ev.add_argument("--suite", help="the suite folder: ignored functions, optional effects, tool effects and "
-                                    "schemas, labels.jsonl")
+    ev.add_argument("--suite", type=suite_folder, metavar="DIR",
+                    help="the suite folder: ignored functions, optional effects, tool effects and schemas, "
+                         "labels.jsonl (default: none: the conversations alone)")
     ev.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
     ev.add_argument("--judges", nargs="?", const="all", metavar="A,B",
                     help="the model judges to run when a judge model is configured (default: per_turn, goal, "
@@ -499,27 +542,33 @@ def build_parser() -> argparse.ArgumentParser:
     _user_faults_option(ev)
     ev.set_defaults(handler=_evaluate)
 
-    lint = commands.add_parser("lint", help="find impossible or trivially passed test cases (exit 2 if any)")
-    lint.add_argument("--dataset", required=True)
-    lint.add_argument("--suite", help="check the expected calls against the suite's tools.json too")
-    lint.add_argument("--target", help="replay the expected calls on this target (needs its optional apply())")
+    lint = _command(commands, "lint", help="find impossible or trivially passed test cases (exit 2 if any)")
+    lint.add_argument("--dataset", required=True, help="the test cases (JSONL) to check")
+    lint.add_argument("--suite", type=suite_folder, metavar="DIR",
+                      help="check the expected calls against the suite's tools.json too (default: not)")
+    lint.add_argument("--target", help="replay the expected calls on this target, which needs its optional apply() "
+                                       "(default: not)")
     lint.set_defaults(handler=_lint)
 
-    chat = commands.add_parser("chat", help="talk to a target yourself")
-    chat.add_argument("--target", default=DEFAULT_TARGET, help=f"{TARGET_HELP} (default {DEFAULT_TARGET})")
+    chat = _command(commands, "chat", help="talk to a target yourself")
+    chat.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
     chat.add_argument("--debug", action="store_true", help="show every function call with arguments and result")
     chat.set_defaults(handler=_chat)
 
-    bench = commands.add_parser("bench", help="print speed figures: simulation against the fake endpoint, "
+    bench = _command(commands, "bench", help="print speed figures: simulation against the fake endpoint, "
                                               "or scoring synthetic conversations; or the claims check's precision "
                                               "and recall on labelled conversations")
-    bench.add_argument("what", choices=["simulate", "evaluate", "claims"])
+    bench.add_argument("what", choices=["simulate", "evaluate", "claims"],
+                       help="simulate: conversations against the fake model endpoint; evaluate: scoring synthetic "
+                            "conversations; claims: the claims check on labelled conversations")
     bench.add_argument("files", nargs="*", metavar="FILE",
                        help="claims: labelled JSONL files, taken together (docs/formats.md; default: the project's own "
                             "labelled set)")
     bench.add_argument("--conversations", type=COUNT, help="default: 200 to simulate; 10000 and then 100000 to evaluate")
-    bench.add_argument("--concurrency", type=COUNT, default=32)
-    bench.add_argument("--latency", type=number(0), default=0.1, help="seconds per model completion")
+    bench.add_argument("--concurrency", type=COUNT, default=32, metavar="C",
+                       help="simulate: conversations at a time; claims --judge: requests at a time")
+    bench.add_argument("--latency", type=number(0), default=0.1, metavar="SECONDS",
+                       help="simulate: seconds the fake endpoint takes per model completion")
     bench.add_argument("--repeat", type=COUNT, default=1, metavar="R", help="evaluate: runs per size, for the spread")
     bench.add_argument("--judge", action="store_true", help="claims: also ask the claims judge on the judge model "
                                                             "(LOBEVAL_JUDGE_MODEL or LOBEVAL_MODEL; docs/models.md) "
@@ -528,24 +577,24 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "as when a Foundry project is configured (logging nothing)")
     bench.set_defaults(handler=_bench)
 
-    run = commands.add_parser(
-        "run", help="run the five stage notebooks into runs/<run_id>/, write the report and print the quality "
-                    "gate's verdict: exit 1 when the gate fails; the same --run-id again resumes",
+    run = _command(
+        commands, "run", help="run the five stage notebooks into runs/<run_id>/, write the report and print the "
+                              "quality gate's verdict: exit 1 when the gate fails; the same --run-id again resumes",
         description="Run the five stage notebooks into runs/<run_id>/ (or $LOBEVAL_RUNS/<run_id>/), write "
                     "report.html and print the quality gate's checks; exit 1 when the gate fails. Before stage 01 "
                     "the suite, the target, the --min metrics and the models the options need are checked: a "
                     "mistake exits 2 and writes nothing. The same --run-id again resumes. See docs/cli.md.")
-    run.add_argument("--suite", default="scenarios/support_tickets",
-                     help="the suite folder (default scenarios/support_tickets; docs/formats.md)")
-    run.add_argument("--run-id", help="default: the time and the suite's name")
-    run.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
-    run.add_argument("--seed", type=int, default=42, metavar="S")
+    run.add_argument("--suite", type=suite_folder, default=SAMPLE_SUITE, metavar="DIR", help=SUITE_HELP)
+    run.add_argument("--run-id", metavar="ID", help="the run folder's name under runs/; an existing run resumes "
+                                                    "(default: the time and the suite's name)")
+    run.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N", help=CASES_HELP)
+    run.add_argument("--seed", type=int, default=42, metavar="S", help=SEED_HELP)
     run.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
     run.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
     run.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
-    run.add_argument("--concurrency", type=COUNT, default=4, metavar="C")
+    run.add_argument("--concurrency", type=COUNT, default=4, metavar="C", help=CONCURRENCY_HELP)
     run.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
-                     help="user messages at most before a conversation is cut off (default 20)")
+                     help="user messages at most before a conversation is cut off")
     run.add_argument("--judges", metavar="A,B", help="the judges to run when a judge model is configured "
                                                      "(default: per_turn, goal, user_review, commitments, claims; all "
                                                      "adds the Azure evaluators; none switches them off); naming "
@@ -555,17 +604,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "the metrics: docs/metrics.md")
     _target_options(run)
     run.add_argument("--max-error-rate", type=SHARE, default=0.05, metavar="R",
-                     help="the gate fails when more than this share of conversations failed in the machinery "
-                          "(default 0.05)")
+                     help="the gate fails when more than this share of conversations failed in the machinery")
     run.add_argument("--max-user-fault-rate", type=SHARE, default=0.2, metavar="R",
                      help="the gate fails when the simulated user spoiled more than this share of the scored "
-                          "conversations (default 0.2)")
+                          "conversations")
     run.add_argument("--min-rule", choices=("point", "interval"), default="point",
-                     help="point (default): a --min fails when the value is below it; interval: only when the "
-                          "metric's whole 95%% interval is")
+                     help="point: a --min fails when the value is below it; interval: only when the metric's whole "
+                          "95%% interval lies below it")
     run.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
-                     help="play attack cases from the suite's policy.json too (alone with: --attacks only); a "
-                          "breach fails the gate (docs/metrics.md#security)")
+                     help="play attack cases from the suite's policy.json too (alone with: --attacks only; default: "
+                          "none); a breach fails the gate (docs/metrics.md#security)")
     _attack_roles_option(run)
     _user_faults_option(run)
     run.add_argument("--batch", action="store_true",
@@ -576,73 +624,83 @@ def build_parser() -> argparse.ArgumentParser:
                           "(as lobeval estimate)")
     run.set_defaults(handler=_run)
 
-    est = commands.add_parser("estimate", help="the expected model requests, tokens and cost by role of lobeval run "
+    est = _command(commands, "estimate", help="the expected model requests, tokens and cost by role of lobeval run "
                                                "with the same options; sends and writes nothing")
-    est.add_argument("--suite", default="scenarios/support_tickets", help="the suite folder")
-    est.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N")
-    est.add_argument("--seed", type=int, default=42, metavar="S")
+    est.add_argument("--suite", type=suite_folder, default=SAMPLE_SUITE, metavar="DIR", help=SUITE_HELP)
+    est.add_argument("--cases-per-scenario", type=COUNT, default=3, metavar="N", help=CASES_HELP)
+    est.add_argument("--seed", type=int, default=42, metavar="S", help=SEED_HELP)
     est.add_argument("--target", help=f"{TARGET_HELP}; default: the suite's default_target")
     est.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
-    est.add_argument("--trials", type=COUNT, default=1, metavar="K")
+    est.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
     est.add_argument("--max-turns", type=COUNT, default=20, metavar="T",
                      help="as lobeval run --max-turns: a conversation cut off there adds a completion check")
-    est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges)")
-    est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"))
+    est.add_argument("--judges", metavar="A,B", help="the judges the run would use (as lobeval run --judges; default: "
+                                                     "the default judges when a judge model is named)")
+    est.add_argument("--attacks", nargs="?", const="with", choices=("with", "only"),
+                     help="the attack cases too, or alone with: --attacks only (as lobeval run --attacks; default: "
+                          "none)")
     _attack_roles_option(est)
     est.add_argument("--batch", action="store_true", help="the judges' requests at the Batch API's discount")
     est.set_defaults(handler=_estimate)
 
-    compare = commands.add_parser("compare", help="compare two runs on their shared conversations: differences, "
-                                                  "intervals, p-values, regressions, Success flips")
-    compare.add_argument("baseline", metavar="RUN_DIR", help="the baseline run folder (runs/<run_id>)")
-    compare.add_argument("candidate", metavar="RUN_DIR", help="the candidate run folder")
+    compare = _command(commands, "compare", help="compare two runs on their shared conversations: differences, "
+                                                 "intervals, p-values, regressions, Success flips")
+    compare.add_argument("baseline", metavar="RUN", help=f"the baseline: {RUN_HELP}")
+    compare.add_argument("candidate", metavar="RUN", help=f"the candidate: {RUN_HELP}")
     compare.add_argument("--target-difference", type=number(0, 1, above=True), default=0.05, metavar="D",
-                         help="the Success difference to size trials and cases for (default 0.05)")
+                         help="the Success difference to size trials and cases for")
     compare.set_defaults(handler=_compare)
 
-    imp = commands.add_parser("import", help="a public benchmark run (tau-bench, tau2) with its verdicts, or production "
+    imp = _command(commands, "import", help="a public benchmark run (tau-bench, tau2) with its verdicts, or production "
                                              "traces, as runs/<run_id>/ (docs/analysis.md, docs/formats.md)")
-    imp.add_argument("format", choices=["tau-bench", "tau2", "traces"])
+    imp.add_argument("format", choices=["tau-bench", "tau2", "traces"],
+                     help="tau-bench or tau2: a benchmark run with its verdicts; traces: production conversations")
     imp.add_argument("file", metavar="FILE", help="tau-bench results .json; tau2 results.json or its folder; a traces file")
-    imp.add_argument("--run-id", required=True)
-    imp.add_argument("--domain", help="benchmark runs: the suite's and scenarios' name")
+    imp.add_argument("--run-id", required=True, metavar="ID", help="the run folder to write: runs/<ID>/")
+    imp.add_argument("--domain", help="benchmark runs: the suite's and scenarios' name (default: the benchmark's "
+                                      "domain)")
     imp.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
-                     help="benchmark runs: a function's effect where the guess from its name is wrong")
+                     help="benchmark runs: a function's effect where the guess from its name is wrong; repeatable "
+                          "(default: the guess)")
     imp.add_argument("--format", dest="trace_format", choices=["openai-chat", "openai-agents", "otel-genai"],
-                     help="traces: the format of FILE")
+                     help="traces: the format of FILE (required for traces)")
     imp.set_defaults(handler=_import)
 
-    agree = commands.add_parser("agreement", help="lobeval's verdict against an imported benchmark's: confusion "
+    agree = _command(commands, "agreement", help="lobeval's verdict against an imported benchmark's: confusion "
                                                   "matrix, agreement, Cohen's kappa, pass^k, disagreements")
-    agree.add_argument("run_dir", metavar="RUN_DIR")
+    agree.add_argument("run_dir", metavar="RUN", help=f"an imported benchmark run: {RUN_HELP}")
     agree.set_defaults(handler=_agreement)
 
-    calibrate = commands.add_parser("calibrate", help="how far each judge agrees with the analysts' verdicts on it: "
+    calibrate = _command(commands, "calibrate", help="how far each judge agrees with the analysts' verdicts on it: "
                                                       "agreement, Cohen's kappa, Krippendorff's alpha, confusion "
                                                       "matrices, the best pass threshold")
-    calibrate.add_argument("--suite", help="the suite folder whose labels.jsonl holds the judge_verdict labels")
+    calibrate.add_argument("--suite", type=suite_folder, metavar="DIR",
+                           help="the suite folder whose labels.jsonl holds the judge_verdict labels (default: the "
+                                "suite --run was scored with)")
     calibrate.add_argument("--labels", metavar="FILE", help="labels file (default: <suite>/labels.jsonl)")
-    calibrate.add_argument("--run", metavar="RUN_DIR", help="only the labels on this run's judge model; its suite "
-                                                            "when --suite is not given")
+    calibrate.add_argument("--run", metavar="RUN", help=f"only the labels on this run's judge model; its suite when "
+                                                        f"--suite is not given ({RUN_HELP}; default: every label)")
     calibrate.set_defaults(handler=_calibrate)
 
-    quarantine = commands.add_parser("quarantine", help="mark flaky cases whose conversations evaluate leaves out of "
+    quarantine = _command(commands, "quarantine", help="mark flaky cases whose conversations evaluate leaves out of "
                                                         "the bot's metrics (a label); --list them, --revoke one")
-    quarantine.add_argument("case_ids", nargs="*", metavar="CASE_ID")
-    quarantine.add_argument("--suite", required=True, help="the suite folder whose labels.jsonl receives the labels")
+    quarantine.add_argument("case_ids", nargs="*", metavar="CASE_ID", help="the cases to quarantine")
+    quarantine.add_argument("--suite", type=suite_folder, metavar="DIR", required=True,
+                            help="the suite folder whose labels.jsonl receives the labels")
     quarantine.add_argument("--note", help="why the cases are quarantined (required to quarantine)")
     quarantine.add_argument("--author", help="default: your user name")
     quarantine.add_argument("--list", action="store_true", help="list the quarantined cases")
-    quarantine.add_argument("--revoke", metavar="ID", help="revoke the quarantine label with this id")
+    quarantine.add_argument("--revoke", metavar="ID", help="revoke the quarantine label with this id (one of case IDs, "
+                                                           "--list and --revoke is required)")
     quarantine.set_defaults(handler=_quarantine)
 
-    init = commands.add_parser(
-        "init", help="a new suite folder from the bot's tools and the business data: tools.json, suite.json "
-                     "inferred from the data (printed), the data as CSV (docs/cli.md#init)",
+    init = _command(
+        commands, "init", help="a new suite folder from the bot's tools and the business data: tools.json, suite.json "
+                               "inferred from the data (printed), the data as CSV (docs/cli.md#a-new-suite-init)",
         description="Write a new suite at DIR from the bot's tools (a tools.json, an OpenAPI 3 document or an MCP "
                     "server) and its business data (a folder of CSV files, a SQLite file or a database URL, "
                     "snapshotted into CSV). suite.json is inferred from the data and printed with what could not "
-                    "be inferred; bad input writes nothing. See docs/cli.md.")
+                    "be inferred; bad input writes nothing. See docs/cli.md#a-new-suite-init.")
     init.add_argument("dir", metavar="DIR", help="the new suite folder (scenarios/<name>; its data goes to "
                                                  "data/<name>/); must not exist or be empty")
     init.add_argument("--tools", required=True, metavar="SOURCE",
@@ -654,66 +712,114 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--table", action="append", metavar="NAME",
                       help="only this table (or CSV file, without .csv); repeatable (default: all)")
     init.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
-                      help="a tool's effect where its source does not say it or says it wrong (otherwise asked on a "
-                           "terminal)")
+                      help="a tool's effect where its source does not say it or says it wrong; repeatable "
+                           "(default: asked on a terminal)")
     init.set_defaults(handler=_init)
 
-    drafting = commands.add_parser("draft", help="draft a suite's templates.json from its tools and business data; "
-                                                 "every draft proven before it is written (exit 1 if none passed)")
-    drafting.add_argument("--suite", required=True, help="the suite folder: suite.json, tools.json and its data")
-    drafting.add_argument("--out", help="the templates file to write (default: <suite>/templates.json)")
+    drafting = _command(
+        commands, "draft", help="draft a suite's templates.json from its tools and business data; every draft proven "
+                                "before it is written (exit 1 if none passed)",
+        description="Draft the scenario templates of a suite (its templates.json, or --out) from its suite.json, "
+                    "tools.json and business data: for every write function, scenarios whose expected calls take "
+                    "their values from the data, a variant where the user leaves out a required value, and a request "
+                    "no function serves; with a judge model configured, the model's proposals too. Every draft is "
+                    "proven before it is written (generate's checks, the lint, a replay of its expected calls on "
+                    "--target); each rejected one is printed with its reason, then what the drafts cover. Exit 1 "
+                    "when no draft passed. See docs/cli.md#a-suite-for-your-own-bot.")
+    drafting.add_argument("--suite", type=suite_folder, metavar="DIR", required=True,
+                          help="the suite folder: suite.json, tools.json and its data")
+    drafting.add_argument("--out", metavar="FILE", help="the templates file to write (default: "
+                                                        "<suite>/templates.json)")
     drafting.add_argument("--force", action="store_true", help="overwrite --out when it exists")
     drafting.add_argument("--seed", type=int, default=42, metavar="S",
-                          help="the seed generate will use: the records each draft is proven on (default 42)")
+                          help="the seed generate will use: the records each draft is proven on")
     drafting.add_argument("--target", help=f"{TARGET_HELP}, whose apply() replays the expected calls; "
                                            f"default: the suite's default_target")
     drafting.add_argument("--from-conversations", metavar="FILE",
                           help="draft regression cases from these conversations (conversations.jsonl of a run, or "
-                               "traces imported with lobeval import) instead of from the data")
+                               "traces imported with lobeval import) instead of from the data (default: from the "
+                               "data)")
     drafting.add_argument("--about", metavar="FILE", help="a text describing the bot (its system prompt, its help "
                                                           "page) for the model that proposes further scenarios (not with "
-                                                          "--from-conversations: it proposes none then)")
+                                                          "--from-conversations: it proposes none then; default: "
+                                                          "the tools and the data alone)")
     drafting.set_defaults(handler=_draft)
 
-    tools = commands.add_parser("tools", help="write a suite's tools.json from an MCP server's tool list")
+    tools = _command(commands, "tools", help="write a suite's tools.json from an MCP server's tool list")
     tools.add_argument("--from-mcp", required=True, metavar="SERVER",
                        help="a stdio command (e.g. 'python -m my.server') or a streamable HTTP URL")
     tools.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
-                       help="a tool's effect where its annotations do not say (otherwise asked on a terminal)")
+                       help="a tool's effect where its annotations do not say; repeatable (default: asked on a "
+                            "terminal)")
     tools.add_argument("--out", required=True, help="the tools.json to write")
     tools.set_defaults(handler=_tools)
 
-    gate = commands.add_parser("gate", help="exit 1 when a run misses a threshold or regresses against a baseline")
-    gate.add_argument("--run", required=True, metavar="RUN_DIR", help="the run folder to check")
-    gate.add_argument("--baseline", metavar="RUN_DIR", help="fail on a significant regression against this run")
+    gate = _command(commands, "gate", help="exit 1 when a run misses a threshold or regresses against a baseline")
+    gate.add_argument("--run", required=True, metavar="RUN", help=f"the run to check: {RUN_HELP}")
+    gate.add_argument("--baseline", metavar="RUN",
+                      help=f"fail on a significant regression against this run ({RUN_HELP}; default: no comparison)")
     gate.add_argument("--min", action="append", metavar="METRIC=VALUE",
-                      help="fail when the run's metric is below VALUE or not measured; repeatable")
+                      help="fail when the run's metric is below VALUE or not measured; repeatable (default: none)")
     gate.add_argument("--max-error-rate", type=SHARE, metavar="R",
                       help="fail when more than this share of conversations failed in the machinery "
-                           "(machinery errors and judge errors)")
+                           "(machinery errors and judge errors; default: not checked)")
     gate.add_argument("--min-judge-coverage", type=SHARE, default=1.0, metavar="SHARE",
                       help="a --min on a judge metric fails when fewer than this share of the scored "
-                           "conversations were judged (default 1.0: all)")
+                           "conversations were judged (1.0: all)")
     gate.add_argument("--max-breaches", type=whole(0), metavar="N",
                       help="fail when more than N attack conversations were breached (default 0 when the run "
                            "has attack conversations; docs/metrics.md#security)")
     gate.add_argument("--max-user-fault-rate", type=SHARE, metavar="R",
-                      help="fail when the simulated user spoiled more than this share of the scored conversations")
+                      help="fail when the simulated user spoiled more than this share of the scored conversations "
+                           "(default: not checked)")
     gate.add_argument("--min-rule", choices=("interval", "point"), default="interval",
-                      help="interval (default): a --min fails only when the metric's 95%% interval lies entirely "
-                           "below it; point: when the value is below it")
+                      help="interval: a --min fails only when the metric's 95%% interval lies entirely below it; "
+                           "point: when the value is below it")
     gate.set_defaults(handler=_gate)
     return parser
 
 
+INTERNAL_ERROR = 70
+"""The exit status of a fault in lobeval itself (sysexits' EX_SOFTWARE): never 1, which CI reads as a failed gate,
+nor 2, bad input."""
+REPORT_TO = "lobeval's maintainers (the issues of the repository you got lobeval from)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:   # a bare `lobeval`, as pip: the help, exit 0
+        parser.print_help()
+        return 0
     try:
         return args.handler(args)
     except LobevalError as exc:
         return _bad_input(args.command, str(exc))
     except OSError as exc:   # a path the system refuses (no permission, a file where a folder must be, disk full)
         return _bad_input(args.command, (f"{exc.filename}: " if exc.filename else "") + (exc.strerror or str(exc)))
+    except Exception as exc:   # a bug in lobeval: never a verdict, and never taken for bad input
+        return _internal_error(args.command, exc, sys.argv[1:] if argv is None else argv)
+
+
+def _internal_error(command: str, exc: Exception, argv: list[str]) -> int:
+    """Exit status INTERNAL_ERROR with one line naming lobeval as at fault, the file the traceback went to (scrubbed
+    of the key variables' values) and where to report it. A run stays resumable: its lock is released on the way
+    out, its finished stages kept."""
+    try:
+        release = version("lobeval")
+    except PackageNotFoundError:
+        release = "unknown"
+    text = (f"lobeval {' '.join(argv)}\nlobeval {release}, Python {platform.python_version()}, "
+            f"{platform.platform()}\n\n" + "".join(traceback.format_exception(exc)))
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False,
+                                         prefix=f"lobeval-crash-{time.strftime('%Y%m%d-%H%M%S')}-")
+    with handle:
+        handle.write(scrub(text, secrets()))
+    what = one_line(scrub(f"{type(exc).__name__}: {exc}", secrets()))
+    resume = "; the run resumes with the same --run-id" if command == "run" else ""
+    print(f"lobeval {command}: internal error, a fault in lobeval and not in your input or your bot ({what}); the "
+          f"traceback is in {handle.name}: please report it, with that file, to {REPORT_TO}{resume}", file=sys.stderr)
+    return INTERNAL_ERROR
 
 
 def _bad_input(command: str, message: str) -> int:

@@ -203,26 +203,31 @@ def power_figures(pairs: pd.DataFrame, target: float = DEFAULT_TARGET_DIFFERENCE
     """Minimum detectable difference of a paired comparison, and the cases / trials per case a target needs.
 
     `pairs` has case_id, `<metric>_baseline`, `<metric>_candidate`, one line per shared trial. Returns
-    {"cases", "trials_per_case" (mean), "sd" (of per-case differences), "minimum_detectable",
-    "target", "cases_needed", "trials_needed"}; figures that cannot be had are None (see the module doc).
+    {"cases", "trials_per_case" (mean), "difference" (the mean per-case difference), "sd" (of per-case differences),
+    "minimum_detectable", "target", "cases_needed", "trials_needed"}; figures that cannot be had are None (see the
+    module doc). With sd 0 (every case differs by the same amount: two identical runs) nothing can be sized: the
+    runs show no noise, and a power calculation on none would promise that 2 cases detect anything.
     """
     both = pairs.dropna(subset=[f"{metric}_baseline", f"{metric}_candidate"])
     diffs = (both[f"{metric}_candidate"].astype(float) - both[f"{metric}_baseline"].astype(float))
     by_case = diffs.groupby(both["case_id"])
     means, sizes = by_case.mean(), by_case.size()
     n = int(len(means))
-    out: dict[str, Any] = {"cases": n, "trials_per_case": float(sizes.mean()) if n else None, "sd": None,
-                           "minimum_detectable": None, "target": target, "cases_needed": None, "trials_needed": None}
+    out: dict[str, Any] = {"cases": n, "trials_per_case": float(sizes.mean()) if n else None,
+                           "difference": float(means.mean()) if n else None, "sd": None, "minimum_detectable": None,
+                           "target": target, "cases_needed": None, "trials_needed": None}
     if n < 2:
         return out
     sd = float(means.std(ddof=1))
+    if sd == 0:
+        out["sd"] = sd
+        return out
     tests = _t_power()
     smallest = float(tests.solve_power(nobs=n, alpha=alpha, power=power))   # effect size, in units of s
     out.update(sd=sd, minimum_detectable=smallest * sd)
     if target <= 0:
         return out
-    out["cases_needed"] = 2 if sd == 0 else max(2, math.ceil(tests.solve_power(
-        effect_size=target / sd, alpha=alpha, power=power)))
+    out["cases_needed"] = max(2, math.ceil(tests.solve_power(effect_size=target / sd, alpha=alpha, power=power)))
     within_df = int((sizes - 1).sum())
     if within_df > 0:
         within = float((by_case.var(ddof=1).fillna(0) * (sizes - 1)).sum() / within_df)
@@ -327,6 +332,12 @@ def format_noise(noise: dict[str, Any]) -> list[str]:
     if any(noise[run]["flaky"] for run in ("baseline", "candidate")):
         lines.append("  (a flaky case can be quarantined: lobeval quarantine CASE_ID --suite DIR --note WHY)")
     power = noise["power"]
+    if power["sd"] == 0:
+        same = ("the two runs agree on Success in every one of" if power["difference"] == 0 else
+                f"Success differs by the same {power['difference']:+.3f} in every one of")
+        lines.append(f"nothing can be sized from these runs: {same} the {power['cases']} shared cases, so they show "
+                     f"no noise to size a comparison on; run both with --trials 3 or more and compare again")
+        return lines
     lines.append(f"minimum detectable Success difference (alpha {SIGNIFICANCE}, power {POWER}, paired over "
                  f"{power['cases']} cases): {_figure(power['minimum_detectable'])}")
     trials = power["trials_needed"]

@@ -31,7 +31,7 @@ from typing import Any
 from lobeval.generate import build_cases
 from lobeval.judges import (COMPLETION_PROMPT, LOBEVAL_JUDGES, asked_parts, evaluator_prompt, judge_instructions,
                             selected_judges, usage_key)
-from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, resolve_model
+from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, named_model
 from lobeval.records import Case
 from lobeval.suite import Suite, load_suite
 from lobeval.tokens import PER_MESSAGE, PER_REPLY, cacheable, count
@@ -138,10 +138,13 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
     index, writes nothing, asks no model. From the last finished run of the same suite against the same target
     with the same simulated user that played every scenario of this one (`measured_run`), when there is one;
     else the midpoint of a range, from all values in one turn to one value per turn."""
+    from lobeval.roles import check_named
+
+    check_named(user=user, judges=judges)   # what `lobeval run` refuses, but for credentials: nothing is sent
     loaded = load_suite(suite)
     cases = [Case.model_validate(case) for case in build_cases(loaded, cases_per_scenario, seed, attacks,
                                                                     attack_roles)]
-    models = {role: (config.model if (config := resolve_model(role)) else None) for role in ("user", "target", "judge")}
+    models = {role: named_model(role) for role in ("user", "target", "judge")}
     target = target or loaded.default_target
     measured = measured_run(loaded, target, user, {case.scenario_name for case in cases})
     bot = _bot_prompt(target, loaded)
@@ -430,7 +433,8 @@ def _bot_prompt(target: str | None, suite: Any) -> tuple[int, bool] | None:
 
 
 def _notes(models: dict[str, str | None], bot: tuple[int, bool] | None, user: str) -> list[str]:
-    notes = [f"{role}: {'no model configured: offline, free' if model is None else model}"
+    prices = load_prices()
+    notes = [f"{role}: {_priced(model, prices.get(model)) if model else 'no model configured: offline, free'}"
              for role, model in models.items()]
     if bot is None:
         notes.append("the bot's own model is inside the target: not estimated (its requests are its business)")
@@ -440,6 +444,14 @@ def _notes(models: dict[str, str | None], bot: tuple[int, bool] | None, user: st
                  + ", ".join(f"{name} {value}" for name, value in ASSUMED.items()))
     notes.append("tokens counted with cl100k_base (lobeval.tokens); prompt caching as OpenAI documents it")
     return notes
+
+
+def _priced(model: str, price: dict[str, float] | None) -> str:
+    """A role's model and the price the estimate assumed for it."""
+    if price is None:
+        return f"{model}, no price known: its cost is unknown (give it in LOBEVAL_PRICES; docs/models.md)"
+    cached = f", cached prompt {price['cached_input']:g}" if "cached_input" in price else ""
+    return f"{model} at USD {price['input']:g} prompt{cached}, {price['output']:g} completion per 1M tokens"
 
 
 def format_estimate(found: Estimate) -> list[str]:

@@ -109,11 +109,19 @@ class ModelConfig:
         return asdict(self)
 
 
-def resolve_model(role: str, env: Mapping[str, str] = os.environ) -> ModelConfig | None:
-    """The model for a role from the environment (docs/models.md); None when no model is named (offline)."""
+def named_model(role: str, env: Mapping[str, str] = os.environ) -> str | None:
+    """The model the environment names for a role (LOBEVAL_<ROLE>_MODEL, else LOBEVAL_MODEL but for embeddings), None
+    when none is named; whether it can be reached is `resolve_model`'s question (the estimate, which sends nothing,
+    needs only the name)."""
     if role not in ROLES:
         raise ConfigError(f"unknown model role {role!r}; choose one of {', '.join(ROLES)}")
-    model = env.get(f"LOBEVAL_{role.upper()}_MODEL") or (None if role == "embedding" else env.get("LOBEVAL_MODEL"))
+    named = env.get(f"LOBEVAL_{role.upper()}_MODEL") or (None if role == "embedding" else env.get("LOBEVAL_MODEL"))
+    return named or None
+
+
+def resolve_model(role: str, env: Mapping[str, str] = os.environ) -> ModelConfig | None:
+    """The model for a role from the environment (docs/models.md); None when no model is named (offline)."""
+    model = named_model(role, env)
     if not model:
         return None
     if env.get("AZURE_OPENAI_ENDPOINT"):

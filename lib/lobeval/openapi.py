@@ -1,4 +1,4 @@
-"""A bot's functions from a document the team already has (docs/cli.md#init): an OpenAI-style tools list, or
+"""A bot's functions from a document the team already has (docs/cli.md#a-new-suite-init): an OpenAI-style tools list, or
 an OpenAPI 3 document (JSON or YAML), one function per operation.
 
 An operation's function takes its path, query and header parameters and its JSON request body as one JSON

@@ -30,9 +30,10 @@ from typing import Any
 import nbformat
 import papermill
 import scrapbook
+from jupyter_client import AsyncKernelManager
 from traitlets.config import Config
 
-from lobeval import roles, runs
+from lobeval import checkout, roles, runs
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
                              check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
@@ -44,7 +45,6 @@ from lobeval.suite import Suite, load_suite
 from lobeval.targets import check_target
 from lobeval.vocabulary import AZURE_JUDGES, TURN_CRITERIA
 
-NOTEBOOKS = Path("notebooks")
 # Each stage, and the glue the next stages need from it with its type (its presence marks the stage as done).
 STAGES: dict[str, dict[str, type]] = {
     "01_generate": {"dataset_path": str},
@@ -60,11 +60,29 @@ OPTIONAL_OPTIONS = {"batch": False, "max_turns": MAX_TURNS}
 resumes."""
 RECORDED_SINCE = ("suite_digest",)
 """What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
-SCENARIOS = Path("scenarios")
+SCENARIOS = "scenarios"
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
+
+
+class FinishedKernelManager(AsyncKernelManager):
+    """A stage's kernel, shut down once its notebook has run: nothing runs then that an interrupt should stop.
+    jupyter_client interrupts a kernel (SIGINT) before it asks it to shut down, and papermill's last request
+    (kernel_info, whose reply is all it waits for) may still be in its handler then: ipykernel catches the interrupt
+    there and logs `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error. So the
+    shutdown is asked without the interrupt; a kernel that does not stop is still killed (`shutdown_wait_time`)."""
+
+    async def _async_interrupt_kernel(self) -> None:
+        if not self.shutting_down:
+            await super()._async_interrupt_kernel()
+
+
+QUIET_KERNEL = {"kernel_name": "python3", "progress_bar": False, "config": LOCAL_KERNEL,
+                "kernel_manager_class": FinishedKernelManager}
+"""How papermill runs a stage notebook: on local sockets, shut down without an interrupt, no progress bar; nothing on
+standard error but what the notebook says."""
 PACKAGES = ("lobeval", "openai", "azure-ai-evaluation", "pandas", "papermill", "scrapbook", "nbconvert")
 log = logging.getLogger(__name__)
 
@@ -82,6 +100,8 @@ class RunResult:
     resumed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What the run says about itself before its stages: the options a resumed run changed and what it kept."""
+    baseline: str = ""
+    """Which earlier run the gate compared this one with, or that there was none (`baseline_line`)."""
 
     def summary(self) -> list[str]:
         """What `lobeval run` prints: the stages, the numbers, the gate's checks and verdict, the report last."""
@@ -91,6 +111,7 @@ class RunResult:
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
         lines += figure_lines(self.results)
+        lines += [self.baseline] if self.baseline else []
         lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"
                   for check in self.gate_checks]
         lines.append(f"gate: {'passed' if self.gate_passed else 'FAILED'} · run folder {self.run_dir}")
@@ -110,8 +131,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
     `include_user_faults`: keep the conversations with simulated-user faults in the bot's metrics.
     `min_rule`: how the gate reads a minimum (`compare.gate`); "point" here, so that a run of a few dozen
     conversations still fails a bot below its minimums."""
-    if not NOTEBOOKS.is_dir():
-        raise ConfigError(f"no {NOTEBOOKS}/ folder in {Path.cwd()}: run lobeval from the repository root")
+    notebooks_dir()
     if run_id is not None and imported_run(runs.run_folder(run_id)) is not None:
         return run_imported(runs.run_folder(run_id), judges=judges, gate=gate, max_error_rate=max_error_rate,
                             include_user_faults=include_user_faults, min_rule=min_rule,
@@ -229,7 +249,38 @@ def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[
     report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
     runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
     return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
-                     read_results(glue["results_path"], rows=False), executed, resumed)
+                     read_results(glue["results_path"], rows=False), executed, resumed,
+                     baseline=baseline_line(glue["gate_checks"], _baseline_id(index, config)))
+
+
+def _baseline_id(index: Path, config: dict[str, Any]) -> str | None:
+    """The run the report's gate took as the baseline (`report.history`: the last earlier run of the suite, target and
+    kind whose results can be read), or None."""
+    from lobeval.report import history
+
+    return history(index, config).baseline_id
+
+
+def baseline_line(checks: list[dict[str, Any]], baseline: str | None) -> str:
+    """Which run the gate compared this one with, or that there was none: only a run of the same suite content,
+    target, simulated user and attacks is compared (`runs.earlier_runs`)."""
+    from lobeval.report import REGRESSION
+
+    same = "of this suite against this target with the same simulated user and attacks"
+    if baseline is None:
+        return f"baseline: none (no earlier run {same})"
+    if not any(check["check"].startswith(REGRESSION) for check in checks):
+        return f"baseline: run {baseline}, not compared: the two runs share no scored conversation"
+    return f"baseline: run {baseline} (the last earlier run {same})"
+
+
+def notebooks_dir() -> Path:
+    """The stage notebooks: notebooks/ of the checkout (`checkout.root`)."""
+    found = checkout.root()
+    if found is None:
+        raise ConfigError(f"no stage notebooks ({checkout.MARKER} ...) in {Path.cwd()} or a folder above it, nor "
+                          f"beside the installed package: run lobeval inside its checkout")
+    return found / checkout.NOTEBOOKS
 
 
 def find_suite(suite: str | Path) -> Suite:
@@ -237,9 +288,9 @@ def find_suite(suite: str | Path) -> Suite:
     suite_dir = Path(suite).resolve()
     if (suite_dir / "suite.json").is_file():
         return load_suite(suite_dir)
-    there = sorted(path.parent.name for path in SCENARIOS.glob("*/suite.json"))
+    there = sorted(path.parent.name for path in ((checkout.root() or Path.cwd()) / SCENARIOS).glob("*/suite.json"))
     close = difflib.get_close_matches(suite_dir.name, there, n=1)
-    guess = f"did you mean {SCENARIOS / close[0]}? " if close else ""
+    guess = f"did you mean {SCENARIOS}/{close[0]}? " if close else ""
     listed = f"the suites under {SCENARIOS}/: {', '.join(there)}" if there else f"no suite under {SCENARIOS}/"
     raise ConfigError(f"--suite {suite}: no suite.json in {suite_dir}; {guess}{listed}")
 
@@ -484,15 +535,14 @@ def finished_glue(notebook: Path, needed: dict[str, type]) -> dict[str, Any] | N
 def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_values: list[str]) -> Path:
     """Execute one stage notebook into the run folder, then scrub the folder of `secret_values`;
     a failure names the kept notebook."""
-    source = NOTEBOOKS / f"{stage}.ipynb"
+    source = notebooks_dir() / f"{stage}.ipynb"
     declared = papermill.inspect_notebook(str(source))
     unknown = sorted(set(parameters) - set(declared))
     if unknown:
         raise ConfigError(f"{source}: its parameters cell does not declare {', '.join(unknown)}")
     output = run_dir / f"{stage}.ipynb"
     try:
-        papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name="python3",
-                                   cwd=str(run_dir), progress_bar=False, config=LOCAL_KERNEL)
+        papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir), **QUIET_KERNEL)
     except papermill.PapermillExecutionError as exc:
         raise LobevalError(runs.scrub(f"stage {stage} failed ({exc.ename}: {exc.evalue}); "
                                       f"the executed notebook is kept at {output}", secret_values)) from None

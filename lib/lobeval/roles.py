@@ -123,17 +123,28 @@ def check(*, user: str = "scripted", judges: list[str] | None = None, batch: boo
     Budget.from_env()
     for role in ROLES:
         resolve_limits(role)
-    if user not in USER_KINDS:
-        raise ConfigError(_unknown_user(user))
-    if user == "llm" and resolve_model("user") is None:
-        raise ConfigError(USER_NEEDS_MODEL)
+    check_named(user=user, judges=judges)
+    if user == "llm":
+        resolve_model("user")
     judge_model = resolve_model("judge")
-    if selected_judges(judges) and judges is not None and judge_model is None:
-        raise ConfigError(_judges_need_model(judges))
     if batch and selected_judges(judges) and judge_model is not None:
         from lobeval.batch import check_batch_api
 
         check_batch_api(judge_model)
+
+
+def check_named(*, user: str = "scripted", judges: list[str] | None = None) -> None:
+    """Refuse, as `check` does, an unknown user kind or judge and a model asked for (`--user llm`, `--judges` by
+    name) but not named; credentials are not looked at (the estimate, which sends nothing, needs only the names)."""
+    from lobeval.judges import selected_judges
+    from lobeval.llm import named_model
+
+    if user not in USER_KINDS:
+        raise ConfigError(_unknown_user(user))
+    if user == "llm" and named_model("user") is None:
+        raise ConfigError(USER_NEEDS_MODEL)
+    if selected_judges(judges) and judges is not None and named_model("judge") is None:
+        raise ConfigError(_judges_need_model(judges))
 
 
 def make_completion_judge(concurrency: int = 8) -> Any:

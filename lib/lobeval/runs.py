@@ -10,6 +10,7 @@ The run folders live in `runs_root()` ($LOBEVAL_RUNS, else runs/); a notebook ru
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import html
 import json
@@ -26,6 +27,7 @@ from typing import Any, BinaryIO
 from filelock import SoftFileLock, Timeout
 from pydantic import BaseModel
 
+from lobeval import checkout
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import SCHEMA_VERSION, STRICT, json_line, read_json, read_results, read_text, validated
 from lobeval.security import POLICY_FILE
@@ -68,6 +70,7 @@ class IndexEntry(BaseModel):
     suite_name: str
     suite_digest: str | None = None
     run_dir: str
+    kind: dict[str, Any] | None = None   # `run_kind`; none in a line written before it was recorded
     metrics: dict[str, float | None] = {}
     counts: dict[str, Any] = {}
 
@@ -81,17 +84,32 @@ def check_run_id(run_id: str) -> str:
 
 
 def runs_root() -> Path:
-    """The folder of the run folders: $LOBEVAL_RUNS when set, else runs/ beside notebooks/ (in the working
-    folder, or in its parent when that is notebooks/, where JupyterLab starts a notebook's kernel)."""
+    """The folder of the run folders: $LOBEVAL_RUNS when set, else runs/ at the root of the checkout
+    (`checkout.root`: from any folder inside it, notebooks/ where JupyterLab starts a notebook's kernel and a run
+    folder where the chain does), else runs/ in the working folder."""
     chosen = os.environ.get(RUNS_VARIABLE)
     if chosen:
         return Path(chosen).resolve()
-    here = Path.cwd()
-    return (here.parent / RUNS if here.name == "notebooks" else here / RUNS).resolve()
+    return ((checkout.root() or Path.cwd()) / RUNS).resolve()
 
 
 def run_folder(run_id: str) -> Path:
     return runs_root() / check_run_id(run_id)
+
+
+def find_run(text: str, option: str) -> Path:
+    """A run named on the command line (`option`, for the message): its folder, or its id, the name of a folder under
+    `runs_root()`. A ConfigError names what is missing, and a close run id when there is one."""
+    if Path(text).is_dir():
+        return Path(text)
+    root = runs_root()
+    if _RUN_ID.fullmatch(text) and (root / text).is_dir():
+        return root / text
+    there = sorted(path.name for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
+    close = difflib.get_close_matches(Path(text).name, there, n=1)
+    searched = (f"no run {text} under {root}" if _RUN_ID.fullmatch(text)
+                else f"the folder {Path(text).resolve()} does not exist")
+    raise ConfigError(f"{option} {text}: {searched}" + (f"; did you mean {close[0]}?" if close else ""))
 
 
 def index_path() -> Path:
@@ -180,7 +198,8 @@ def add_to_index(index: Path, config: dict[str, Any], run_dir: Path, metrics: di
             return
         entry = {"schema_version": SCHEMA_VERSION, "run_id": config["run_id"], "suite_name": config["suite_name"],
                  **({"suite_digest": config["suite_digest"]} if config.get("suite_digest") else {}),
-                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir), **figures}
+                 "kind": run_kind(config), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_dir": str(run_dir),
+                 **figures}
         with index.open("a+b") as handle:
             # After a line torn by a kill, start a line of our own so that this entry stays whole.
             handle.write((("\n" if _ends_mid_line(handle) else "") + json.dumps(entry) + "\n").encode("utf-8"))
@@ -209,12 +228,37 @@ def same_suite(entry: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
     return (entry["suite_name"], entry.get("suite_digest")) == (config["suite_name"], config.get("suite_digest"))
 
 
+RUN_KIND = ("target", "user", "attacks", "attack_roles")
+"""What else two runs of one suite must share to be compared: the bot they talked to, the simulated user (scripted
+or a model) and the kind of run (attack cases or not, played as which roles). A difference between runs that differ
+in these is not a change of the bot."""
+
+
+def run_kind(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The target and kind of a run (RUN_KIND) from its configuration; None where it records none."""
+    return {key: config.get(key) for key in RUN_KIND}
+
+
 def earlier_runs(index: str | Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The index entries of the other runs of the same suite (`same_suite`), oldest first, and the index lines
-    skipped."""
+    """The index entries of the other runs of the same suite (`same_suite`) against the same target and of the same
+    kind (`run_kind`), oldest first, and the index lines skipped. An entry written before the index recorded its
+    kind is told by its run's config.json; one whose config.json cannot be read is skipped."""
     entries, left_out = read_index(index)
-    return ([entry for entry in entries if same_suite(entry, config) and entry["run_id"] != config["run_id"]],
-            left_out)
+    this = run_kind(config)
+    found = []
+    for entry in entries:
+        if not same_suite(entry, config) or entry["run_id"] == config["run_id"]:
+            continue
+        kind = entry.get("kind")
+        if kind is None:
+            try:
+                kind = run_kind(read_config(entry["run_dir"]))
+            except RecordError as exc:
+                left_out.append(skipped(f"earlier run {entry['run_id']}: its target cannot be told: {exc}"))
+                continue
+        if kind == this:
+            found.append(entry)
+    return found, left_out
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""`lobeval init`: a new suite from what a team already has (docs/cli.md#init).
+"""`lobeval init`: a new suite from what a team already has (docs/cli.md#a-new-suite-init).
 
 init_suite() reads as its steps: find where the suite and its data go and refuse a place already taken, read
 the tools (a tools list, an OpenAPI 3 document or an MCP server) and check them as a suite's tools.json, read
@@ -171,8 +171,13 @@ def _database(source: str, picked: list[str] | None) -> tuple[list[Table], dict[
     shown = shown_url(url)
     try:
         engine = create_engine(url, connect_args=_connect_args(url.get_driver_name()))
-    except (NoSuchModuleError, ImportError):   # a dialect unknown, or known but its DBAPI module not installed
-        raise ConfigError(f"--data {shown}: no driver for {url.drivername!r} is installed (pip install it)") from None
+    except NoSuchModuleError:   # a dialect SQLAlchemy does not know and no installed package adds
+        raise ConfigError(f"--data {shown}: SQLAlchemy knows no database {url.drivername!r}: its own are mssql, mysql, "
+                          f"mariadb, oracle, postgresql and sqlite; another comes in a package of its own (a dialect "
+                          f"for SQLAlchemy)") from None
+    except ImportError as exc:   # a known dialect whose driver (its DBAPI module) is not installed
+        raise ConfigError(f"--data {shown}: no driver for {url.drivername!r} is installed: "
+                          f"{_install(exc.name)}") from None
     tables, record = [], {}
     try:
         with engine.connect() as connection:
@@ -219,6 +224,24 @@ def shown_url(url: URL) -> str:
     if url.get_backend_name() == "sqlite" and (url.database or "").startswith("file:"):
         return f"sqlite:///{url.database.removeprefix('file:')}"
     return URL.create(url.drivername, host=url.host, port=url.port, database=url.database).render_as_string()
+
+
+DRIVER_PACKAGES = {"psycopg": '"psycopg[binary]"', "psycopg2": "psycopg2-binary", "pg8000": "pg8000",
+                   "asyncpg": "asyncpg", "MySQLdb": "mysqlclient", "pymysql": "PyMySQL", "mariadb": "mariadb",
+                   "mysql": "mysql-connector-python", "aiomysql": "aiomysql", "asyncmy": "asyncmy",
+                   "oracledb": "oracledb", "cx_Oracle": "cx_Oracle", "pyodbc": "pyodbc", "pymssql": "pymssql",
+                   "aiosqlite": "aiosqlite"}
+"""The pip package of each driver module SQLAlchemy's own dialects import (their docs' :dbapi: and :url:; psycopg's
+and psycopg2's as psycopg.org recommends them: the binary builds need no libpq)."""
+
+
+def _install(module: str | None) -> str:
+    """What to install for a driver module that could not be imported."""
+    package = DRIVER_PACKAGES.get((module or "").split(".")[0])
+    if package is None:
+        return f"install the package that provides the module {module} (SQLAlchemy's driver for it)"
+    return (f"pip install {package} (the module {module}, the driver SQLAlchemy uses for it; another driver is named "
+            f"in the URL as dialect+driver://)")
 
 
 def _connect_args(driver: str) -> dict[str, Any]:

@@ -202,8 +202,8 @@ def _import(args: argparse.Namespace) -> int:
     if args.format == "traces":
         from lobeval.traces import import_traces
 
-        if args.domain or args.effect:
-            raise ConfigError("import traces: --domain and --effect are for benchmark runs (tau-bench, tau2)")
+        if args.domain or args.effect or args.tools:
+            raise ConfigError("import traces: --domain, --effect and --tools are for benchmark runs (tau-bench, tau2)")
         if args.trace_format is None:
             raise ConfigError("import traces: give --format openai-chat, openai-agents or otel-genai")
         written = import_traces(args.file, args.trace_format, run_dir / "conversations.jsonl")
@@ -214,7 +214,7 @@ def _import(args: argparse.Namespace) -> int:
     if args.trace_format is not None:
         raise ConfigError(f"import {args.format}: --format is for traces")
     importer = import_tau_bench if args.format == "tau-bench" else import_tau2
-    result = importer(args.file, run_dir, domain=args.domain, effects=parse_effects(args.effect))
+    result = importer(args.file, run_dir, domain=args.domain, effects=parse_effects(args.effect), tools=args.tools)
     print("\n".join(result.summary()))
     return 0
 
@@ -603,11 +603,16 @@ def build_parser() -> argparse.ArgumentParser:
     imp = commands.add_parser("import", help="a public benchmark run (tau-bench, tau2) with its verdicts, or production "
                                              "traces, as runs/<run_id>/ (docs/analysis.md, docs/formats.md)")
     imp.add_argument("format", choices=["tau-bench", "tau2", "traces"])
-    imp.add_argument("file", metavar="FILE", help="tau-bench results .json; tau2 results.json or its folder; a traces file")
+    imp.add_argument("file", metavar="FILE", help="tau-bench results .json; tau2 results.json or its folder, a "
+                                                  "submission's trajectory file or a list of simulations; a traces file")
     imp.add_argument("--run-id", required=True)
     imp.add_argument("--domain", help="benchmark runs: the suite's and scenarios' name")
     imp.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
                      help="benchmark runs: a function's effect where the guess from its name is wrong")
+    imp.add_argument("--tools", metavar="SOURCE",
+                     help="benchmark runs: the functions' descriptions, argument types and effects, from the sources "
+                          "`init --tools` reads (tools.json, OpenAPI, an MCP server) or tau2-bench's "
+                          "src/tau2/domains/<domain>/tools.py")
     imp.add_argument("--format", dest="trace_format", choices=["openai-chat", "openai-agents", "otel-genai"],
                      help="traces: the format of FILE")
     imp.set_defaults(handler=_import)

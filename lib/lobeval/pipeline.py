@@ -39,7 +39,7 @@ from lobeval.errors import ConfigError, LobevalError
 from lobeval.generate import build_cases
 from lobeval.llm import ROLES, resolve_model
 from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
-from lobeval.stats import figure_lines, left_out_notes
+from lobeval.stats import figure_lines, left_out_notes, unchecked_note
 from lobeval.suite import Suite, load_suite
 from lobeval.targets import check_target
 from lobeval.vocabulary import AZURE_JUDGES, TURN_CRITERIA
@@ -90,6 +90,8 @@ class RunResult:
         lines += [f"executed {path}" for path in self.executed]
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
+        if self.counts.get("user_unchecked"):
+            lines.append(unchecked_note(self.counts["user_unchecked"]))
         lines += figure_lines(self.results)
         lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"
                   for check in self.gate_checks]

@@ -40,8 +40,10 @@ from lobeval.records import METRICS
 from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
-from lobeval.stats import NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unreferenced_note, unscored_reason
-from lobeval.user_faults import review_failed
+from lobeval.stats import (
+    NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unchecked_note, unreferenced_note, unscored_reason,
+)
+from lobeval.user_faults import CHECKS as USER_CHECKS, review_failed
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -297,11 +299,17 @@ def user_faults_html(results: dict[str, Any]) -> str:
     """The simulated user's own mistakes, one line each with the conversation (a link into the replay), the
     user turn, the check that found it and what was wrong, and whether the conversation was left out."""
     table = user_fault_table(results)
-    rows = [row for row in results["rows"] if row["status"] == "scored" and row.get("reference") is not False]
+    rows = [row for row in results["rows"] if row["status"] == "scored"
+            and (row.get("reference") is not False or row.get("user_checks_not_run"))]
+    not_run = (results.get("counts") or {}).get("user_unchecked") or {}
+    rows = [row for row in rows if len(row.get("user_checks_not_run") or {}) < len(USER_CHECKS)]
     checked, unchecked = len(rows), sum(review_failed(row) for row in rows)
     partly = (f" The user-review judge failed on {unchecked} of them: their user is unchecked for what only that judge "
               f"sees (inventing a value, ending too early, going against the instructions), not clean."
               if unchecked else "")
+    if not_run:
+        note = unchecked_note(not_run)
+        partly += f" {note[0].upper()}{note[1:]}."
     if table.empty:
         found = (f"No mistake of the simulated user was found in the {checked} scored conversations checked "
                  f"(docs/metrics.md says what is checked)." if not unchecked else

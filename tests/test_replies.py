@@ -22,15 +22,17 @@ REAL = Path(__file__).parent / "fixtures" / "tau" / "real"
     ('{"message": "Your return has been submitted."}', "Your return has been submitted."),
     ('{"reply":"I found your profile."}', "I found your profile."),
     ('  {"response": "Done, thank you."}\n', "Done, thank you."),
-    # the text field first, then every other value on its own line after its key in words, nested keys as a path
+    # the text field first, then every other value on its own line after its key in words; a nested object under
+    # its key, indented; each item of a list under the list's key
     ('{"summary": "Two options.", "message": "Here they are.", "total_fare_usd": 255, "insurance": "no", '
-     '"nonstop_preferred": true, "notes": ["Bags are free.", "No insurance."], '
-     '"reservation_summary": {"reservation_id": "HATHAT", "flights": [{"flight_number": "HAT136", "date": null}]}}',
+     '"nonstop_preferred": true, "notes": ["Bags are free.", "No insurance."], "reservation_summary": '
+     '{"reservation_id": "HATHAT", "flights": [{"flight_number": "HAT136", "date": null}, {"flight_number": "HAT039"}]},'
+     ' "empty": {"a": null}}',
      "Here they are.\nsummary: Two options.\ntotal fare usd: 255\ninsurance: no\nnonstop preferred: yes\n"
-     "notes: Bags are free.\nnotes: No insurance.\nreservation summary, reservation id: HATHAT\n"
-     "reservation summary, flights, flight number: HAT136"),
+     "notes: Bags are free.\nnotes: No insurance.\nreservation summary:\n  reservation id: HATHAT\n  flights:\n"
+     "    flight number: HAT136\n  flights:\n    flight number: HAT039"),
     ('{"tool": "transfer_to_human_agents", "arguments": {"summary": "User wants a refund."}}',
-     "tool: transfer_to_human_agents\narguments, summary: User wants a refund."),
+     "tool: transfer_to_human_agents\narguments:\n  summary: User wants a refund."),
     ('{"message": "Cut off', '{"message": "Cut off'),            # not JSON: as written
     ('["a list", "of lines"]', '["a list", "of lines"]'),       # JSON, but no object: as written
     ("Your total is {amount}.", "Your total is {amount}."),

@@ -35,9 +35,10 @@ TEXT_FIELDS = ("message", "reply", "response", "text", "content", "answer")
 def reply_text(content: Any) -> str:
     """What a bot said, as lobeval reads it. A reply written as a JSON object is read as its text: the first field
     of TEXT_FIELDS that holds a string, then each other value on a line of its own after its key in words
-    ("refund amount usd: 290"; a nested key as its path: "reservation summary, route: JFK → MCO"; true and false
-    as yes and no; null left out), so that a sentence inside it stays a sentence. Anything else (plain text, JSON
-    that is not an object, text that is not JSON) is read as written."""
+    ("total fare usd: 255"); an object nested in it is a line with its key ("refund:") and its own values below,
+    indented; each item of a list is read under the list's key; true and false are yes and no; null and empty
+    strings are left out. A sentence inside it so stays a sentence. Anything else (plain text, JSON that is not
+    an object, text that is not JSON) is read as written."""
     if content is None:
         return ""
     if not isinstance(content, str):
@@ -55,7 +56,7 @@ def reply_text(content: Any) -> str:
     lines = [value[primary]] if primary is not None else []
     for key, item in value.items():
         if key != primary:
-            lines += _field_lines(_words(key), item)
+            lines += _field_lines(_words(key), item, 0)
     return "\n".join(line for line in lines if line.strip())
 
 
@@ -63,16 +64,18 @@ def _words(key: Any) -> str:
     return " ".join(str(key).replace("_", " ").split())
 
 
-def _field_lines(label: str, value: Any) -> list[str]:
+def _field_lines(label: str, value: Any, depth: int) -> list[str]:
+    indent = "  " * depth
     if value is None or value == "":
         return []
     if isinstance(value, dict):
-        return [line for key, item in value.items() for line in _field_lines(f"{label}, {_words(key)}", item)]
+        inner = [line for key, item in value.items() for line in _field_lines(_words(key), item, depth + 1)]
+        return [f"{indent}{label}:", *inner] if inner else []
     if isinstance(value, list):
-        return [line for item in value for line in _field_lines(label, item)]
+        return [line for item in value for line in _field_lines(label, item, depth)]
     if isinstance(value, bool):
-        return [f"{label}: {'yes' if value else 'no'}"]
-    return [f"{label}: {value}"]
+        return [f"{indent}{label}: {'yes' if value else 'no'}"]
+    return [f"{indent}{label}: {value}"]
 
 
 def read_replies(conversation: dict[str, Any]) -> dict[str, Any]:

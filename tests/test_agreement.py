@@ -299,3 +299,22 @@ def test_a_real_run_whose_simulations_name_other_tasks_agrees_once_each_is_score
     assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 5, "benchmark_fail": 0},
                                    "lobeval_fail": {"benchmark_pass": 0, "benchmark_fail": 0}}
     assert (result["disagreements"], result["categories"]) == ([], {})
+
+
+def test_the_report_says_what_was_left_out_and_what_each_disagreement_comes_from(tmp_path):
+    from lobeval.report import benchmark_agreement
+    from lobeval.runs import read_config
+
+    run = scored_import(tmp_path, import_tau_bench, FIXTURES / "tau_bench_retail.json")
+    page = benchmark_agreement(run, read_config(run))
+    assert "8 trajectories of 4 tasks compared.</p>" in page
+    assert ("what the disagreement comes from: database 1 (the benchmark&#x27;s reward rests on its database&#x27;s "
+            "end state (DB), which lobeval does not replay: it compares the calls instead).</p>") in page
+    assert "<td>database</td>" in page
+    untasked = tmp_path / "untasked"
+    import_tau2(FIXTURES / "real" / "adaptive_agent_airline_submission_cut.json", untasked)
+    evaluate(untasked / "dataset.jsonl", untasked / "conversations.jsonl", untasked / "evaluation_results.json",
+             suite=untasked / "suite", progress=False)
+    assert ("0 trajectories of 0 tasks compared; left out 1 that ended in a machinery error; left out 1 that had no "
+            "expectation lobeval could score (the run does not publish its tasks).</p>") in benchmark_agreement(
+        untasked, read_config(untasked))

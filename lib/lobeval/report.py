@@ -785,10 +785,11 @@ def benchmark_agreement(run_dir: str | Path, config: dict[str, Any]) -> str | No
         band = f" [{entry['interval'][0]:.3f}, {entry['interval'][1]:.3f}]" if entry.get("interval") else ""
         return f"{entry['value']:.3f}{band}"
 
-    left_out = sum(len(keys) for keys in result["left_out"].values())
+    left_out = "".join(f"; left out {len(keys)} that {agreement.LEFT_OUT[why]}"
+                       for why, keys in result["left_out"].items() if keys)
     parts = [f"<p>Imported from {html.escape(str(source.get('format', 'a benchmark')))} "
              f"({html.escape(str(source.get('source', '')))}): {result['compared']} trajectories of "
-             f"{result['cases']} tasks compared, {left_out} left out (machinery errors or no verdict).</p>",
+             f"{result['cases']} tasks compared{html.escape(left_out)}.</p>",
              f"<p>Agreement {figure('agreement')} · Cohen's κ {figure('kappa')} (95 % intervals, tasks resampled)</p>",
              agreement.confusion_frame(result).to_html(),
              "<p>pass^k by both, on the same trajectories:</p>",
@@ -796,5 +797,8 @@ def benchmark_agreement(run_dir: str | Path, config: dict[str, Any]) -> str | No
     disagreements = agreement.disagreements_frame(result)
     if len(disagreements):
         disagreements.columns = [column.replace("_", " ") for column in disagreements.columns]
-        parts += ["<p>Where the two disagree, with each side's reasons:</p>", disagreements.to_html(index=False)]
+        categories = "; ".join(f"{category} {count} ({agreement.CATEGORIES[category]})"
+                               for category, count in result["categories"].items())
+        parts += [f"<p>Where the two disagree, with each side's reasons and what the disagreement comes from: "
+                  f"{html.escape(categories)}.</p>", disagreements.to_html(index=False)]
     return "".join(parts)

@@ -393,5 +393,7 @@ def test_the_report_shows_each_user_fault_with_its_turn_and_what_was_left_out():
     page = report.user_faults_html(unchecked)
     assert "No mistake of the simulated user was found in the 1 scored conversations checked" in page
     assert ("Simulated-user checks not run where the case does not know what its user was told or what it expected "
-            "(their users are unchecked, not clean): invented_value on 1 conversation, ended_early on 1 conversation, "
-            "contradicted_instructions on 1 conversation.") in page
+            "(their users are unchecked, not clean): contradicted_instructions on 1 conversation, ended_early on 1 "
+            "conversation, invented_value on 1 conversation.") in page
+    alone = report.user_faults_html({**unchecked, "rows": [unknown]})
+    assert "No scored conversation could be checked for mistakes of the simulated user. Simulated-user checks" in alone

@@ -169,7 +169,7 @@ def test_a_run_says_how_many_conversations_a_check_did_not_run_on(tmp_path):
     assert result.results["counts"]["user_unchecked"] == {"invented_value": 1, "contradicted_instructions": 1}
     assert result.results["counts"]["user_faults"] == 0
     assert ("simulated-user checks not run where the case does not know what its user was told or what it expected "
-            "(their users are unchecked, not clean): invented_value on 1 conversation, contradicted_instructions on "
+            "(their users are unchecked, not clean): contradicted_instructions on 1 conversation, invented_value on "
             "1 conversation") in result.summary()
 
 

@@ -311,7 +311,8 @@ def user_faults_html(results: dict[str, Any]) -> str:
         note = unchecked_note(not_run)
         partly += f" {note[0].upper()}{note[1:]}."
     if table.empty:
-        found = (f"No mistake of the simulated user was found in the {checked} scored conversations checked "
+        found = ("No scored conversation could be checked for mistakes of the simulated user." if not checked else
+                 f"No mistake of the simulated user was found in the {checked} scored conversations checked "
                  f"(docs/metrics.md says what is checked)." if not unchecked else
                  f"No mistake of the simulated user was found by the checks that ran on the {checked} scored "
                  f"conversations (docs/metrics.md says what is checked).")

@@ -129,7 +129,7 @@ def unchecked_note(unchecked: dict[str, int]) -> str:
     many conversations."""
     return ("simulated-user checks not run where the case does not know what its user was told or what it "
             "expected (their users are unchecked, not clean): "
-            + ", ".join(f"{check} on {_conversations(n)}" for check, n in unchecked.items()))
+            + ", ".join(f"{check} on {_conversations(n)}" for check, n in sorted(unchecked.items())))
 
 
 def _conversations(n: int) -> str:

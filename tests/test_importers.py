@@ -619,6 +619,9 @@ def test_the_import_takes_the_tools_from_the_source_given_and_init_reads_the_sam
                                     f"find_patient_by_name_dob")
     assert load_suite(tmp_path / "medical" / "suite").tool("find_patient_by_name_dob")["function"]["parameters"] == {
         "type": "object", "properties": {"date_of_birth": {}, "first_name": {}, "last_name": {}}}
+    tau_bench = import_tau_bench(TAU_BENCH, tmp_path / "tau-bench", tools=str(AIRLINE_TOOLS))   # a retail run
+    assert tau_bench.summary()[-1].startswith(f"called but not defined by {AIRLINE_TOOLS} (only the arguments seen): ")
+    assert effects(tmp_path / "tau-bench")["book_reservation"] == "write"
     override = import_tau2(FLAGGED, tmp_path / "override", tools=str(AIRLINE_TOOLS),
                            effects={"transfer_to_human_agents": "write"})
     assert override.effects["transfer_to_human_agents"] == "write"   # --effect wins over the source

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from lobeval.agreement import (
-    REFERENCE_FILE, agreement, benchmark_reasons, cohen_kappa, confusion_frame, disagreements_frame,
-    format_agreement, lobeval_reasons, pass_k_both, pass_k_frame, read_reference, run_agreement,
+    REFERENCE_FILE, agreement, benchmark_failures, benchmark_reasons, cohen_kappa, confusion_frame,
+    disagreement_category, disagreements_frame, format_agreement, lobeval_reasons, pass_k_both, pass_k_frame,
+    read_reference, run_agreement,
 )
 from lobeval.errors import RecordError
 from lobeval.evaluate import evaluate
@@ -81,7 +82,7 @@ def test_only_trajectories_both_sides_judged_are_compared():
     assert result["compared"] == 10
     assert result["left_out"] == {"machinery_errors": [{"case_id": "f", "trial": 0}],
                                   "without_reference": [{"case_id": "h", "trial": 0}],
-                                  "without_row": [{"case_id": "g", "trial": 0}]}
+                                  "without_row": [{"case_id": "g", "trial": 0}], "without_expectations": []}
     assert "left out 1 that ended in a machinery error" in format_agreement(result)
 
 
@@ -149,8 +150,9 @@ def test_tables_and_text():
     text = format_agreement(result)
     assert "compared 10 trajectories of 5 tasks" in text
     assert "agreement 0.800 [" in text and "Cohen's kappa 0.600 [" in text
-    assert ("case d trial 0: lobeval pass, benchmark fail: lobeval found nothing wrong; "
+    assert ("case d trial 0 [lobeval_error]: lobeval pass, benchmark fail: lobeval found nothing wrong; "
             "benchmark: no reason given") in text
+    assert "2 disagreements, by what they come from:\n  lobeval_error 2: not explained by" in text
     empty = agreement([], [])
     assert (empty["agreement"]["value"], empty["kappa"]["value"], empty["pass_k"]) == (None, None, {})
     assert disagreements_frame(empty).empty
@@ -179,8 +181,10 @@ def test_an_imported_tau_bench_run_scored_by_lobeval_against_the_benchmark(tmp_p
     assert result["kappa"]["value"] == pytest.approx(5 / 7)   # p_e = (6·5 + 2·3) / 64 = 9/16
     assert result["pass_k"] == {"1": {"lobeval": 0.75, "benchmark": 0.625, "cases": 4},
                                 "2": {"lobeval": 0.5, "benchmark": 0.25, "cases": 4}}
-    assert [(d["case_id"], d["trial"], [r["kind"] for r in d["reasons"]], d["benchmark_reasons"])
-            for d in result["disagreements"]] == [("1", 1, [], ["database differs from the expected end state"])]
+    assert [(d["case_id"], d["trial"], [r["kind"] for r in d["reasons"]], d["benchmark_reasons"], d["category"])
+            for d in result["disagreements"]] == [("1", 1, [], ["database differs from the expected end state"],
+                                                   "database")]
+    assert result["categories"] == {"database": 1}
 
 
 def test_an_imported_tau2_run_scored_by_lobeval_against_the_benchmark(tmp_path):
@@ -220,3 +224,97 @@ def test_an_imported_run_goes_through_the_chain_from_evaluation_and_the_report_s
     capsys.readouterr()
     assert main(["agreement", str(run_dir)]) == 0
     assert "1 disagreement" in capsys.readouterr().out
+
+
+# --- what each disagreement comes from (issue #43) -----------------------------------------------------------
+
+TAU2_FAILED = {"reward": 0.0, "reward_basis": ["DB", "COMMUNICATE"], "db_check": {"db_match": False},
+               "communicate_checks": [{"info": "1628", "met": False}],
+               "nl_assertions": [{"nl_assertion": "Agent cancels XEHM4B.", "met": False}]}
+
+
+def test_the_benchmarks_failed_checks_count_only_what_its_reward_basis_counts():
+    assert benchmark_failures(TAU2_FAILED) == ["database", "communicate"]   # NL_ASSERTION is not in the basis
+    assert benchmark_failures({**TAU2_FAILED, "db_check": {"db_match": True}}) == ["communicate"]
+    assert benchmark_failures({**TAU2_FAILED, "reward_basis": ["NL_ASSERTION"]}) == ["nl_assertion"]
+    assert benchmark_failures({"reward_basis": ["ACTION", "ENV_ASSERTION"],
+                               "action_checks": [{"action_match": False}], "env_assertions": [{"met": False}]}) == [
+        "action", "env_assertion"]
+    assert benchmark_failures({"info": {"r_actions": 0.0, "outputs": {"54.04": False}}}) == ["database", "communicate"]
+    assert benchmark_failures({"reward_basis": None, "info": {"note": "terminated: max_steps"}}) == []
+
+
+CALLS = [{"functionName": "update_reservation_baggages", "arguments": {"reservation_id": "YAX4DR", "total": 2},
+          "result": {}, "error": None},
+         {"functionName": "update_reservation_baggages", "arguments": {"reservation_id": "YAX4DR", "total": 2},
+          "result": {}, "error": None},
+         {"functionName": "update_reservation_baggages", "arguments": {"reservation_id": "YAX4DR", "total": 3},
+          "result": {}, "error": None}]
+
+
+def unexpected(*indices):
+    return row("x", 0, 0, unpaired_actual=[{"actual_index": index, "functionName": "update_reservation_baggages",
+                                            "effect": "write", "allowed": False, "failed": False}
+                                           for index in indices])
+
+
+def test_each_disagreement_is_put_in_what_it_comes_from():
+    database_basis = {"reward": 1.0, "reward_basis": ["DB", "COMMUNICATE"], "db_check": {"db_match": True}}
+    # lobeval passed, the benchmark failed: the first check its reward counted and found failed
+    assert disagreement_category(row("x", 0, 1), TAU2_FAILED) == "database"
+    assert disagreement_category(row("x", 0, 1), {**TAU2_FAILED, "db_check": {"db_match": True}}) == "communicate"
+    assert disagreement_category(row("x", 0, 1), {**TAU2_FAILED, "reward_basis": ["NL_ASSERTION"]}) == "nl_assertion"
+    assert disagreement_category(row("x", 0, 1), {"reward": 0.0}) == "lobeval_error"
+    # lobeval failed, the benchmark passed: a write repeated with the same arguments leaves the database as it was
+    assert disagreement_category(unexpected(1), database_basis, CALLS) == "database"
+    assert disagreement_category(unexpected(2), database_basis, CALLS) == "lobeval_error"   # other arguments
+    assert disagreement_category(unexpected(1), database_basis) == "lobeval_error"          # the calls not known
+    assert disagreement_category(unexpected(1), {"reward": 1.0, "reward_basis": ["ACTION"]}, CALLS) == "lobeval_error"
+    missed = row("x", 0, 0, unpaired_expected=[{"functionName": "send_certificate", "optional": False}])
+    assert disagreement_category(missed, database_basis, CALLS) == "lobeval_error"   # a task misread, to look into
+
+
+def test_the_categories_are_counted_and_printed_and_unexpected_runs_left_out():
+    rows = [unexpected(1), row("y", 0, 1), row("z", 0, 1, reference=False)]
+    reference = [verdict("x", 0, 1, reward_basis=["DB"], db_check={"db_match": True}),
+                 {**verdict("y", 0, 0), "reward_info": TAU2_FAILED}, verdict("z", 0, 0)]
+    result = agreement(rows, reference, {("x", 0): CALLS})
+    assert [(d["case_id"], d["category"]) for d in result["disagreements"]] == [("x", "database"), ("y", "database")]
+    assert result["categories"] == {"database": 2}
+    assert result["left_out"]["without_expectations"] == [{"case_id": "z", "trial": 0}]
+    text = format_agreement(result)
+    assert ("compared 2 trajectories of 2 tasks with the benchmark's verdicts; left out 1 that had no expectation "
+            "lobeval could score (the run does not publish its tasks)") in text
+    assert ("2 disagreements, by what they come from:\n  database 2: the benchmark's reward rests on its database's "
+            "end state (DB), which lobeval does not replay: it compares the calls instead") in text
+    assert "  case x trial 0 [database]: lobeval fail, benchmark pass: unexpected write update_reservation_baggages" \
+        in text
+    assert disagreements_frame(result)["category"].tolist() == ["database", "database"]
+
+
+def test_a_real_run_whose_simulations_name_other_tasks_agrees_once_each_is_scored_against_its_own(tmp_path):
+    # toolorchestra's five simulations, each graded 1.0 against the task its reward_info holds (not the one it names)
+    run = scored_import(tmp_path, import_tau2, FIXTURES / "real" / "toolorchestra_airline_cut.json")
+    result = run_agreement(run)
+    assert result["confusion"] == {"lobeval_pass": {"benchmark_pass": 5, "benchmark_fail": 0},
+                                   "lobeval_fail": {"benchmark_pass": 0, "benchmark_fail": 0}}
+    assert (result["disagreements"], result["categories"]) == ([], {})
+
+
+def test_the_report_says_what_was_left_out_and_what_each_disagreement_comes_from(tmp_path):
+    from lobeval.report import benchmark_agreement
+    from lobeval.runs import read_config
+
+    run = scored_import(tmp_path, import_tau_bench, FIXTURES / "tau_bench_retail.json")
+    page = benchmark_agreement(run, read_config(run))
+    assert "8 trajectories of 4 tasks compared.</p>" in page
+    assert ("what the disagreement comes from: database 1 (the benchmark&#x27;s reward rests on its database&#x27;s "
+            "end state (DB), which lobeval does not replay: it compares the calls instead).</p>") in page
+    assert "<td>database</td>" in page
+    untasked = tmp_path / "untasked"
+    import_tau2(FIXTURES / "real" / "adaptive_agent_airline_submission_cut.json", untasked)
+    evaluate(untasked / "dataset.jsonl", untasked / "conversations.jsonl", untasked / "evaluation_results.json",
+             suite=untasked / "suite", progress=False)
+    assert ("0 trajectories of 0 tasks compared; left out 1 that ended in a machinery error; left out 1 that had no "
+            "expectation lobeval could score (the run does not publish its tasks).</p>") in benchmark_agreement(
+        untasked, read_config(untasked))

@@ -463,7 +463,8 @@ def test_imported_traces_evaluate_without_a_dataset_scored_only_by_what_needs_no
     assert import_traces(fixture, "openai-chat", convs) == 2
     assert run_cli("--conversations", convs, "--out", tmp_path / "r.json") == 0
     out = capsys.readouterr().out
-    assert "2 conversations had no reference (imported traces): scored only by failed calls, claims and judges" in out
+    assert ("2 conversations had no reference (imported traces, or a benchmark run that publishes no tasks): scored "
+            "only by failed calls, claims and judges") in out
     results = read_results(tmp_path / "r.json")
     rows = {row["case_id"]: row for row in results["rows"]}
     assert all(row["reference"] is False and row["status"] == "scored" for row in rows.values())

@@ -383,3 +383,17 @@ def test_the_report_shows_each_user_fault_with_its_turn_and_what_was_left_out():
     clean = {"rows": fault_results()["rows"][1:], "counts": {}, "metrics": {}}
     assert "No mistake of the simulated user was found in the 1 scored conversations checked" in \
         report.user_faults_html(clean)
+    # a conversation of an imported run without its tasks: no check could run on its user, and the page says so
+    unknown = {"case_id": "c4", "trial": 0, "scenario_name": "s", "status": "scored", "reference": False,
+               "user_faults": [], "user_checks_not_run": {"invented_value": "the user's scenario is unknown",
+                                                          "ended_early": "the expected calls are unknown",
+                                                          "contradicted_instructions": "the user's scenario is unknown"}}
+    unchecked = {"rows": [*clean["rows"], unknown], "metrics": {},
+                 "counts": {"user_unchecked": {"invented_value": 1, "ended_early": 1, "contradicted_instructions": 1}}}
+    page = report.user_faults_html(unchecked)
+    assert "No mistake of the simulated user was found in the 1 scored conversations checked" in page
+    assert ("Simulated-user checks not run where the case does not know what its user was told or what it expected "
+            "(their users are unchecked, not clean): contradicted_instructions on 1 conversation, ended_early on 1 "
+            "conversation, invented_value on 1 conversation.") in page
+    alone = report.user_faults_html({**unchecked, "rows": [unknown]})
+    assert "No scored conversation could be checked for mistakes of the simulated user. Simulated-user checks" in alone

@@ -21,7 +21,8 @@ def test_summarise_means_errors_and_pass_k():
     results = summarise(rows)
     assert results["metrics"]["Success"] == pytest.approx(4 / 5)
     assert results["counts"] == {"conversations": 6, "scored": 5, "errors": 1, "unreferenced": 0, "target_errors": 0,
-                                 "trials": 3, "user_faults": 0, "quarantined": 0, "user_faults_kept": 0}
+                                 "trials": 3, "user_faults": 0, "quarantined": 0, "user_faults_kept": 0,
+                                 "user_unchecked": {}}
     # pass^2: case a C(2,2)/C(3,2) = 1/3, case b C(2,2)/C(2,2) = 1 → mean 2/3; pass^3 only case a: 0.
     assert results["pass_k"]["2"]["value"] == pytest.approx(2 / 3)
     assert results["pass_k"]["3"] == {"value": 0.0, "interval": [0.0, 0.0], "cases": 1}

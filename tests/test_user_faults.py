@@ -9,7 +9,7 @@ from lobeval.evaluate import evaluate, with_user_faults
 from lobeval.records import read_results, write_jsonl
 from lobeval.scoring import Rules, score_conversation
 from lobeval.suite import load_suite
-from lobeval.user_faults import judged_faults, open_question, stated_values, user_faults
+from lobeval.user_faults import checks_not_run, judged_faults, open_question, stated_values, user_faults
 
 SUITE = REPO / "scenarios" / "support_tickets"
 TOOLS = load_suite(SUITE).tools
@@ -121,6 +121,56 @@ def test_a_machinery_error_is_neither_checked_nor_left_out():
     assert with_user_faults(row, broken, entry["case"], Rules(tools=TOOLS), include_user_faults=False)[
         "user_faults"] == []
     assert row["excluded"] is None
+
+
+def test_a_case_whose_scenario_is_unknown_is_not_checked_for_what_needs_it():
+    entry = BY_NAME["invents_an_id"]
+    unknown = {**entry["case"], "scenario_known": False}
+    assert [fault["check"] for fault in user_faults(entry["conversation"], entry["case"], TOOLS)] == [
+        "invented_value", "ended_early"]
+    # TKT-1020 is never flagged where what the user was told is not known; ending early still is
+    assert [fault["check"] for fault in user_faults(entry["conversation"], unknown, TOOLS)] == ["ended_early"]
+    assert checks_not_run(unknown) == {"invented_value": "the user's scenario is unknown",
+                                       "contradicted_instructions": "the user's scenario is unknown"}
+    contradicting = BY_NAME["contradicts_instructions"]
+    assert user_faults(contradicting["conversation"], {**contradicting["case"], "scenario_known": False}, TOOLS) == []
+    stopping = BY_NAME["stops_early"]   # ended_early reads the expected calls, not the scenario
+    assert [fault["check"] for fault in user_faults(stopping["conversation"],
+                                                    {**stopping["case"], "scenario_known": False}, TOOLS)] == [
+        "ended_early"]
+    without = {**stopping["case"], "scenario_known": False, "reference": False, "expected_function_calls": []}
+    assert list(checks_not_run(without)) == ["invented_value", "ended_early", "contradicted_instructions"]
+    assert checks_not_run(entry["case"]) == {}
+
+
+def test_a_row_says_which_checks_did_not_run_and_a_trace_is_not_checked_at_all():
+    rules = Rules(tools=TOOLS)
+    entry = BY_NAME["contradicts_instructions"]
+    unknown = {**entry, "case": {**entry["case"], "scenario_known": False}}
+    assert _row(entry, rules, include_user_faults=False)["excluded"] == "user_fault"
+    row = _row(unknown, rules, include_user_faults=False)
+    assert (row["user_faults"], row["excluded"]) == ([], None)
+    assert row["user_checks_not_run"] == checks_not_run(unknown["case"])
+    # an imported run without its tasks: no reference, the scenario unknown; a trace: a real user, nothing to run
+    untasked = {**entry["case"], "scenario_known": False, "reference": False, "expected_function_calls": []}
+    row = score_conversation(entry["conversation"], untasked, rules)
+    assert list(with_user_faults(row, entry["conversation"], untasked, rules, False)["user_checks_not_run"]) == [
+        "invented_value", "ended_early", "contradicted_instructions"]
+    trace = {"case_id": entry["case"]["case_id"], "reference": False}
+    row = score_conversation(entry["conversation"], trace, rules)
+    assert with_user_faults(row, entry["conversation"], trace, rules, False)["user_checks_not_run"] == {}
+
+
+def test_a_run_says_how_many_conversations_a_check_did_not_run_on(tmp_path):
+    entry = BY_NAME["contradicts_instructions"]
+    dataset = write_jsonl(tmp_path / "dataset.jsonl", [{**entry["case"], "scenario_known": False}])
+    conversations = write_jsonl(tmp_path / "conversations.jsonl", [entry["conversation"]])
+    result = evaluate(dataset, conversations, tmp_path / "r.json", suite=SUITE, progress=False)
+    assert result.results["counts"]["user_unchecked"] == {"invented_value": 1, "contradicted_instructions": 1}
+    assert result.results["counts"]["user_faults"] == 0
+    assert ("simulated-user checks not run where the case does not know what its user was told or what it expected "
+            "(their users are unchecked, not clean): contradicted_instructions on 1 conversation, invented_value on "
+            "1 conversation") in result.summary()
 
 
 @pytest.fixture

@@ -21,14 +21,26 @@ import pandas as pd
 from pydantic import BaseModel, Field, field_validator
 
 from lobeval.errors import RecordError
-from lobeval.records import SCHEMA_VERSION, STRICT, iter_jsonl, read_results, validated
+from lobeval.records import SCHEMA_VERSION, STRICT, iter_jsonl, read_conversations, read_results, validated
 from lobeval.runs import RESULTS_FILE
 from lobeval.stats import CONFIDENCE, RESAMPLES, SEED, clip, pass_hat_k
 
 REFERENCE_FILE = "reference.jsonl"
 OUTCOMES = ("pass", "fail")
 LEFT_OUT = {"machinery_errors": "ended in a machinery error", "without_reference": "had no benchmark verdict",
-            "without_row": "had no lobeval row"}
+            "without_row": "had no lobeval row",
+            "without_expectations": "had no expectation lobeval could score (the run does not publish its tasks)"}
+CATEGORIES = {
+    "database": "the benchmark's reward rests on its database's end state (DB), which lobeval does not replay: it "
+                "compares the calls instead",
+    "action": "the benchmark's reward rests on the calls it compares itself (ACTION)",
+    "env_assertion": "the benchmark's reward rests on an assertion about the environment (ENV_ASSERTION)",
+    "communicate": "the benchmark's reward rests on information the bot had to communicate (COMMUNICATE)",
+    "nl_assertion": "the benchmark's reward rests on an assertion in words (NL_ASSERTION), which lobeval does not "
+                    "check",
+    "lobeval_error": "not explained by what the benchmark's reward rests on: a lobeval error, to fix or explain",
+}
+"""What a disagreement comes from (`disagreement_category`), in the order they are tried."""
 
 
 class ReferenceVerdict(BaseModel):
@@ -113,11 +125,15 @@ def _cell(success: int, reward: float) -> tuple[int, int]:
     return (0 if success else 1), (0 if reward == 1.0 else 1)
 
 
-def agreement(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
-    """lobeval's verdicts (the `rows` of evaluation_results.json) against the benchmark's (`read_reference`)."""
+def agreement(rows: list[dict[str, Any]], reference: list[dict[str, Any]],
+              calls: dict[tuple[str, int], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """lobeval's verdicts (the `rows` of evaluation_results.json) against the benchmark's (`read_reference`).
+    `calls`: each conversation's function calls by (case, trial), which tell a disagreement's category apart
+    (`disagreement_category`); without them a write lobeval did not expect is a lobeval error to look into."""
     verdicts = {(v["case_id"], v["trial"]): v for v in reference}
     by_key = {(row["case_id"], row["trial"]): row for row in rows}
-    compared = [(row, verdicts[key]) for key, row in by_key.items() if row["status"] == "scored" and key in verdicts]
+    compared = [(row, verdicts[key]) for key, row in by_key.items()
+                if row["status"] == "scored" and key in verdicts and row.get("reference") is not False]
     tables: dict[str, np.ndarray] = defaultdict(lambda: np.zeros((2, 2), dtype=int))
     for row, verdict in compared:
         tables[row["case_id"]][_cell(row["Success"], verdict["reward"])] += 1
@@ -129,14 +145,18 @@ def agreement(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> di
         "left_out": {"machinery_errors": _keys(key for key, row in by_key.items() if row["status"] != "scored"),
                      "without_reference": _keys(key for key, row in by_key.items()
                                                 if row["status"] == "scored" and key not in verdicts),
-                     "without_row": _keys(key for key in verdicts if key not in by_key)},
+                     "without_row": _keys(key for key in verdicts if key not in by_key),
+                     "without_expectations": _keys(key for key, row in by_key.items() if row["status"] == "scored"
+                                                   and key in verdicts and row.get("reference") is False)},
         "confusion": {f"lobeval_{mine}": {f"benchmark_{theirs}": int(table[i, j]) for j, theirs in enumerate(OUTCOMES)}
                       for i, mine in enumerate(OUTCOMES)},
         "agreement": {"value": float(np.trace(table) / total) if total else None, "interval": rate_interval},
         "kappa": {"value": cohen_kappa(table) if total else None, "interval": kappa_interval},
         "pass_k": pass_k_both(compared),
-        "disagreements": [disagreement(row, verdict) for row, verdict in compared
-                          if row["Success"] != int(verdict["reward"])],
+        "disagreements": (disagreed := [disagreement(row, verdict, (calls or {}).get((row["case_id"], row["trial"])))
+                                        for row, verdict in compared if row["Success"] != int(verdict["reward"])]),
+        "categories": {category: count for category in CATEGORIES
+                       if (count := sum(item["category"] == category for item in disagreed))},
     }
 
 
@@ -161,10 +181,62 @@ def pass_k_both(compared: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[s
     return table
 
 
-def disagreement(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+def disagreement(row: dict[str, Any], verdict: dict[str, Any],
+                 calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"case_id": row["case_id"], "trial": row["trial"], "lobeval": row["Success"],
             "benchmark": int(verdict["reward"]), "reasons": lobeval_reasons(row),
-            "benchmark_reasons": benchmark_reasons(verdict.get("reward_info") or {})}
+            "benchmark_reasons": benchmark_reasons(verdict.get("reward_info") or {}),
+            "category": disagreement_category(row, verdict.get("reward_info") or {}, calls)}
+
+
+def benchmark_failures(reward_info: dict[str, Any]) -> list[str]:
+    """The categories (CATEGORIES) of the checks the benchmark's reward counted and found failed: τ²-bench's by
+    its reward_basis (DB: db_check.db_match; ACTION, ENV_ASSERTION, COMMUNICATE, NL_ASSERTION: a check not met),
+    τ-bench's by r_actions (its database hash) and its outputs."""
+    details = reward_info.get("info") if isinstance(reward_info.get("info"), dict) else {}
+    basis = set(reward_info.get("reward_basis") or [])
+    failed = {
+        "database": ("DB" in basis and (reward_info.get("db_check") or {}).get("db_match") is False)
+                    or details.get("r_actions") in (0, False),
+        "action": "ACTION" in basis and any(not c.get("action_match") for c in reward_info.get("action_checks") or []),
+        "env_assertion": "ENV_ASSERTION" in basis and any(not c.get("met")
+                                                          for c in reward_info.get("env_assertions") or []),
+        "communicate": ("COMMUNICATE" in basis and any(not c.get("met")
+                                                       for c in reward_info.get("communicate_checks") or []))
+                       or any(not said for said in (details.get("outputs") or {}).values()),
+        "nl_assertion": "NL_ASSERTION" in basis and any(not c.get("met") for c in reward_info.get("nl_assertions") or []),
+    }
+    return [category for category in CATEGORIES if failed.get(category)]
+
+
+def disagreement_category(row: dict[str, Any], reward_info: dict[str, Any],
+                          calls: list[dict[str, Any]] | None = None) -> str:
+    """What a disagreement comes from (a key of CATEGORIES). The benchmark failed and lobeval passed: the first
+    check the benchmark's reward counted and found failed. lobeval failed and the benchmark passed: "database"
+    when all lobeval holds against the bot is writes it did not expect that repeat an earlier successful call
+    with the same arguments (`calls`: the conversation's), and the benchmark's reward rests on its database,
+    which such a write leaves as it was. Whatever no rule explains is a lobeval error, to look into."""
+    if row.get("Success"):
+        failures = benchmark_failures(reward_info)
+        return failures[0] if failures else "lobeval_error"
+    details = reward_info.get("info") if isinstance(reward_info.get("info"), dict) else {}
+    rests_on_database = "DB" in set(reward_info.get("reward_basis") or []) or "r_actions" in details
+    unexpected = [call.get("actual_index") for call in row.get("unpaired_actual") or []
+                  if call.get("effect") == "write" and not call.get("allowed") and not call.get("failed")]
+    only_unexpected = {reason["kind"] for reason in lobeval_reasons(row)} == {"unexpected_write"}
+    if rests_on_database and only_unexpected and calls is not None \
+            and all(_repeats(calls, index) for index in unexpected):
+        return "database"
+    return "lobeval_error"
+
+
+def _repeats(calls: list[dict[str, Any]], index: int | None) -> bool:
+    """Whether call `index` repeats an earlier successful call of the same function with the same arguments."""
+    if not isinstance(index, int) or not 0 <= index < len(calls):
+        return False
+    call = calls[index]
+    return any(earlier.get("functionName") == call.get("functionName") and not earlier.get("error")
+               and earlier.get("arguments") == call.get("arguments") for earlier in calls[:index])
 
 
 def _shown(value: Any) -> str:
@@ -222,9 +294,13 @@ def benchmark_reasons(reward_info: dict[str, Any]) -> list[str]:
 
 
 def run_agreement(run_dir: str | Path) -> dict[str, Any]:
-    """`agreement` of a run folder that holds both evaluation_results.json and reference.jsonl."""
+    """`agreement` of a run folder that holds both evaluation_results.json and reference.jsonl (and the
+    conversations.jsonl they were scored from, whose calls categorise the disagreements)."""
     run_dir = Path(run_dir)
-    return agreement(read_results(run_dir / RESULTS_FILE)["rows"], read_reference(run_dir))
+    conversations = run_dir / "conversations.jsonl"
+    calls = {(record["case_id"], record.get("trial", 0)): record.get("function_calls") or []
+             for _, _, record in read_conversations(conversations)} if conversations.exists() else None
+    return agreement(read_results(run_dir / RESULTS_FILE)["rows"], read_reference(run_dir), calls)
 
 
 # --- tables and text --------------------------------------------------------------------------------------
@@ -245,9 +321,11 @@ def pass_k_frame(result: dict[str, Any]) -> pd.DataFrame:
 
 def disagreements_frame(result: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([{"case_id": d["case_id"], "trial": d["trial"], "lobeval": d["lobeval"],
-                          "benchmark": d["benchmark"], "lobeval_reasons": "; ".join(r["text"] for r in d["reasons"]),
+                          "benchmark": d["benchmark"], "category": d.get("category"),
+                          "lobeval_reasons": "; ".join(r["text"] for r in d["reasons"]),
                           "benchmark_reasons": "; ".join(d["benchmark_reasons"])} for d in result["disagreements"]],
-                        columns=["case_id", "trial", "lobeval", "benchmark", "lobeval_reasons", "benchmark_reasons"])
+                        columns=["case_id", "trial", "lobeval", "benchmark", "category", "lobeval_reasons",
+                                 "benchmark_reasons"])
 
 
 def _estimate(figure: dict[str, Any], undefined: str) -> str:
@@ -270,11 +348,15 @@ def format_agreement(result: dict[str, Any]) -> str:
               "", "pass^k, on the same trajectories:",
               pass_k_frame(result).to_string(index=False, float_format=lambda v: f"{v:.3f}")]
     if result["disagreements"]:
-        lines += ["", f"{len(result['disagreements'])} disagreements:"]
+        lines += ["", f"{len(result['disagreements'])} disagreements, by what they come from:"]
+        lines += [f"  {category} {count}: {CATEGORIES[category]}"
+                  for category, count in (result.get("categories") or {}).items()]
+        lines.append("")
     for item in result["disagreements"]:
         verdicts = f"lobeval {OUTCOMES[1 - item['lobeval']]}, benchmark {OUTCOMES[1 - item['benchmark']]}"
         theirs = "; ".join(item["benchmark_reasons"]) or "no reason given"
         why = ("; ".join(r["text"] for r in item["reasons"]) if item["reasons"]
                else f"lobeval found nothing wrong; benchmark: {theirs}")
-        lines.append(f"  case {item['case_id']} trial {item['trial']}: {verdicts}: {why}")
+        category = f" [{item['category']}]" if item.get("category") else ""
+        lines.append(f"  case {item['case_id']} trial {item['trial']}{category}: {verdicts}: {why}")
     return "\n".join(lines)

@@ -259,10 +259,12 @@ def bench_claims(paths: Sequence[str | Path], judge: Any = None, *, progress: bo
     the rules' over the conversations it answered."""
     from lobeval.claims import find_claims, judged_claims
     from lobeval.llm import run_sync
+    from lobeval.protocol import read_replies
     from lobeval.records import LabelledClaims, iter_jsonl, validated
     from lobeval.vocabulary import function_key
 
-    labelled = [validated(LabelledClaims, record, path, f"line {line}").model_dump()
+    # the bot's replies read as evaluate reads them (a reply written as JSON as its text)
+    labelled = [read_replies(validated(LabelledClaims, record, path, f"line {line}").model_dump())
                 for path in paths for line, record in iter_jsonl(path)]
     rules = [find_claims(conversation, {function_key((tool.get("function") or {}).get("name") or ""): tool
                                         for tool in conversation["tools"]}) for conversation in labelled]

@@ -9,7 +9,7 @@ from typing import Any
 from lobeval.records import state_changes
 from lobeval.render import call_lines, escape, json_text, one_line
 from lobeval.targets import Session, TargetError, load_target
-from lobeval.protocol import Reply
+from lobeval.protocol import Reply, reply_text
 
 CHAT_CASE = {"case_id": "chat", "scenario_name": "chat", "business_data": {}}
 COMMANDS = {"/help": "list these commands", "/quit": "end the chat (so do /exit, Ctrl-D and Ctrl-C)"}
@@ -79,7 +79,7 @@ def _show(reply: Reply, debug: bool, write: Callable[[str], Any]) -> None:
     if debug:
         for line in call_lines(reply.function_calls):
             write(line)
-    write(f"bot> {reply.text}")
+    write(f"bot> {reply_text(reply.text)}")
 
 
 def _change_lines(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
@@ -139,11 +139,11 @@ def chat_widget(spec: str, *, debug: bool = True) -> Any:
             state["session"] = await target.start(CHAT_CASE)
             greeting = await state["session"].greeting()
             if greeting is not None:
-                add("bot", greeting.text)
+                add("bot", reply_text(greeting.text))
         add("you", message)
         try:
             reply = await state["session"].send(message)
-            add("bot", reply.text, call_lines(reply.function_calls) if debug else [])
+            add("bot", reply_text(reply.text), call_lines(reply.function_calls) if debug else [])
         except TargetError as exc:
             add("error", str(exc))
 

@@ -214,8 +214,8 @@ def _import(args: argparse.Namespace) -> int:
     if args.format == "traces":
         from lobeval.traces import import_traces
 
-        if args.domain or args.effect:
-            raise ConfigError("import traces: --domain and --effect are for benchmark runs (tau-bench, tau2)")
+        if args.domain or args.effect or args.tools:
+            raise ConfigError("import traces: --domain, --effect and --tools are for benchmark runs (tau-bench, tau2)")
         if args.trace_format is None:
             raise ConfigError("import traces: give --format openai-chat, openai-agents or otel-genai")
         written = import_traces(args.file, args.trace_format, run_dir / "conversations.jsonl")
@@ -226,7 +226,7 @@ def _import(args: argparse.Namespace) -> int:
     if args.trace_format is not None:
         raise ConfigError(f"import {args.format}: --format is for traces")
     importer = import_tau_bench if args.format == "tau-bench" else import_tau2
-    result = importer(args.file, run_dir, domain=args.domain, effects=parse_effects(args.effect))
+    result = importer(args.file, run_dir, domain=args.domain, effects=parse_effects(args.effect), tools=args.tools)
     print("\n".join(result.summary()))
     return 0
 
@@ -655,13 +655,18 @@ def build_parser() -> argparse.ArgumentParser:
                                              "traces, as runs/<run_id>/ (docs/analysis.md, docs/formats.md)")
     imp.add_argument("format", choices=["tau-bench", "tau2", "traces"],
                      help="tau-bench or tau2: a benchmark run with its verdicts; traces: production conversations")
-    imp.add_argument("file", metavar="FILE", help="tau-bench results .json; tau2 results.json or its folder; a traces file")
+    imp.add_argument("file", metavar="FILE", help="tau-bench results .json; tau2 results.json or its folder, a "
+                                                  "submission's trajectory file or a list of simulations; a traces file")
     imp.add_argument("--run-id", required=True, metavar="ID", help="the run folder to write: runs/<ID>/")
     imp.add_argument("--domain", help="benchmark runs: the suite's and scenarios' name (default: the benchmark's "
                                       "domain)")
     imp.add_argument("--effect", action="append", default=[], metavar="NAME=read|write",
                      help="benchmark runs: a function's effect where the guess from its name is wrong; repeatable "
                           "(default: the guess)")
+    imp.add_argument("--tools", metavar="SOURCE",
+                     help="benchmark runs: the functions' descriptions, argument types and effects, from the sources "
+                          "`init --tools` reads (tools.json, OpenAPI, an MCP server) or tau2-bench's "
+                          "src/tau2/domains/<domain>/tools.py (default: the functions the run names, without schemas)")
     imp.add_argument("--format", dest="trace_format", choices=["openai-chat", "openai-agents", "otel-genai"],
                      help="traces: the format of FILE (required for traces)")
     imp.set_defaults(handler=_import)

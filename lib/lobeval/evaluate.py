@@ -33,15 +33,16 @@ from lobeval.claims import find_claims, judged_claims
 from lobeval.errors import ConfigError, RecordError, RoleError
 from lobeval.security import CATEGORIES, Policy, breaches, judged_breach, load_policy, untested
 from lobeval.llm import LLMClient, Usage, run_sync
+from lobeval.protocol import read_replies
 from lobeval.records import (
     MACHINERY_ERRORS, METRICS, PENALTY_KINDS, SCHEMA_VERSION, ResultsWriter, check_output, first_row, iter_cases,
     iter_conversations, iter_jsonl, read_as, read_labels, read_results, rows_path, with_changes,
 )
 from lobeval.scoring import Rules, fuzzy_similar, score_conversation
-from lobeval.stats import RowTally, figure_lines, left_out_notes, unreferenced_note
+from lobeval.stats import RowTally, figure_lines, left_out_notes, unchecked_note, unreferenced_note
 from lobeval.suite import Suite, load_suite
 from lobeval.vocabulary import function_key, normal_text
-from lobeval.user_faults import judged_faults, user_faults
+from lobeval.user_faults import checks_not_run, judged_faults, user_faults
 
 EVALUATOR = "function_calls"
 NO_JUDGE_MODEL = "not run: no judge model configured"
@@ -75,6 +76,8 @@ class EvaluationResult:
         if counts.get("unreferenced"):
             lines.append(unreferenced_note(counts["unreferenced"]))
         lines += left_out_notes(counts)
+        if counts.get("user_unchecked"):
+            lines.append(unchecked_note(counts["user_unchecked"]))
         lines += figure_lines(results)
         if self.seconds:
             lines.append(f"time: {sum(self.seconds.values()):.2f} s in evaluate: "
@@ -276,7 +279,9 @@ def _work(phases: Phases, conversation_files: list[str | Path], cases: Cases) ->
     """(conversation, case) of every conversation, in file order, read one at a time (time counted as "read")."""
     def pairs() -> Iterator[tuple[dict, dict]]:
         for path, line, record in iter_conversations(conversation_files):
-            yield record, case_for(record, cases, path, line)
+            # every check and judge reads the bot's replies as lobeval reads them (a reply written as JSON as its
+            # text); the conversations file keeps what the bot wrote
+            yield read_replies(record), case_for(record, cases, path, line)
     return phases.timed("read", pairs())
 
 
@@ -465,15 +470,20 @@ def with_user_faults(row: dict[str, Any], conversation: dict[str, Any], case: di
                      include_user_faults: bool) -> dict[str, Any]:
     """The row with `user_faults` (the model-free checks, then the user-review judge's verdict) and `excluded`:
     "quarantined" for a case an analyst quarantined, else "user_fault" when the user made a mistake and
-    `include_user_faults` is off. Only a scored conversation with a reference was played from a case, so
-    only it is checked: a machinery error was not scored, and a trace without one had a real user. A
-    machinery error is never left out of anything: it is not in the metrics to begin with."""
-    faults = []
-    if row["status"] == "scored" and row.get("reference") is not False:
+    `include_user_faults` is off. Only a scored conversation played from a case (with a reference, or an
+    imported benchmark run's whose scenario is unknown) is checked: a machinery error was not scored, and a
+    trace without a reference had a real user. `user_checks_not_run`: the model-free checks the case could not
+    support, each with why (`user_faults.checks_not_run`). A machinery error is never left out of anything: it
+    is not in the metrics to begin with."""
+    faults, not_run = [], {}
+    simulated = row.get("reference") is not False or case.get("scenario_known") is False
+    if row["status"] == "scored" and simulated:
         review = (row.get("judges") or {}).get("user_review")
         faults = [*user_faults(conversation, case, rules.tools),
                   *judged_faults(review, conversation.get("messages") or [])]
+        not_run = checks_not_run(case)
     row["user_faults"] = faults
+    row["user_checks_not_run"] = not_run
     row["excluded"] = None if row["status"] != "scored" else (
         "quarantined" if rules.quarantined(row["case_id"], row["scenario_name"])
         else "user_fault" if faults and not include_user_faults else None)

@@ -1,21 +1,26 @@
 """Published benchmark runs (τ-bench, τ²-bench) as lobeval run folders, to check lobeval's verdicts against theirs.
 
 `import_tau_bench` reads a τ-bench results file (what its `run.py` writes, or a file of its
-`historical_trajectories/`); `import_tau2` reads a τ²-bench `results.json`, or its folder with
-`results.json` and `simulations/*.json`. Each writes a run folder like any other (docs/formats.md):
+`historical_trajectories/`); `import_tau2` reads a τ²-bench run in any of the shapes it is published in: its
+`results.json` (or the folder with `results.json` and `simulations/*.json`), a leaderboard submission's
+`{domain, agent, model, simulations}` or a bare list of simulations (the last two without the tasks). Each
+writes a run folder like any other (docs/formats.md):
 
 - `suite/`: `suite.json` (the domain's name, no entities, reads optional, `think` ignored), `tools.json`
-  (τ²-bench's tool definitions when the run kept them, else every function the run names, with the
-  arguments seen) and an empty `templates.json`;
-- `dataset.jsonl`: one case per task; `conversations.jsonl`: one per trajectory and trial;
+  (the functions of the tools source given, `--tools`, else τ²-bench's tool definitions when the run kept
+  them, else every function the run names, with the arguments seen) and an empty `templates.json`;
+- `dataset.jsonl`: one case per task, with what its user was told (`user_instructions`, `persona`), or
+  `scenario_known: false` when the run does not publish it; `conversations.jsonl`: one per trajectory and
+  trial, each call failed (`error`) however the run marks it;
 - `reference.jsonl`: the benchmark's own verdict per (case, trial), for `lobeval.agreement`;
-- `config.json`, naming the format and the source.
+- `config.json`, naming the format, the source and what the import could not take from it (`imported.notes`).
 
 The folder is written whole or not at all: everything is read and checked first, written into a
 staging folder beside it, read back with lobeval's own readers, and renamed into place.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -28,10 +33,11 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, Field
 
 from lobeval.agreement import REFERENCE_FILE, read_reference
-from lobeval.benchmark_tools import known_effect
+from lobeval.benchmark_tools import DOMAINS, known_effect
 from lobeval.errors import ConfigError, RecordError
 from lobeval.records import (
-    SCHEMA_VERSION, STRICT, loads, read_cases, read_conversations, read_json, validated, write_json, write_jsonl,
+    MACHINERY_ERRORS, SCHEMA_VERSION, STRICT, loads, read_cases, read_conversations, read_json, validated, write_json,
+    write_jsonl,
 )
 from lobeval.runs import CONFIG_FILE, read_config
 from lobeval.suite import EFFECTS, load_suite
@@ -49,6 +55,10 @@ TAU_STOP = "###STOP###"
 TAU_TOOL_ERRORS = ("Error:", "Unknown action")
 """τ-bench returns a tool's exception as text starting "Error:", and a call of a function it does not have
 as "Unknown action <name>": either way the call was attempted but not done."""
+TAU2_TOOL_ERROR = "Error:"
+"""τ²-bench's environment answers a tool that raised with `ToolMessage(content=f"Error: {e}", error=True)`
+(src/tau2/environment/environment.py, get_response); a run written by other code may keep the text and drop
+the flag: either marks the call failed."""
 TAU2_ENDINGS = {"user_stop": "user_finished", "agent_stop": "imported", "max_steps": "max_turns",
                 "timeout": "max_turns", "too_many_errors": "target_error", "agent_error": "target_error",
                 "unexpected_error": "target_error", "user_error": "llm_error",
@@ -59,6 +69,9 @@ user simulator is lobeval's llm_error (never a score), although τ²-bench score
 cannot be told apart from the agent's own, and τ²-bench scores it 0: target_error."""
 TAU2_INSTRUCTIONS = (("reason_for_call", "Reason for call"), ("known_info", "Known info"),
                      ("unknown_info", "Unknown info"), ("task_instructions", "Task instructions"))
+RELINKS_SHOWN = 3
+"""Simulations graded against another task than the one they name, listed in the import's summary (all of them
+in config.json)."""
 GRADED_CALLS = {"DB", "ACTION"}
 """A τ²-bench task's actions gate its reward only through these reward bases (the end state they leave, or
 the calls themselves); with neither, they are one path among many and are imported as optional."""
@@ -169,7 +182,7 @@ class _Tau2ToolResult(BaseModel):
     id: str = ""
     content: str | None = None
     requestor: Literal["user", "assistant"] = "assistant"
-    error: bool = False
+    error: bool | None = False
 
 
 class _Tau2Message(_Tau2ToolResult):
@@ -227,6 +240,30 @@ class _Tau2Results(BaseModel):
     simulation_index: list[dict[str, Any]] | None = None
 
 
+class _Tau2Submission(BaseModel):
+    """A leaderboard submission's trajectory file in its short form: the run's simulations, without the tasks."""
+
+    model_config = STRICT
+
+    domain: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    simulations: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Tau2Run:
+    """A τ²-bench run as read: where, its domain and agent when it names them, its tasks (None: it publishes
+    none), the tool definitions it kept, and each simulation record with where it was read."""
+
+    file: Path
+    domain: str | None
+    agent: str | None
+    tasks: list[dict[str, Any]] | None
+    tool_defs: dict[str, _Tau2ToolDef]
+    simulations: list[tuple[_Source, Any]]
+
+
 # --- a transcript, whichever benchmark wrote it ---------------------------------------------------------
 
 class _Said(NamedTuple):
@@ -264,6 +301,9 @@ class ImportResult:
     """Each function of the suite and its effect (read or write)."""
     guessed: dict[str, str]
     """The functions no published domain has and no --effect named: their effect guessed from the name."""
+    notes: tuple[str, ...] = ()
+    """What the import could not take from the run, one line each: tasks the file does not publish, simulations
+    graded against another task than the one they name, tools without a source."""
 
     def summary(self) -> list[str]:
         writes = sorted(name for name, effect in self.effects.items() if effect == "write")
@@ -276,7 +316,7 @@ class ImportResult:
             lines += [f"guessed from the name (not a tool of a published domain): "
                       f"{', '.join(f'{name}={effect}' for name, effect in sorted(self.guessed.items()))}",
                       "a function taken for the wrong effect is corrected with --effect NAME=read|write"]
-        return lines
+        return lines + list(self.notes)
 
 
 def effect_of(name: str, given: Mapping[str, str]) -> tuple[str, bool]:
@@ -310,11 +350,11 @@ def solved(reward: float) -> float:
 # --- τ-bench --------------------------------------------------------------------------------------------
 
 def import_tau_bench(path: str | Path, run_dir: str | Path, *, domain: str | None = None,
-                     effects: Mapping[str, str] | None = None) -> ImportResult:
+                     effects: Mapping[str, str] | None = None, tools: str | None = None) -> ImportResult:
     """A τ-bench results file (a list of {task_id, trial, reward, info, traj}) as the run folder `run_dir`.
 
     The suite is named `domain` (default "tau-bench": τ-bench's files do not say theirs); every case's
-    scenario is the domain too, as τ-bench's tasks have no category.
+    scenario is the domain too, as τ-bench's tasks have no category. `tools`: as for `import_tau2`.
     """
     path = Path(path)
     raw = read_json(path)
@@ -343,7 +383,7 @@ def import_tau_bench(path: str | Path, run_dir: str | Path, *, domain: str | Non
         reference.append(_verdict(case_id, trial, record.reward,
                                   record.info.reward_info or {"note": _tau_no_reward(record)}))
     return _write_run(Path(run_dir), "tau-bench", path, domain, {}, list(cases.values()), conversations, reference,
-                      effects or {})
+                      effects or {}, tools)
 
 
 def _tau_case(case_id: str, task: _TauTask, domain: str) -> dict[str, Any]:
@@ -389,73 +429,123 @@ def _tau_no_reward(record: _TauRecord) -> str:
 # --- τ²-bench -------------------------------------------------------------------------------------------
 
 def import_tau2(path: str | Path, run_dir: str | Path, *, domain: str | None = None,
-                effects: Mapping[str, str] | None = None) -> ImportResult:
-    """A τ²-bench run (its results.json, or the folder holding results.json and simulations/) as `run_dir`.
+                effects: Mapping[str, str] | None = None, tools: str | None = None) -> ImportResult:
+    """A τ²-bench run as `run_dir`: its results.json (or the folder holding results.json and simulations/), a
+    leaderboard submission's `{domain, agent, model, simulations}` or a bare list of simulations. The last two
+    publish no tasks: each case then says its user scenario is unknown and holds no expectation.
 
-    The suite is named `domain` (default: the run's domain_name); every case's scenario is the domain too.
+    The suite is named `domain` (default: the run's own name for it, else "tau2"); every case's scenario is the
+    domain too. `tools`: where the functions' definitions come from (`lobeval init --tools`' sources, τ²-bench's
+    tools.py among them).
     """
-    results_file, raw, sources = _tau2_files(Path(path))
-    results = validated(_Tau2Results, raw, results_file, "file")
-    environment = results.info.environment_info
-    domain = domain or environment.domain_name
-    cases: dict[str, dict[str, Any]] = {}
-    for index, item in enumerate(results.tasks):
-        task = validated(_Tau2Task, item, results_file, f"tasks[{index}]")
-        if task.id in cases:
-            raise RecordError(results_file, f"tasks[{index}]", "id", f"task {task.id!r} is defined twice")
-        cases[task.id] = _tau2_case(task, domain)
-    simulations = [(source, validated(_Tau2Simulation, item, source.file, source.where)) for source, item in sources]
-    trials = _trial_numbers((source, str(simulation.task_id), simulation.trial) for source, simulation in simulations)
-    agent = (results.info.agent_info or {}).get("llm") or (results.info.agent_info or {}).get("implementation")
+    run = _tau2_run(Path(path))
+    domain = domain or run.domain or "tau2"
+    simulations = [(source, item, validated(_Tau2Simulation, item, source.file, source.where))
+                   for source, item in run.simulations]
+    notes: list[str] = []
+    if run.tasks is None:
+        cases = {str(simulation.task_id): _unknown_case(str(simulation.task_id), domain)
+                 for _, _, simulation in simulations}
+        links = [(str(simulation.task_id), simulation.trial) for _, _, simulation in simulations]
+        notes.append(f"{run.file.name} publishes no tasks: each case's user scenario and expected calls are unknown "
+                     f"(scenario_known and reference false): its conversations are scored only by what needs no "
+                     f"reference, and the simulated-user checks that need the scenario do not run")
+    else:
+        tasks = _tau2_tasks(run)
+        cases = {task_id: _tau2_case(task, domain) for task_id, (task, _) in tasks.items()}
+        links, relinked = [], []
+        for source, item, simulation in simulations:
+            case_id, trial, candidates = _graded_case(item, str(simulation.task_id), simulation.trial, tasks)
+            if case_id not in cases and len(candidates) > 1:   # graded against one of several alike tasks
+                cases[case_id] = _either_case(case_id, [cases[task_id] for task_id in candidates])
+            if case_id != str(simulation.task_id):
+                relinked.append(f"{source.where}: {simulation.task_id} → {case_id}")
+            links.append((case_id, trial))
+        if relinked:
+            notes.append(f"{len(relinked)} simulations name one task but were graded by τ²-bench against another "
+                         f"(their reward_info holds that task's criteria): imported under the task graded, e.g. "
+                         + ", ".join(relinked[:RELINKS_SHOWN]) + (", …" if len(relinked) > RELINKS_SHOWN else "")
+                         + " (config.json: imported.relinked lists them all)")
+    trials = _trial_numbers((source, case_id, trial) for (source, _, _), (case_id, trial) in zip(simulations, links))
     conversations, reference = [], []
-    for (source, simulation), trial in zip(simulations, trials):
-        case_id, file = str(simulation.task_id), source.file
-        where = f"{source.where} (task {case_id}, trial {trial})"
-        if case_id not in cases:
-            raise RecordError(file, where, "task_id",
-                              f"names task {case_id!r}, which {results_file.name} does not define")
+    for (source, _, simulation), (case_id, _), trial in zip(simulations, links, trials):
+        where = f"{source.where} (task {simulation.task_id}, trial {trial})"
+        if run.tasks is not None and str(simulation.task_id) not in cases:
+            raise RecordError(source.file, where, "task_id",
+                              f"names task {simulation.task_id!r}, which {run.file.name} does not define")
         if simulation.messages is None:
-            raise RecordError(file, where, "messages", "is missing: voice (full-duplex) simulations kept as ticks "
-                                                       "are not supported")
-        if simulation.reward_info is None:
-            raise RecordError(file, where, "reward_info", "is missing: the simulation was not evaluated")
-        messages, calls, turns = _transcript(_tau2_events(simulation.messages, file, where), file, where)
+            raise RecordError(source.file, where, "messages", "is missing: voice (full-duplex) simulations kept as "
+                                                              "ticks are not supported")
         reason = TAU2_ENDINGS[simulation.termination_reason]
+        if simulation.reward_info is None and reason not in MACHINERY_ERRORS:
+            raise RecordError(source.file, where, "reward_info", "is missing: the simulation was not evaluated")
+        messages, calls, turns = _transcript(_tau2_events(simulation.messages, source.file, where), source.file, where)
         error = None if simulation.termination_reason in ("user_stop", "agent_stop", "max_steps") else (
             f"τ²-bench ended the simulation: {simulation.termination_reason}")
         conversations.append(_conversation(case_id, trial, domain, messages, calls, reason, turns, error,
-                                           simulator="tau2-bench", target=agent, duration=simulation.duration))
-        reference.append(_verdict(case_id, trial, simulation.reward_info.reward, simulation.reward_info.model_dump()))
-    defined = {name: (tool.doc, tool.params) for name, tool in (environment.tool_defs or {}).items()}
+                                           simulator="tau2-bench", target=run.agent, duration=simulation.duration))
+        if simulation.reward_info is not None:   # a machinery error the benchmark did not grade: no verdict
+            reference.append(_verdict(case_id, trial, simulation.reward_info.reward,
+                                      simulation.reward_info.model_dump()))
+    defined = {name: {"description": tool.doc, "parameters": tool.params} for name, tool in run.tool_defs.items()}
     return _write_run(Path(run_dir), "tau2", Path(path), domain, defined, list(cases.values()), conversations,
-                      reference, effects or {})
+                      reference, effects or {}, tools, notes, {"relinked": relinked} if run.tasks is not None else {})
 
 
-def _tau2_files(path: Path) -> tuple[Path, dict[str, Any], list[tuple[_Source, Any]]]:
-    """(results.json, its content, each simulation record with where it was read). As τ²-bench decides: the
-    simulations are the files of a `simulations/` folder beside results.json when there is one, else
-    results.json's own `simulations` list."""
+def _tau2_run(path: Path) -> _Tau2Run:
+    """The run at `path`, in any of its three shapes. As τ²-bench decides for its results: the simulations are
+    the files of a `simulations/` folder beside results.json when there is one, else its `simulations` list."""
     results_file = path / "results.json" if path.is_dir() else path
     raw = read_json(results_file)
+    if isinstance(raw, list):
+        return _Tau2Run(results_file, None, None, None, {}, _listed_simulations(results_file, raw, ""))
+    if isinstance(raw, dict) and "info" not in raw and "tasks" not in raw and "simulations" in raw:
+        submission = validated(_Tau2Submission, raw, results_file, "file")
+        return _Tau2Run(results_file, submission.domain, submission.model or submission.agent, None, {},
+                        _listed_simulations(results_file, submission.simulations, "simulations"))
     if not isinstance(raw, dict):
-        raise RecordError(results_file, "file", None,
-                          "must be a τ²-bench results object ({info, tasks, simulations})")
+        raise RecordError(results_file, "file", None, "must be a τ²-bench run: a results object ({info, tasks, "
+                                                      "simulations}), a submission ({domain, simulations}) or a "
+                                                      "list of simulations")
+    results = validated(_Tau2Results, raw, results_file, "file")
+    environment, agent_info = results.info.environment_info, results.info.agent_info or {}
     folder = results_file.parent / "simulations"
     if not folder.is_dir():
-        simulations = raw.get("simulations") if isinstance(raw.get("simulations"), list) else []
-        return results_file, raw, [(_Source(results_file, f"simulations[{index}]"), item)
-                                   for index, item in enumerate(simulations)]
-    files = sorted(folder.glob("*.json"))
-    index = raw.get("simulation_index")
-    if isinstance(index, list):
-        listed = {entry.get("id") for entry in index if isinstance(entry, dict)}
-        missing, extra = listed - {file.stem for file in files}, {file.stem for file in files} - listed
-        if missing or extra:
-            raise RecordError(results_file, "simulation_index", None,
-                              f"does not match {folder}: " + "; ".join(
-                                  part for part in (missing and f"no file for {', '.join(sorted(map(str, missing)))}",
-                                                    extra and f"not listed: {', '.join(sorted(extra))}") if part))
-    return results_file, raw, [(_Source(file, f"simulation {file.stem}"), read_json(file)) for file in files]
+        sources = _listed_simulations(results_file, results.simulations or [], "simulations")
+    else:
+        files = sorted(folder.glob("*.json"))
+        _check_index(results_file, folder, results.simulation_index, files)
+        sources = [(_Source(file, f"simulation {file.stem}"), read_json(file)) for file in files]
+    return _Tau2Run(results_file, environment.domain_name, agent_info.get("llm") or agent_info.get("implementation"),
+                    results.tasks, environment.tool_defs or {}, sources)
+
+
+def _listed_simulations(file: Path, items: list[Any], field: str) -> list[tuple[_Source, Any]]:
+    return [(_Source(file, f"{field}[{index}]" if field else f"record {index}"), item)
+            for index, item in enumerate(items)]
+
+
+def _check_index(results_file: Path, folder: Path, index: list[dict[str, Any]] | None, files: list[Path]) -> None:
+    if not isinstance(index, list):
+        return
+    listed = {entry.get("id") for entry in index if isinstance(entry, dict)}
+    missing, extra = listed - {file.stem for file in files}, {file.stem for file in files} - listed
+    if missing or extra:
+        raise RecordError(results_file, "simulation_index", None,
+                          f"does not match {folder}: " + "; ".join(
+                              part for part in (missing and f"no file for {', '.join(sorted(map(str, missing)))}",
+                                                extra and f"not listed: {', '.join(sorted(extra))}") if part))
+
+
+def _tau2_tasks(run: _Tau2Run) -> dict[str, tuple[_Tau2Task, dict[str, tuple[str, ...]]]]:
+    """Each task of the run by id, with the checks its evaluation criteria make (`_criteria_checks`)."""
+    tasks: dict[str, tuple[_Tau2Task, dict[str, tuple[str, ...]]]] = {}
+    for index, item in enumerate(run.tasks or []):
+        task = validated(_Tau2Task, item, run.file, f"tasks[{index}]")
+        if task.id in tasks:
+            raise RecordError(run.file, f"tasks[{index}]", "id", f"task {task.id!r} is defined twice")
+        tasks[task.id] = (task, _criteria_checks(item.get("evaluation_criteria") or {}))
+    return tasks
 
 
 def _tau2_case(task: _Tau2Task, domain: str) -> dict[str, Any]:
@@ -472,6 +562,75 @@ def _tau2_case(task: _Tau2Task, domain: str) -> dict[str, Any]:
                                         for action in criteria.actions or [] if action.requestor == "assistant"],
             "expected_outputs": list(criteria.communicate_info or []) if "COMMUNICATE" in basis else [],
             "forbidden_function_calls": [], "ordered": False}
+
+
+def _unknown_case(case_id: str, domain: str) -> dict[str, Any]:
+    """The case of a task the run does not publish: what its user was told and what it expected are unknown."""
+    return {"schema_version": SCHEMA_VERSION, "case_id": case_id, "scenario_name": domain, "user_instructions": "",
+            "scenario_known": False, "reference": False, "expected_function_calls": [], "expected_outputs": [],
+            "forbidden_function_calls": [], "ordered": False}
+
+
+def _either_case(case_id: str, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The case of conversations graded against one of several tasks whose criteria the grade cannot tell apart:
+    their expectations when the tasks share them (else none), the scenario unknown (it was one of theirs)."""
+    first = candidates[0]
+    shared = all(case[key] == first[key] for case in candidates
+                 for key in ("expected_function_calls", "expected_outputs"))
+    if not shared:
+        return _unknown_case(case_id, first["scenario_name"])
+    return {**first, "case_id": case_id, "user_instructions": "", "persona": "", "scenario_known": False}
+
+
+_CHECKS = {"nl_assertions": "nl_assertion", "communicate_checks": "info", "action_checks": "action",
+           "env_assertions": "env_assertion"}
+"""The checks of τ²-bench's reward_info that name the criterion they checked, and the field that names it."""
+
+
+def _criteria_checks(criteria: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The criteria of a task as the checks of its reward_info would name them, each kind sorted."""
+    named = {"nl_assertions": criteria.get("nl_assertions"), "communicate_checks": criteria.get("communicate_info"),
+             "action_checks": criteria.get("actions"), "env_assertions": criteria.get("env_assertions")}
+    return {kind: tuple(sorted(_criterion(kind, item) for item in items or [])) for kind, items in named.items()}
+
+
+def _criterion(kind: str, item: Any) -> str:
+    if kind == "action_checks" and isinstance(item, dict):
+        item = {"name": item.get("name"), "arguments": item.get("arguments")}
+    return item if isinstance(item, str) else json.dumps(item, sort_keys=True, default=str)
+
+
+def _graded_checks(reward_info: Any) -> dict[str, tuple[str, ...]]:
+    """The criteria a simulation's reward_info shows it was graded against: each kind of check it holds."""
+    graded = {}
+    for kind, field in _CHECKS.items():
+        checks = reward_info.get(kind) if isinstance(reward_info, dict) else None
+        if isinstance(checks, list) and checks:
+            graded[kind] = tuple(sorted(_criterion(kind, check.get(field)) for check in checks
+                                        if isinstance(check, dict)))
+    return graded
+
+
+def _graded_case(item: Any, task_id: str, trial: int | None,
+                 tasks: dict[str, tuple[_Tau2Task, dict[str, tuple[str, ...]]]]) -> tuple[str, int | None, list[str]]:
+    """(case id, trial, candidate tasks) of a simulation: the task it names, unless its reward_info holds checks
+    of criteria that task does not have. Then the one task whose criteria they are; several with the same
+    criteria make a case "A|B" (trial numbered in turn); none: the named task, for the error it will raise."""
+    graded = _graded_checks(item.get("reward_info") if isinstance(item, dict) else None)
+    if task_id not in tasks or not graded:
+        return task_id, trial, [task_id]
+
+    def fits(checks: dict[str, tuple[str, ...]]) -> bool:
+        return all(checks[kind] == criteria for kind, criteria in graded.items())
+
+    if fits(tasks[task_id][1]):
+        return task_id, trial, [task_id]
+    candidates = [other for other, (_, checks) in tasks.items() if fits(checks)]
+    if len(candidates) == 1:
+        return candidates[0], trial, candidates
+    if candidates:
+        return "|".join(candidates), None, candidates
+    return task_id, trial, [task_id]
 
 
 def _compared(action: _Tau2Action) -> dict[str, Any]:
@@ -493,7 +652,8 @@ def _tau2_events(messages: list[_Tau2Message], file: Path, where: str) -> Iterat
             answers = message.tool_messages if message.tool_messages is not None else [message]
             for number, answer in enumerate(answers):
                 if answer.requestor == "assistant":
-                    error = (answer.content or "the tool failed") if answer.error else None
+                    failed = answer.error or (answer.content or "").startswith(TAU2_TOOL_ERROR)
+                    error = (answer.content or "the tool failed") if failed else None
                     yield _Result(answer.id, answer.content, error,
                                   field if message.tool_messages is None else f"{field}.tool_messages[{number}]")
 
@@ -586,10 +746,11 @@ def _verdict(case_id: str, trial: int, reward: float, reward_info: dict[str, Any
             "raw_reward": reward, "reward_info": reward_info}
 
 
-def _tools(defined: Mapping[str, tuple[str, dict[str, Any] | None]], cases: list[dict[str, Any]],
-           conversations: list[dict[str, Any]], effects: Mapping[str, str]) -> list[dict[str, Any]]:
-    """tools.json: the benchmark's definitions, then every other function the tasks and trajectories name,
-    with the arguments seen; each with its effect (`effect_of`); a guessed one is marked "guessed" until written."""
+def _tools(defined: Mapping[str, dict[str, Any]], cases: list[dict[str, Any]], conversations: list[dict[str, Any]],
+           effects: Mapping[str, str]) -> list[dict[str, Any]]:
+    """tools.json: the defined functions (a tools source's, else the benchmark's own definitions), then every
+    other function the tasks and trajectories name, with the arguments seen; each with its effect: --effect,
+    else its definition's, else `effect_of`'s; a guessed one is marked "guessed" until written."""
     seen: dict[str, set[str]] = {}
     for call in [*(c for case in cases for c in case["expected_function_calls"]),
                  *(c for conversation in conversations for c in conversation["function_calls"])]:
@@ -602,35 +763,69 @@ def _tools(defined: Mapping[str, tuple[str, dict[str, Any] | None]], cases: list
             raise ConfigError(f"--effect {name}: the run has no function of that name (functions: {', '.join(names)})")
     tools = []
     for name in names:
-        description, parameters = defined.get(name, ("", None))
+        definition = defined.get(name) or {}
         seen_arguments = {"type": "object", "properties": {argument: {} for argument in sorted(seen.get(name, ()))}}
-        effect, guessed = effect_of(name, effects)
+        effect, guessed = (effects[name], False) if name in effects else (
+            (definition["effect"], bool(definition.get("guessed"))) if definition.get("effect")
+            else effect_of(name, effects))
         tools.append({"type": "function", "effect": effect,
-                      "function": {"name": name, "description": description,
-                                   "parameters": parameters or seen_arguments}})
+                      "function": {"name": name, "description": definition.get("description") or "",
+                                   "parameters": definition.get("parameters") or seen_arguments}})
         if guessed:
             tools[-1]["guessed"] = True
     return tools
 
 
-def _write_run(run_dir: Path, kind: str, source: Path, domain: str, defined: Mapping[str, tuple[str, Any]],
+def source_tools(source: str) -> dict[str, dict[str, Any]]:
+    """The functions of a tools source (`lobeval init --tools`' reader: tools.json, OpenAPI, τ²-bench's tools.py,
+    an MCP server) by name: {description, parameters, effect, guessed}. A function the source gives no effect
+    takes the benchmark's (benchmark_tools), else one guessed from its name, marked guessed."""
+    from lobeval.suite_init import read_tools   # the database drivers `init` reads data with: only when asked
+
+    guessed: set[str] = set()
+
+    def ask(name: str) -> str:
+        effect, was_guessed = effect_of(name, {})
+        if was_guessed:
+            guessed.add(name)
+        return effect
+
+    return {tool["function"]["name"]: {**tool["function"], "effect": tool["effect"],
+                                       "guessed": tool["function"]["name"] in guessed}
+            for tool in read_tools(source, {}, ask)}
+
+
+def _write_run(run_dir: Path, kind: str, source: Path, domain: str, defined: Mapping[str, dict[str, Any]],
                cases: list[dict[str, Any]], conversations: list[dict[str, Any]], reference: list[dict[str, Any]],
-               effects: Mapping[str, str]) -> ImportResult:
+               effects: Mapping[str, str], tools_source: str | None = None, notes: list[str] | None = None,
+               imported: dict[str, Any] | None = None) -> ImportResult:
+    notes = list(notes or [])
+    if tools_source is not None:
+        defined = source_tools(tools_source)
+    elif not defined:
+        folder = domain if domain in DOMAINS["tau2"] else "<domain>"
+        notes.append(f"tools.json: no descriptions, argument types or enums (the run keeps no tool definitions): "
+                     f"give --tools with τ²-bench's src/tau2/domains/{folder}/tools.py (also for τ-bench's "
+                     f"ports), or the bot's tools.json, OpenAPI document or MCP server")
     tools = _tools(defined, cases, conversations, effects)
+    undefined = [tool["function"]["name"] for tool in tools if tool["function"]["name"] not in defined]
+    if tools_source is not None and undefined:
+        notes.append(f"called but not defined by {tools_source} (only the arguments seen): {', '.join(undefined)}")
     guessed = {tool["function"]["name"]: tool["effect"] for tool in tools if tool.pop("guessed", False)}
     suite = {"name": domain, "entities": {}, "ignored_functions": IGNORED_FUNCTIONS, "optional_effects": ["read"],
              "allowed_function_calls": []}
     config = {"schema_version": SCHEMA_VERSION, "run_id": run_dir.name, "suite": str(run_dir.resolve() / "suite"),
               "suite_name": domain, "target": next((c["target"] for c in conversations if c["target"]), None),
               "user": "imported", "trials": max((c["trial"] + 1 for c in conversations), default=0),
-              "imported": {"format": kind, "source": str(source.resolve()), "guessed_effects": guessed},
+              "imported": {"format": kind, "source": str(source.resolve()), "guessed_effects": guessed,
+                           "tools": tools_source, "notes": notes, **(imported or {})},
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     files = {"suite/suite.json": suite, "suite/tools.json": tools, "suite/templates.json": [],
              "dataset.jsonl": cases, "conversations.jsonl": conversations, REFERENCE_FILE: reference,
              CONFIG_FILE: config}
     _publish(run_dir, files)
     return ImportResult(run_dir, kind, len(cases), len(conversations),
-                        {tool["function"]["name"]: tool["effect"] for tool in tools}, guessed)
+                        {tool["function"]["name"]: tool["effect"] for tool in tools}, guessed, tuple(notes))
 
 
 def _publish(run_dir: Path, files: Mapping[str, Any]) -> None:

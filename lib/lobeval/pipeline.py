@@ -40,7 +40,7 @@ from lobeval.errors import ConfigError, LobevalError
 from lobeval.generate import build_cases
 from lobeval.llm import ROLES, resolve_model
 from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
-from lobeval.stats import figure_lines, left_out_notes
+from lobeval.stats import figure_lines, left_out_notes, unchecked_note
 from lobeval.suite import Suite, load_suite
 from lobeval.targets import check_target
 from lobeval.vocabulary import AZURE_JUDGES, TURN_CRITERIA
@@ -110,6 +110,8 @@ class RunResult:
         lines += [f"executed {path}" for path in self.executed]
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
+        if self.counts.get("user_unchecked"):
+            lines.append(unchecked_note(self.counts["user_unchecked"]))
         lines += figure_lines(self.results)
         lines += [self.baseline] if self.baseline else []
         lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"

@@ -78,6 +78,13 @@ class Case(BaseModel):
     forbidden_function_calls: list[str] = []
     ordered: bool = False
     seed: int | None = None
+    scenario_known: bool = True
+    """False: what the simulated user was told is not known (an imported benchmark run that does not publish its
+    tasks): the user checks that need it (invented_value, contradicted_instructions) are not run on its
+    conversations."""
+    reference: bool = True
+    """False: the case holds no expectation (its expected calls are not known): its conversations are scored only by
+    what needs none."""
 
 
 class FunctionCall(BaseModel):
@@ -692,6 +699,9 @@ class ResultRow(BaseModel):
     judges: RowJudges = RowJudges()
     user_faults: list[dict[str, Any]] = []
     """The simulated user's own mistakes in this conversation: {check, turn, message_index, detail}."""
+    user_checks_not_run: dict[str, str] = {}
+    """The model-free user checks its case could not support, each with why (its scenario or its expected calls
+    unknown): its user is unchecked for them, not clean."""
     excluded: Literal["user_fault", "quarantined"] | None = None
     """Why this scored row is left out of the bot's metrics (counted apart, like machinery errors), or None."""
 
@@ -713,6 +723,8 @@ class Counts(BaseModel):
     """Scored conversations with simulated-user faults kept in the bot's metrics (--include-user-faults)."""
     quarantined: int = Field(0, ge=0)
     """Scored conversations of cases an analyst quarantined (a label): left out of the bot's metrics."""
+    user_unchecked: dict[str, int] = {}
+    """Scored conversations on which a model-free user check could not run, by check (`user_checks_not_run`)."""
 
 
 class Coverage(BaseModel):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lobeval.records import read_conversations
+from lobeval.render import said
 from lobeval.suite import Suite, write_functions
 from lobeval.users import say
 from lobeval.vocabulary import function_key
@@ -39,7 +40,7 @@ def regression_templates(suite: Suite, path: str | Path, summarise: Summarise | 
 
 
 def _text(conversation: dict[str, Any], role: str) -> list[str]:
-    return [m.get("content") or "" for m in conversation.get("messages") or [] if m.get("role") == role]
+    return [said(m) for m in conversation.get("messages") or [] if m.get("role") == role]
 
 
 def regression_template(conversation: dict[str, Any], calls: list[dict[str, Any]], writes: set[str],

@@ -9,6 +9,8 @@ import json
 import re
 from typing import Any
 
+from lobeval.protocol import reply_text
+
 RESULT_CHARS = 600     # of a call's result shown on a page
 LINE_CHARS = 300       # of each piece of an excerpt line
 EXCERPT_LINES = 40
@@ -58,6 +60,15 @@ def call_text(call: dict[str, Any], width: int | None = None) -> str:
     return f"{call.get('functionName')}({arguments}) -> {'ERROR ' if call.get('error') else ''}{outcome}"
 
 
+def said(message: dict[str, Any]) -> str:
+    """A message's text as lobeval reads it: the bot's through `reply_text` (a reply written as JSON as its text),
+    the user's as written."""
+    content = message.get("content")
+    if message.get("role") == "assistant":
+        return reply_text(content)
+    return content if isinstance(content, str) else ("" if content is None else json_text(content))
+
+
 def call_lines(calls: list[dict[str, Any]]) -> list[str]:
     """The calls of one bot turn, one indented line each, as a transcript and the terminal show them."""
     return [f"  [{call_text(call)}]" for call in calls]
@@ -67,7 +78,7 @@ def transcript_text(messages: list[dict[str, Any]]) -> str:
     """The conversation for a model to read: `ROLE: content`, each call of a message below it."""
     lines = []
     for message in messages:
-        lines.append(f"{str(message.get('role')).upper()}: {message.get('content') or ''}")
+        lines.append(f"{str(message.get('role')).upper()}: {said(message)}")
         lines += call_lines(message.get("function_calls") or [])
     return "\n".join(lines)
 
@@ -87,7 +98,7 @@ def excerpt(conversation: dict[str, Any], *, width: int = LINE_CHARS, max_lines:
         if message.get("role") == "user":
             add_calls(turn)
             turn += 1
-        content = one_line(message.get("content") or "", width)
+        content = one_line(said(message), width)
         lines.append(f"[turn {turn}] {str(message.get('role')).upper()}: {content}")
     for at in sorted(calls):
         add_calls(at)
@@ -127,7 +138,7 @@ def conversation_html(record: dict[str, Any]) -> str:
     parts = [_STYLE, "<div class='lobeval-conv'>", head + "</p>"]
     for message in record.get("messages", []):
         role = "user" if message.get("role") == "user" else "assistant"
-        parts.append(f"<div class='m {role}'><b>{role}:</b> {escape(message.get('content') or '')}</div>")
+        parts.append(f"<div class='m {role}'><b>{role}:</b> {escape(said(message))}</div>")
         parts += [call_html(call) for call in message.get("function_calls") or []]
     parts.append("</div>")
     return "".join(parts)

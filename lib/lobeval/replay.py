@@ -21,7 +21,7 @@ from lobeval.claims import claim_what
 from lobeval.errors import LobevalError
 from lobeval.labels import add_label, revoke_label
 from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scales
-from lobeval.render import escape, json_text, metric_name, outcome_text
+from lobeval.render import escape, json_text, metric_name, outcome_text, said
 from lobeval.scoring import METRICS
 from lobeval.vocabulary import function_key
 
@@ -153,9 +153,7 @@ def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, 
     for index, message in enumerate(conversation.get("messages", [])):
         if message.get("role") == "user":
             steps.append({"turn": len(steps), "messages": [], "calls": []})
-        content = message.get("content")
-        steps[-1]["messages"].append({"index": index, "role": str(message.get("role", "")),
-                                      "content": content if isinstance(content, str) else json_text(content),
+        steps[-1]["messages"].append({"index": index, "role": str(message.get("role", "")), "content": said(message),
                                       "flags": flags.get(index, [])})
     verdicts, notes = _verdicts(row), _call_notes(row)
     for index, call in enumerate(conversation.get("function_calls", [])):

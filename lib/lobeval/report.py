@@ -40,8 +40,10 @@ from lobeval.records import METRICS
 from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
-from lobeval.stats import NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unreferenced_note, unscored_reason
-from lobeval.user_faults import review_failed
+from lobeval.stats import (
+    NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unchecked_note, unreferenced_note, unscored_reason,
+)
+from lobeval.user_faults import CHECKS as USER_CHECKS, review_failed
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -297,13 +299,20 @@ def user_faults_html(results: dict[str, Any]) -> str:
     """The simulated user's own mistakes, one line each with the conversation (a link into the replay), the
     user turn, the check that found it and what was wrong, and whether the conversation was left out."""
     table = user_fault_table(results)
-    rows = [row for row in results["rows"] if row["status"] == "scored" and row.get("reference") is not False]
+    rows = [row for row in results["rows"] if row["status"] == "scored"
+            and (row.get("reference") is not False or row.get("user_checks_not_run"))]
+    not_run = (results.get("counts") or {}).get("user_unchecked") or {}
+    rows = [row for row in rows if len(row.get("user_checks_not_run") or {}) < len(USER_CHECKS)]
     checked, unchecked = len(rows), sum(review_failed(row) for row in rows)
     partly = (f" The user-review judge failed on {unchecked} of them: their user is unchecked for what only that judge "
               f"sees (inventing a value, ending too early, going against the instructions), not clean."
               if unchecked else "")
+    if not_run:
+        note = unchecked_note(not_run)
+        partly += f" {note[0].upper()}{note[1:]}."
     if table.empty:
-        found = (f"No mistake of the simulated user was found in the {checked} scored conversations checked "
+        found = ("No scored conversation could be checked for mistakes of the simulated user." if not checked else
+                 f"No mistake of the simulated user was found in the {checked} scored conversations checked "
                  f"(docs/metrics.md says what is checked)." if not unchecked else
                  f"No mistake of the simulated user was found by the checks that ran on the {checked} scored "
                  f"conversations (docs/metrics.md says what is checked).")
@@ -777,10 +786,11 @@ def benchmark_agreement(run_dir: str | Path, config: dict[str, Any]) -> str | No
         band = f" [{entry['interval'][0]:.3f}, {entry['interval'][1]:.3f}]" if entry.get("interval") else ""
         return f"{entry['value']:.3f}{band}"
 
-    left_out = sum(len(keys) for keys in result["left_out"].values())
+    left_out = "".join(f"; left out {len(keys)} that {agreement.LEFT_OUT[why]}"
+                       for why, keys in result["left_out"].items() if keys)
     parts = [f"<p>Imported from {html.escape(str(source.get('format', 'a benchmark')))} "
              f"({html.escape(str(source.get('source', '')))}): {result['compared']} trajectories of "
-             f"{result['cases']} tasks compared, {left_out} left out (machinery errors or no verdict).</p>",
+             f"{result['cases']} tasks compared{html.escape(left_out)}.</p>",
              f"<p>Agreement {figure('agreement')} · Cohen's κ {figure('kappa')} (95 % intervals, tasks resampled)</p>",
              agreement.confusion_frame(result).to_html(),
              "<p>pass^k by both, on the same trajectories:</p>",
@@ -788,5 +798,8 @@ def benchmark_agreement(run_dir: str | Path, config: dict[str, Any]) -> str | No
     disagreements = agreement.disagreements_frame(result)
     if len(disagreements):
         disagreements.columns = [column.replace("_", " ") for column in disagreements.columns]
-        parts += ["<p>Where the two disagree, with each side's reasons:</p>", disagreements.to_html(index=False)]
+        categories = "; ".join(f"{category} {count} ({agreement.CATEGORIES[category]})"
+                               for category, count in result["categories"].items())
+        parts += [f"<p>Where the two disagree, with each side's reasons and what the disagreement comes from: "
+                  f"{html.escape(categories)}.</p>", disagreements.to_html(index=False)]
     return "".join(parts)

@@ -23,6 +23,7 @@ from scipy.optimize import linear_sum_assignment
 
 from lobeval import operators
 from lobeval.operators import DEFAULT_THRESHOLD, MISSING
+from lobeval.protocol import reply_text
 from lobeval.records import MACHINERY_ERRORS, METRICS, NORMAL_ENDINGS
 from lobeval.vocabulary import function_key, normal_text
 
@@ -314,7 +315,8 @@ def ratio(numerator: float, denominator: float, *, empty: float = 1.0) -> float:
 
 
 def assistant_text(conversation: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in conversation.get("messages") or []
+    """Everything the bot said, each reply as `reply_text` reads it."""
+    return "\n".join(reply_text(m.get("content")) for m in conversation.get("messages") or []
                      if m.get("role") == "assistant")
 
 

@@ -23,7 +23,7 @@ from lobeval.records import (
     MACHINERY_ERRORS, SCHEMA_VERSION, Case, TerminationReason, appending, check_output, dumps, iter_jsonl, read_as,
     read_cases, read_conversations, state_changes, write_jsonl,
 )
-from lobeval.protocol import Reply
+from lobeval.protocol import Reply, reply_text
 from lobeval.targets import Target, TargetError
 from lobeval.users import STOP_PHRASE, SimulatedUser, says_stop_phrase
 
@@ -65,7 +65,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
         greeting = await session.greeting()
         if greeting is not None:
             transcript.bot_said(greeting)
-        bot_text = greeting.text if greeting is not None else None
+        bot_text = reply_text(greeting.text) if greeting is not None else None
         while True:
             if transcript.turns >= max_turns:
                 reason = "max_turns"
@@ -84,7 +84,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
             if budget is not None and reply.usage is not None:
                 budget.charge(reply.usage["cost_usd"], role="target")
             transcript.bot_said(reply)
-            bot_text = reply.text
+            bot_text = reply_text(reply.text)   # the user reads a reply written as JSON as its text
         changes = state_changes(start_state, await session.state())
     except TargetError as exc:
         reason, error = exc.reason, str(exc)

@@ -88,15 +88,17 @@ NO_REFERENCE_METRICS = ("NoFailedCalls", "ClaimsBacked")
 """Metrics every scored row has, reference or not: the share of conversations with no failed call, and with
 no claimed-but-not-done (over the rows whose claims were checked)."""
 SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", "excluded", "user_faulted", *METRICS,
-                  "reference", *NO_REFERENCE_METRICS)
-"""What the run-level numbers read of a row (user_faulted and the last three derived from it: `_derived_values`)."""
+                  "reference", *NO_REFERENCE_METRICS, "user_unchecked")
+"""What the run-level numbers read of a row (user_faulted, the three after METRICS and user_unchecked derived from
+it: `_derived_values`)."""
 
 
 def unreferenced_note(unreferenced: int) -> str:
     """The sentence saying which metrics apply to conversations without a reference."""
     had = "conversation had" if unreferenced == 1 else "conversations had"
-    return (f"{unreferenced} {had} no reference (imported traces): scored only by failed calls, claims and "
-            f"judges; left out of Reliability, recall, precision, Success and pass^k")
+    return (f"{unreferenced} {had} no reference (imported traces, or a benchmark run that publishes no tasks): "
+            f"scored only by failed calls, claims and judges; left out of Reliability, recall, precision, Success "
+            f"and pass^k")
 
 
 def claims_source_note(results: dict[str, Any]) -> str:
@@ -122,17 +124,26 @@ def left_out_notes(counts: dict[str, Any]) -> list[str]:
     return lines
 
 
+def unchecked_note(unchecked: dict[str, int]) -> str:
+    """The sentence naming the simulated-user checks that could not run (`counts.user_unchecked`), and on how
+    many conversations."""
+    return ("simulated-user checks not run where the case does not know what its user was told or what it "
+            "expected (their users are unchecked, not clean): "
+            + ", ".join(f"{check} on {_conversations(n)}" for check, n in sorted(unchecked.items())))
+
+
 def _conversations(n: int) -> str:
     return f"{n} conversation{'' if n == 1 else 's'}"
 
 
 def _derived_values(row: dict[str, Any]) -> dict[str, Any]:
     """user_faulted (whether it holds simulated-user faults), reference, NoFailedCalls and ClaimsBacked of a row
-    (1.0 / 0.0, None when not known)."""
+    (1.0 / 0.0, None when not known), and user_unchecked (the user checks not run on it, space-separated)."""
     failed, claims = row.get("failed_calls"), row.get("claims")
     return {"user_faulted": bool(row.get("user_faults")), "reference": row.get("reference") is not False,
             "NoFailedCalls": None if failed is None else float(not failed),
-            "ClaimsBacked": None if claims is None else float(not claims.get("claimed_not_done"))}
+            "ClaimsBacked": None if claims is None else float(not claims.get("claimed_not_done")),
+            "user_unchecked": " ".join(row.get("user_checks_not_run") or {})}
 
 
 class RowTally:
@@ -202,10 +213,19 @@ def _summary(frame: pd.DataFrame, errors: list[dict[str, Any]]) -> dict[str, Any
     counts = {"conversations": len(frame), "scored": int((frame["status"] == "scored").sum()), "errors": len(errors),
               "unreferenced": int(len(everything) - len(scored)), **_left_out(frame),
               "user_faults_kept": int((counted & frame["user_faulted"]).sum()),
+              "user_unchecked": _unchecked(frame),
               "target_errors": int((frame["termination"] == "target_error").sum()),
               "trials": int(frame.groupby("case_id")["trial"].nunique().max()) if len(frame) else 0}
     return {"metrics": metrics, "intervals": intervals, "pass_k": pass_k, "scenarios": scenarios,
             "counts": counts, "errors": errors, "over": over}
+
+
+def _unchecked(frame: pd.DataFrame) -> dict[str, int]:
+    """By check, the scored rows on which it could not run (`user_checks_not_run`)."""
+    if "user_unchecked" not in frame:
+        return {}
+    named = frame.loc[frame["status"] == "scored", "user_unchecked"].fillna("").str.split()
+    return {str(check): int(n) for check, n in named.explode().dropna().value_counts(sort=False).items()}
 
 
 def _left_out(frame: pd.DataFrame) -> dict[str, int]:

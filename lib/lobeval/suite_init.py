@@ -1,9 +1,10 @@
 """`lobeval init`: a new suite from what a team already has (docs/cli.md#a-new-suite-init).
 
 init_suite() reads as its steps: find where the suite and its data go and refuse a place already taken, read
-the tools (a tools list, an OpenAPI 3 document or an MCP server) and check them as a suite's tools.json, read
-the data (CSV files, or a database snapshotted into CSV), infer suite.json from the data, write everything in a
-staging folder, load the staged suite as `generate` would and check every record, then rename it into place.
+the tools (a tools list, an OpenAPI 3 document, a τ²-bench tools.py or an MCP server) and check them as a
+suite's tools.json, read the data (CSV files, or a database snapshotted into CSV), infer suite.json from the
+data, write everything in a staging folder, load the staged suite as `generate` would and check every record,
+then rename it into place.
 Bad input writes nothing.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy import Table as DbTable
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from lobeval.benchmark_tools import tau2_tools
 from lobeval.errors import ConfigError, RecordError
 from lobeval.generate import check_data
 from lobeval.openapi import functions_from_document, read_document
@@ -108,14 +110,15 @@ def _check_free(suite_dir: Path, data_dir: Path | None) -> None:
 # --- tools -----------------------------------------------------------------------------------------------------
 
 def read_tools(source: str, effects: dict[str, str], ask: Ask | None) -> list[dict[str, Any]]:
-    """tools.json entries from a document (a file, or a name ending .json / .yaml / .yml) or an MCP server (a
-    command line or, as every URL, a streamable HTTP endpoint)."""
+    """tools.json entries from a document (a file, or a name ending .json / .yaml / .yml), a τ²-bench domain's
+    tools.py (a .py file, read without being run) or an MCP server (a command line or, as every URL, a
+    streamable HTTP endpoint)."""
     path = Path(source)
     if source.startswith(("http://", "https://")) or not (path.is_file() or path.suffix.lower() in DOCUMENT_SUFFIXES):
         from lobeval.mcp_tools import tools_from_mcp   # the MCP SDK and the model client: seconds to import
 
         return tools_from_mcp(source, effects=effects, ask=ask)
-    functions = functions_from_document(path, read_document(path))
+    functions = tau2_tools(path) if path.suffix.lower() == ".py" else functions_from_document(path, read_document(path))
     settled = settle_effects(str(path), {function["name"]: effect for function, effect in functions}, effects, ask,
                              'the document does not say (lobeval\'s "effect": "read" or "write" beside "function")')
     return [{"type": "function", "effect": settled[function["name"]], "function": function}

@@ -12,6 +12,9 @@ takes the conversation out of the bot's metrics, so a false one would hide a rea
   attempted;
 - contradicted_instructions: the user gives an argument another value of its enum than the one its
   instructions hold.
+
+A case that does not know what its user was told (`scenario_known` false) or what it expected (`reference`
+false) cannot be checked for what needs it: `checks_not_run` names those checks, which find nothing there.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from lobeval.vocabulary import function_key
 from lobeval.users import STOP_PHRASE, label, says_stop_phrase
 
 CHECKS = ("invented_value", "ended_early", "contradicted_instructions")
+NEEDS_SCENARIO = ("invented_value", "contradicted_instructions")
+"""The checks that read what the user was told: they cannot run when the case does not know it."""
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(rf"\b(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}}|"
@@ -49,9 +54,23 @@ def user_faults(conversation: dict[str, Any], case: dict[str, Any],
     effect of each function and its parameters' JSON Schema); without them every required expected call
     counts as a write and no argument has an enum."""
     tools = tools or {}
-    found = [*invented_values(conversation, case), *ended_early(conversation, case, tools),
-             *contradicted_instructions(conversation, case, tools)]
+    skipped = checks_not_run(case)
+    found = [*(invented_values(conversation, case) if "invented_value" not in skipped else []),
+             *(ended_early(conversation, case, tools) if "ended_early" not in skipped else []),
+             *(contradicted_instructions(conversation, case, tools)
+               if "contradicted_instructions" not in skipped else [])]
     return sorted(found, key=lambda fault: (fault["message_index"], CHECKS.index(fault["check"])))
+
+
+def checks_not_run(case: dict[str, Any]) -> dict[str, str]:
+    """The checks that cannot run on a case's conversations, each with why: those that read what the user was
+    told when the case does not know it (`scenario_known` false: an imported run that publishes no tasks), and
+    ended_early when the case knows no expected call (`reference` false). Their user is unchecked, not clean."""
+    skipped = dict.fromkeys(NEEDS_SCENARIO, "the user's scenario is unknown") \
+        if case.get("scenario_known") is False else {}
+    if case.get("reference") is False:
+        skipped["ended_early"] = "the expected calls are unknown"
+    return {check: skipped[check] for check in CHECKS if check in skipped}
 
 
 def user_turns(messages: list[dict[str, Any]]) -> Iterator[tuple[int, int, str]]:

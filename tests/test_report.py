@@ -67,7 +67,8 @@ def test_the_previous_run_of_the_suite_is_the_baseline(tmp_path):
 
 def dead_run(root, run_id):
     """A run whose every conversation was lost to the machinery: the bot could not be reached."""
-    rows = [{"case_id": f"c{i}", "trial": 0, "scenario_name": "sc", "status": "error", "termination": "target_unavailable",
+    rows = [{"case_id": f"c{i}", "trial": 0, "scenario_name": "sc", "status": "error",
+             "termination": "target_unavailable",
              "error": "start failed: POST http://127.0.0.1:9/bot/sessions: ConnectError: All connection attempts "
                       "failed"} for i in range(4)]
     folder = root / run_id
@@ -93,7 +94,8 @@ def test_a_run_whose_bot_could_not_be_reached_says_so_with_no_metric_and_no_regr
                "POST http://127.0.0.1:9/bot/sessions: ConnectError: All connection attempts failed")
     assert [(check["check"], check["passed"], check["reason"]) for check in checks] == [
         ("conversations scored", False, f"{reached}: nothing was measured"),
-        ("error rate <= 0.05", False, "4/4 conversations failed in the machinery (target_unavailable 4) = 1.000 > 0.05"),
+        ("error rate <= 0.05", False,
+         "4/4 conversations failed in the machinery (target_unavailable 4) = 1.000 > 0.05"),
         ("user faults <= 0.2", True, "0/0 scored conversations with a simulated-user fault = 0.000 <= 0.2")]
     assert report.comparison_text(checks, earlier) == (
         "Not compared with run good (the previous run of this suite): this run scored no conversation.")

@@ -116,7 +116,7 @@ def test_simulate_and_evaluate_with_a_model_endpoint_nothing_listens_on_exit_2_a
 
 @pytest.mark.slow
 def test_a_bot_that_stops_mid_run_loses_its_conversations_to_machinery_errors_with_no_metric_on_them(
-        runs_dir, capsys, monkeypatch):
+        runs_dir, capsys):
     with serve(SupportTicketBot("rules"), stop_after=4) as server:   # 4 conversations, then every connection refused
         status = main(["run", "--target", server.url, "--cases-per-scenario", "1", "--concurrency", "1",
                        "--run-id", "dies"])

@@ -256,7 +256,8 @@ def measured_run(suite: Suite, target: str, user: str, scenarios: set[str]) -> M
             continue
         missing = sorted(scenarios - set(found.events))
         if missing:
-            return _passed_over(passed_over, "; ") + f"run {entry['run_id']} played no conversation of {', '.join(missing)}"
+            return (_passed_over(passed_over, "; ")
+                    + f"run {entry['run_id']} played no conversation of {', '.join(missing)}")
         found.passed_over = _passed_over(passed_over)
         return found
     return _passed_over(passed_over) or None

@@ -213,7 +213,7 @@ def endpoint_url(config: ModelConfig) -> str:
 
 async def probe(config: ModelConfig, timeout: float) -> str | None:
     """Why a model's endpoint does not answer, from one GET of its list of models (which OpenAI, Azure OpenAI,
-    llama.cpp, Ollama and vLLM all serve without loading a model) bounded by `timeout`: a connection that failed,
+    llama.cpp, Ollama and vLLM serve without generating anything) bounded by `timeout`: a connection that failed,
     no answer in time, the key refused (401, 403) or a server error (5xx); None when it answered otherwise (a
     server without the list answers 404: it is running)."""
     sdk = build_client(config)

@@ -138,7 +138,9 @@ def check(*, user: str = "scripted", judges: list[str] | None = None, batch: boo
 
 PROBE_TIMEOUT_S = 10.0
 """How long the pre-flight waits for the target or a model endpoint to answer its one request."""
-ASKED_BY = {"user": "the simulated user's", "target": "the bot's", "judge": "the judges'", "embedding": "the embedder's"}
+ASKED_BY = {"user": "the simulated user's", "target": "the bot's", "judge": "the judges'",
+            "embedding": "the embedder's"}
+"""Whose requests go to a model endpoint, as the pre-flight names them."""
 
 
 def models_used(*, target: str | None = None, user: str = "scripted", judge: bool = False,

@@ -83,9 +83,9 @@ def unscored_reason(rows: list[dict[str, Any]]) -> str | None:
     first = rows[0]
     message = " ".join(str(first.get("error") or "no message").split())
     (ending, _), = endings.most_common(1)
+    listed = ", ".join(f"{reason} {count}" for reason, count in endings.most_common())
     said = (f"{ALL_ENDED[ending]}: all {len(rows)} conversations ended {ending} (a machinery error, not the bot's "
-            f"failure)" if len(endings) == 1 and ending in ALL_ENDED else
-            f"{len(rows)} machinery errors ({', '.join(f'{reason} {count}' for reason, count in endings.most_common())})")
+            f"failure)" if len(endings) == 1 and ending in ALL_ENDED else f"{len(rows)} machinery errors ({listed})")
     return f"no conversation scored: {said}, first: {first.get('case_id')} trial {first.get('trial')}: {clip(message)}"
 
 

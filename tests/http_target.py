@@ -2,7 +2,9 @@
 
 Test-only rules: an exception in the bot answers 500 with its message, `lobeval.TargetUnavailable`
 503 and `Status(code)` that code; a bot reply that is a plain str is sent as-is (not JSON); a session
-without `state` answers 404 to GET .../state, one without `apply` 404 to POST .../apply.
+without `state` answers 404 to GET .../state, one without `apply` 404 to POST .../apply; any other GET (the
+base URL, which lobeval's pre-flight asks) 404. `serve(bot, stop_after=N)` stops listening once N sessions were
+closed: a bot that dies mid-run, every later connection refused.
 """
 from __future__ import annotations
 
@@ -33,19 +35,21 @@ class BotServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, bot: Any):
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, bot: Any, port: int = 0, stop_after: int | None = None):
+        super().__init__(("127.0.0.1", port), _Handler)
         self.bot, self.sessions, self._ids = bot, {}, itertools.count(1)
         self.url = f"http://127.0.0.1:{self.server_address[1]}{BASE_PATH}"
+        self.stop_after, self.closed = stop_after, 0
 
     def new_id(self) -> str:
         return f"s{next(self._ids)}"
 
 
 @contextmanager
-def serve(bot: Any) -> Iterator[BotServer]:
-    """Run `bot` behind HTTP on 127.0.0.1 (a free port) for the duration of the block."""
-    server = BotServer(bot)
+def serve(bot: Any, *, port: int = 0, stop_after: int | None = None) -> Iterator[BotServer]:
+    """Run `bot` behind HTTP on 127.0.0.1 (`port`, by default a free one) for the duration of the block, or until
+    `stop_after` sessions were closed."""
+    server = BotServer(bot, port, stop_after)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -73,6 +77,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(404, "no such route")
 
     def do_GET(self) -> None:
+        if not self.path.startswith(BASE_PATH + "/"):
+            self._write(404, "no such route")
+            return
         parts = self._parts()
         session = self.server.sessions.get(parts[1]) if len(parts) == 3 and parts[2] == "state" else None
         if session is None or not hasattr(session, "state"):
@@ -83,6 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         parts = self._parts()
         if len(parts) == 2 and self.server.sessions.pop(parts[1], None) is not None:
+            self.server.closed += 1
+            if self.server.closed == self.server.stop_after:   # stop listening before the client hears back
+                self.server.shutdown()
+                self.server.server_close()
             self._write(204, "")
         else:
             self._write(404, "no such session")

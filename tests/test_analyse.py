@@ -256,7 +256,8 @@ NOTHING_SCORED = {"rows": [{"case_id": "x", "trial": 0, "scenario_name": "s1", "
 def test_a_section_with_nothing_to_show_says_why():
     assert plot_recall_heatmap(NOTHING_SCORED) is None and plot_metric_distributions(NOTHING_SCORED) is None
     note = shown(failure_clusters(NOTHING_SCORED), NOTHING_SCORED, "No failures.")
-    assert note.data == ("<p>no conversation scored: 1 machinery errors (llm_error 1), first: x trial 0: "
+    assert note.data == ("<p>no conversation scored: lobeval&#x27;s own model endpoint failed: all 1 conversations "
+                         "ended llm_error (a machinery error, not the bot&#x27;s failure), first: x trial 0: "
                          "gave &lt;up&gt;</p>")
     assert shown(failure_clusters(RESULTS), RESULTS, "No failures.") is not None
     assert shown(None, RESULTS, "No failures.").data == "<p>No failures.</p>"

@@ -188,6 +188,19 @@ def test_gate_fails_on_error_rate(eight_flips, capsys):
     assert out.startswith("FAIL  error rate <= 0.05: 1/14 conversations failed in the machinery = 0.071 > 0.05\n")
 
 
+def test_the_error_rate_check_names_the_machinery_that_failed(tmp_path, capsys):
+    rows = [row("a"), row("b", status="error"), row("c", status="error"), row("d", status="error")]
+    run = write_run(tmp_path, "lost", rows)
+    results = json.loads((run / "evaluation_results.json").read_text())
+    results["errors"] = [{"case_id": case_id, "trial": 0, "reason": reason, "error": "..."} for case_id, reason in
+                         (("b", "target_unavailable"), ("c", "target_unavailable"), ("d", "llm_error"))]
+    (run / "evaluation_results.json").write_text(json.dumps(results))
+    code, out, _ = gate(capsys, "--run", run, "--max-error-rate", "0.05")
+    assert code == 1
+    assert out.startswith("FAIL  error rate <= 0.05: 3/4 conversations failed in the machinery (target_unavailable 2, "
+                          "llm_error 1) = 0.750 > 0.05\n")
+
+
 def test_gate_fails_on_significant_regression(eight_flips, capsys):
     baseline, candidate = eight_flips
     code, out, _ = gate(capsys, "--run", candidate, "--baseline", baseline)
@@ -291,11 +304,14 @@ def test_a_share_outside_zero_to_one_is_bad_input(eight_flips, capsys, option, v
 def test_a_run_that_measured_nothing_fails_the_gate(tmp_path, capsys, rows):
     run = write_run(tmp_path, "nothing", [{**r, "termination": "llm_error", "error": "gave up"} for r in rows],
                     metrics={"Reliability": None})
-    code, out, _ = gate(capsys, "--run", run, "--min", "Reliability=0.5")
+    code, out, _ = gate(capsys, "--run", run, "--min", "Reliability=0.5", "--min", "Success=0.5")
     assert code == 1
     why = ("the run has no conversations" if not rows
-           else "1 machinery errors (llm_error 1), first: a trial 0: gave up")
-    assert out.splitlines()[0] == f"FAIL  conversations scored: no conversation scored: {why}: nothing was measured"
+           else "lobeval's own model endpoint failed: all 1 conversations ended llm_error (a machinery error, not "
+                "the bot's failure), first: a trial 0: gave up")
+    # one check says why, in place of a "not measured" line per minimum
+    assert out.splitlines() == [f"FAIL  conversations scored: no conversation scored: {why}: nothing was measured",
+                                "gate: FAILED (0/1 checks passed)"]
 
 
 def test_a_baseline_named_for_a_run_that_measured_nothing_must_still_be_whole(tmp_path, capsys):

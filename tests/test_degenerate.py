@@ -97,11 +97,13 @@ NOTHING = "no conversation scored: "
 CASES = [
     pytest.param(lambda run_dir, suite: simulated(run_dir, [], []), 1,
                  [NOTHING + "the run has no conversations"], [], id="zero conversations"),
-    pytest.param(None, 1, [NOTHING + "2 machinery errors (target_unavailable 2), first: ",
+    pytest.param(None, 1, [NOTHING + "the bot (or its own infrastructure) could not be reached: all 2 conversations "
+                                     "ended target_unavailable (a machinery error, not the bot's failure), first: ",
                            "model endpoint refused the key ***"], [], id="all machinery errors"),
     pytest.param(lambda run_dir, suite: simulated(run_dir, [case("a"), case("b")],
                                                   [budget_spent("a"), budget_spent("b")]), 1,
-                 [NOTHING + "2 machinery errors (budget_spent 2), first: a trial 0: " + BUDGET_SPENT], [],
+                 [NOTHING + "the budget was spent: all 2 conversations ended budget_spent (a machinery error, not "
+                            "the bot's failure), first: a trial 0: " + BUDGET_SPENT], [],
                  id="budget spent before the first call"),
     pytest.param(lambda run_dir, suite: judged_with_errors(run_dir, suite, [case("a"), case("b")],
                                                            [conversation("a"), conversation("b")]), 1,
@@ -124,7 +126,8 @@ def test_a_degenerate_run_gives_a_full_report_and_a_clear_verdict(prepare, exit_
     monkeypatch.chdir(REPO)
     monkeypatch.setattr("lobeval.runs.RUNS", runs)
     monkeypatch.delenv("LOBEVAL_RUNS", raising=False)
-    monkeypatch.setenv("PYTHONPATH", str(REPO / "tests"))   # the stage kernels import DownBot from here
+    # the stage kernels import DownBot from here, and the lobeval of this checkout
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     for variable in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
         monkeypatch.delenv(variable, raising=False)

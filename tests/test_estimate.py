@@ -310,6 +310,43 @@ def test_after_a_run_of_the_same_suite_target_and_user_its_measured_usage_per_sc
     assert partly.range is not None and partly.basis.startswith("run r2 played no conversation of book_leave: ")
 
 
+def never_reached(case_id, scenario, reason, requests=5):
+    """A conversation that ended before the bot answered: every request of the user's model refused (401) or never
+    connected, or the bot failed at its start. No user turn, and no tokens."""
+    usage = {"calls": 1, "requests": requests, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+    return {"case_id": case_id, "scenario_name": scenario, "messages": [], "function_calls": [],
+            "termination": {"reason": reason, "turns": 0}, "error": "model 'm' (role user): not retried (attempt 1)",
+            "usage": {"user": usage, "target": {**usage, "requests": 0}}}
+
+
+def test_an_earlier_run_whose_conversations_never_reached_the_bot_is_no_evidence(leave, tmp_path, capsys):
+    from lobeval.cli import main
+
+    suite, bot = leave
+    earlier_run(tmp_path, suite, bot, [never_reached("book_leave-000", "book_leave", "llm_error"),
+                                       never_reached("balance-000", "balance", "target_unavailable"),
+                                       never_reached("balance-001", "balance", "target_error")], run_id="down")
+    found = estimate(str(suite), target=bot)
+    assert found.range is not None
+    assert found.basis == ("run down is no evidence (no conversation of it reached the bot: each ended in a machinery "
+                           "error, or before the user spoke): the midpoint of a range, from all values in one turn to "
+                           "one value per turn")
+    assert main(["estimate", "--suite", str(suite), "--target", bot]) == 0
+    assert "run down is no evidence" in capsys.readouterr().out
+    # an earlier run that did reach the bot is the estimate, the later one that did not passed over and named
+    (tmp_path / "runs").rename(tmp_path / "down_runs")
+    earlier_run(tmp_path, suite, bot, [recorded("book_leave-000", "book_leave", 3, 3000, 1024, 90),
+                                       recorded("balance-000", "balance", 2, 1500, 0, 40),
+                                       never_reached("balance-001", "balance", "llm_error")])
+    earlier_run(tmp_path, suite, bot, [never_reached("book_leave-000", "book_leave", "llm_error")], run_id="down")
+    found = estimate(str(suite), cases_per_scenario=1, target=bot)
+    assert found.range is None and found.basis.startswith("from run r1 of the same suite, target and user")
+    assert found.basis.endswith("; run down is no evidence (no conversation of it reached the bot: each ended in a "
+                                "machinery error, or before the user spoke)")
+    # r1's conversation that never reached the bot is no part of its measured mean: one balance conversation of 2
+    assert by_role(found)["bot (target)"]["requests"] == 3 + 2
+
+
 def test_a_run_of_another_suite_of_the_same_name_and_scenarios_is_not_the_estimate(leave, tmp_path):
     suite, bot = leave
     records = [recorded("book_leave-000", "book_leave", 3, 3000, 1024, 90), recorded("balance-000", "balance", 2, 1500, 0, 40)]

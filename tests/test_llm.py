@@ -7,6 +7,7 @@ import gc
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -21,7 +22,9 @@ from lobeval.llm import (
     PRICES, Budget, BudgetExceeded, LLMClient, LLMError, ModelConfig, ReplyError, Usage, _assistant_message, _Unusable,
     cost_of, format_cost, load_prices, parse_json_object, resolve_model, worst_case_usd,
 )
+from lobeval.llm import probe
 from lobeval.tokens import prompt_tokens
+from sockets import closed_port, resetting, silent
 from lobeval.testing import FakeOpenAI, json_reply, text, tool_calls
 
 SECRET = "sk-test-SECRET123456789"
@@ -313,6 +316,67 @@ def test_client_errors_are_not_retried(server, status):
     with pytest.raises(LLMError, match=f"not retried.*HTTP {status}: the server says no"):
         chat(client(server))
     assert server.count == 1
+
+
+# --- an endpoint that cannot be reached ---------------------------------------------------------------
+
+REFUSED = r"ConnectionRefusedError: \[Errno \d+\] Connect call failed \('127\.0\.0\.1', \d+\)"
+
+
+def unreachable_client(port: int, **kw) -> LLMClient:
+    options = {"role": "user", "cache": False, "timeout": 5.0, "max_attempts": 4, "backoff": (0.01, 0.1), **kw}
+    return LLMClient(ModelConfig("openai", "gpt-4o-mini", f"http://127.0.0.1:{port}/v1"), **options)
+
+
+def test_once_a_call_could_not_connect_the_next_ones_try_once_until_one_gets_through(server):
+    port = closed_port()
+    llm = unreachable_client(port)
+    sleeps = recorded_sleeps(llm)
+    with pytest.raises(LLMError, match=rf"^model 'gpt-4o-mini' \(role user\) at http://127\.0\.0\.1:{port}/v1: "
+                                       rf"gave up after 4 attempts; last error: connection error: {REFUSED}$"):
+        chat(llm)
+    assert len(sleeps) == 3 and llm.unreachable
+    with pytest.raises(LLMError, match=r"not retried: its endpoint could not be reached on an earlier call either; "
+                                       rf"last error: connection error: {REFUSED}$"):
+        chat(llm)
+    assert len(sleeps) == 3 and (llm.usage.calls, llm.usage.requests) == (2, 5)
+    # an endpoint that answers again: the first call that gets through clears it
+    back = client(server)
+    back.unreachable = True
+    assert chat(back).message["content"] == "hi" and not back.unreachable and server.count == 1
+
+
+def test_a_reset_connection_is_a_connection_failure_and_an_http_error_is_not(server):
+    with resetting() as broken:
+        llm = unreachable_client(broken.port, max_attempts=2)
+        with pytest.raises(LLMError, match="gave up after 2 attempts; last error: connection error: "):
+            chat(llm)
+    assert broken.accepted == 2 and llm.unreachable
+    server.fail_next("500", times=2)
+    answering = client(server, max_attempts=2)
+    with pytest.raises(LLMError, match="HTTP 500"):
+        chat(answering)
+    assert not answering.unreachable
+
+
+def test_the_probe_of_a_model_endpoint_says_why_it_does_not_answer(monkeypatch):
+    port = closed_port()
+    assert re.fullmatch(rf"cannot connect \({REFUSED}\)",
+                        asyncio.run(probe(ModelConfig("openai", "m", f"http://127.0.0.1:{port}/v1"), 5)))
+    with FakeOpenAI(key="sk-test-the-right-one") as fake:
+        assert asyncio.run(probe(ModelConfig("openai", "m", fake.base_url), 5)) == \
+            "refused the key in OPENAI_API_KEY (HTTP 401: Incorrect API key provided.)"
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-the-right-one")
+        assert asyncio.run(probe(ModelConfig("openai", "m", fake.base_url), 5)) is None
+        assert fake.gets == ["/v1/models", "/v1/models"] and fake.count == 0   # no completion asked for
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key")
+    with FakeOpenAI(local=True) as local:   # a server of one's own answers its list of models too
+        assert asyncio.run(probe(ModelConfig("openai", "m", local.base_url), 5)) is None
+        assert asyncio.run(probe(ModelConfig("azure", "dep", local.azure_endpoint, "2024-10-21"), 5)) is None
+        assert local.gets == ["/v1/models", "/openai/models?api-version=2024-10-21"]
+    with silent() as port:
+        assert asyncio.run(probe(ModelConfig("openai", "m", f"http://127.0.0.1:{port}/v1"), 0.2)) == \
+            "no answer within 0.2 s"
 
 
 def test_a_reply_that_stays_empty_is_an_llm_error(server):

@@ -65,6 +65,50 @@ def test_the_previous_run_of_the_suite_is_the_baseline(tmp_path):
     assert report.skipped_html(earlier) == ""
 
 
+def dead_run(root, run_id):
+    """A run whose every conversation was lost to the machinery: the bot could not be reached."""
+    rows = [{"case_id": f"c{i}", "trial": 0, "scenario_name": "sc", "status": "error",
+             "termination": "target_unavailable",
+             "error": "start failed: POST http://127.0.0.1:9/bot/sessions: ConnectError: All connection attempts "
+                      "failed"} for i in range(4)]
+    folder = root / run_id
+    write_json(folder / "evaluation_results.json", {
+        "metrics": {"Reliability": None, "Success": None}, "rows": rows,
+        "errors": [{"case_id": row["case_id"], "trial": 0, "reason": row["termination"], "error": row["error"]}
+                   for row in rows],
+        "counts": {"conversations": 4, "scored": 0, "errors": 4, "target_errors": 0}})
+    config = {"run_id": run_id, "suite_name": "s", "gate": {"Reliability": 0.8, "Success": 0.8}}
+    write_json(folder / "config.json", config)
+    return folder, config
+
+
+def test_a_run_whose_bot_could_not_be_reached_says_so_with_no_metric_and_no_regression_verdict(tmp_path):
+    index = tmp_path / "index.jsonl"
+    indexed(index, tmp_path, "good")
+    folder, config = dead_run(tmp_path, "dead")
+    earlier = report.history(index, config)
+    passed, checks = report.gate_verdict(folder, config, earlier)
+    assert not passed
+    reached = ("no conversation scored: the bot (or its own infrastructure) could not be reached: all 4 conversations "
+               "ended target_unavailable (a machinery error, not the bot's failure), first: c0 trial 0: start failed: "
+               "POST http://127.0.0.1:9/bot/sessions: ConnectError: All connection attempts failed")
+    assert [(check["check"], check["passed"], check["reason"]) for check in checks] == [
+        ("conversations scored", False, f"{reached}: nothing was measured"),
+        ("error rate <= 0.05", False,
+         "4/4 conversations failed in the machinery (target_unavailable 4) = 1.000 > 0.05"),
+        ("user faults <= 0.2", True, "0/0 scored conversations with a simulated-user fault = 0.000 <= 0.2")]
+    assert report.comparison_text(checks, earlier) == (
+        "Not compared with run good (the previous run of this suite): this run scored no conversation.")
+    # the next run is compared with the last run that measured something, the dead one named as passed over
+    runs.add_to_index(index, config, folder, {"Reliability": None, "Success": None}, {})
+    folder, config = run_folder(tmp_path, "back", success=0)
+    earlier = report.history(index, config)
+    assert earlier.baseline_id == "good"
+    assert earlier.skipped == [f"skipped earlier run dead as the baseline: {reached}"]
+    _, checks = report.gate_verdict(folder, config, earlier)
+    assert "no regression in Success" in [check["check"] for check in checks]
+
+
 def test_earlier_runs_that_cannot_be_read_are_skipped_and_listed(tmp_path, caplog):
     index = tmp_path / "index.jsonl"
     indexed(index, tmp_path, "first")

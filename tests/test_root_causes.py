@@ -123,8 +123,8 @@ def test_run_root_causes_says_when_the_endpoint_gave_up(llm, tmp_path):
     server.fail_next("500", times=10, message="overloaded")
     out = tmp_path / "root_causes.json"
     found = asyncio.run(run_root_causes(failure_clusters(RESULTS), RESULTS, CONVERSATIONS, out, client))
-    assert found["status"] == ("error: root causes: model 'gpt-4o-mini' (role judge): gave up after 2 attempts; "
-                               "last error: HTTP 500: overloaded")
+    assert found["status"] == (f"error: root causes: model 'gpt-4o-mini' (role judge) at {server.base_url}: gave up "
+                               f"after 2 attempts; last error: HTTP 500: overloaded")
     assert (found["path"], found["causes"]) == (str(out), [])
     assert json.loads(out.read_text())["status"] == found["status"]
 

@@ -189,6 +189,31 @@ def test_an_http_target_answering_503_is_a_machinery_error():
     assert record["error"] == "send failed: HTTP 503: Service Unavailable database connection lost"
 
 
+def test_an_http_bot_that_stops_mid_run_loses_the_rest_to_machinery_errors_and_retry_errors_runs_them(tmp_path):
+    async def simulate(url, **kw):
+        target = load_target(url, timeout=5)
+        try:
+            return await simulate_async(dataset, out, target=target, user=ScriptedUser(), concurrency=1,
+                                        progress=False, **kw)
+        finally:
+            await target.aclose()
+
+    dataset, out = leave_dataset(tmp_path / "d.jsonl", n=5), tmp_path / "c.jsonl"
+    with serve(LeaveBot(), stop_after=2) as server:   # serves two conversations, then refuses every connection
+        url, port = server.url, server.server_address[1]
+        result = asyncio.run(simulate(url))
+    assert dict(result.terminations) == {"user_finished": 2, "target_unavailable": 3}
+    lost = [record for record in read_jsonl(out) if record["termination"]["reason"] == "target_unavailable"]
+    assert [record["error"] for record in lost] == [
+        f"start failed: POST {url}/sessions: ConnectError: All connection attempts failed"] * 3
+    assert all(record["messages"] == [] and record["function_calls"] == [] for record in lost)
+
+    with serve(LeaveBot(), port=port):   # back, at the same address
+        result = asyncio.run(simulate(url, retry_errors=True))
+    assert (result.written, result.skipped, result.retried) == (3, 2, 3)
+    assert {record["termination"]["reason"] for record in read_jsonl(out)} == {"user_finished"}
+
+
 def test_a_target_that_misses_the_deadline_is_a_machinery_error():
     target = load_target("toy_leave_bot:HangingBot", timeout=0.01)
     record = asyncio.run(converse(leave_case(), 0, target, ScriptedUser()))

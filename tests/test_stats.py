@@ -80,6 +80,18 @@ def test_why_nothing_was_scored():
     assert unscored_reason([*rows, {"case_id": "d", "trial": 0, "status": "scored"}]) is None
 
 
+@pytest.mark.parametrize("reason, plainly", [
+    ("target_unavailable", "the bot (or its own infrastructure) could not be reached"),
+    ("llm_error", "lobeval's own model endpoint failed"), ("budget_spent", "the budget was spent")])
+def test_when_every_conversation_ended_in_one_machinery_error_the_reason_says_it_plainly(reason, plainly):
+    rows = [{"case_id": f"c{i}", "trial": 0, "status": "error", "termination": reason, "error": "start failed: "
+             "POST http://127.0.0.1:9/bot/sessions: ConnectError: All connection attempts failed"} for i in range(3)]
+    assert unscored_reason(rows) == (f"no conversation scored: {plainly}: all 3 conversations ended {reason} (a "
+                                     f"machinery error, not the bot's failure), first: c0 trial 0: start failed: "
+                                     f"POST http://127.0.0.1:9/bot/sessions: ConnectError: All connection attempts "
+                                     f"failed")
+
+
 def test_a_tally_fed_row_by_row_keeps_only_the_summary_fields_and_sums_up_alike():
     from lobeval.stats import SUMMARY_FIELDS, RowTally
 

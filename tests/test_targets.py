@@ -17,6 +17,7 @@ import pytest
 
 from helpers import read_jsonl
 from http_target import Status, serve
+from sockets import closed_port, resetting, silent
 from lobeval import targets
 from lobeval.errors import RoleError, TargetUnavailable
 from lobeval.records import write_jsonl
@@ -706,6 +707,87 @@ def test_http_a_body_that_never_arrives_misses_the_deadline():
         assert server.headers_sent.is_set()   # the deadline passed while the body was being read
 
 
-def test_http_unreachable_server():
-    with pytest.raises(TargetError, match="^start failed: ConnectError"):
-        in_session(load_target("http://127.0.0.1:9/v1", timeout=5), lambda session: session.close())
+def test_http_a_server_nothing_listens_on_is_unavailable_not_the_bots_failure():
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(TargetUnavailableError) as info:
+        in_session(load_target(url, timeout=5), lambda session: session.close())
+    assert str(info.value) == f"start failed: POST {url}/sessions: ConnectError: All connection attempts failed"
+    assert info.value.reason == "target_unavailable"
+
+
+def test_http_a_name_that_does_not_resolve_and_a_failed_tls_handshake_are_unavailable():
+    # .invalid never resolves (RFC 2606); https to a server that speaks plain HTTP fails its handshake
+    with pytest.raises(TargetUnavailableError, match=r"^start failed: POST http://bot\.invalid/v1/sessions: "
+                                                     r"ConnectError: "):
+        in_session(load_target("http://bot.invalid/v1", timeout=5), lambda session: session.close())
+    with serve(EchoBot()) as server:
+        tls = server.url.replace("http://", "https://")
+        with pytest.raises(TargetUnavailableError, match=rf"^start failed: POST {re.escape(tls)}/sessions: "
+                                                         r"ConnectError: .*SSL"):
+            in_session(load_target(tls, timeout=5), lambda session: session.close())
+
+
+def test_http_a_connection_reset_before_the_answer_is_unavailable():
+    with resetting() as server, pytest.raises(TargetUnavailableError) as info:
+        in_session(load_target(f"http://127.0.0.1:{server.port}/v1", timeout=5), lambda session: session.close())
+    assert server.accepted == 1
+    assert re.fullmatch(rf"start failed: POST http://127\.0\.0\.1:{server.port}/v1/sessions: "
+                        r"(ReadError|RemoteProtocolError): .+", str(info.value)), str(info.value)
+
+
+def test_http_a_bot_that_stops_mid_conversation_is_unavailable_from_then_on():
+    with serve(EchoBot()) as server:
+        target = load_target(server.url, timeout=5)
+
+        async def talk():
+            session = await target.start(CASE)
+            first = await session.send("hi")
+            server.shutdown()
+            server.server_close()
+            try:
+                await session.send("again")
+            finally:
+                await target.aclose()
+            return first
+
+        with pytest.raises(TargetUnavailableError, match=r"^send failed: POST .*/sessions/s1/messages: "):
+            run(talk())
+
+
+@pytest.mark.parametrize("answer, problem", [
+    (None, None), (Status(503), "answered HTTP 503"), (Status(502), "answered HTTP 502"), (Status(404), None),
+    (Status(401), None)])
+def test_the_preflight_probe_of_an_http_target_takes_any_answer_but_a_gateway_failure(answer, problem):
+    class Base(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(answer.code if answer else 200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Base)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        assert run(targets.probe(f"http://127.0.0.1:{server.server_address[1]}/bot", 5)) == problem
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_the_preflight_probe_says_why_an_http_target_does_not_answer():
+    port = closed_port()
+    assert run(targets.probe(f"http://127.0.0.1:{port}/bot", 5)) == \
+        "cannot connect (ConnectError: All connection attempts failed)"
+    with resetting() as server:
+        assert run(targets.probe(f"http://127.0.0.1:{server.port}/bot", 5)).startswith("cannot connect (")
+    with silent() as port:
+        assert run(targets.probe(f"http://127.0.0.1:{port}/bot", 0.2)) == "no answer within 0.2 s"
+    # the example server answers its base URL (404): it is running
+    with serve(EchoBot()) as server:
+        assert run(targets.probe(server.url, 5)) is None
+    # a Python target is built by the stage: nothing to ask
+    assert run(targets.probe("lobeval.samples.support_tickets:SupportTicketBot", 5)) is None

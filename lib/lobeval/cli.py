@@ -40,12 +40,17 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 async def _simulate_async(args: argparse.Namespace) -> int:
-    from lobeval.roles import resolve
+    from lobeval.roles import check_reachable, models_used, resolve
     from lobeval.simulate import parse_shard, simulate_async
 
     parts = resolve("user", "completion_judge", "target", target=args.target, user=args.user,
                     concurrency=args.concurrency, stop_phrase=args.stop_phrase, target_timeout=args.target_timeout)
     target = parts.target
+    try:
+        await check_reachable(target.name, models_used(target=target.name, user=args.user, judge=True))
+    except LobevalError:
+        await target.aclose()
+        raise
     try:
         result = await simulate_async(
             args.dataset, args.out, target=target, user=parts.user, judge=parts.completion_judge, trials=args.trials,
@@ -74,10 +79,13 @@ def _user_faults_option(parser: argparse.ArgumentParser) -> None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from lobeval.evaluate import evaluate
-    from lobeval.roles import resolve
+    from lobeval.llm import run_sync
+    from lobeval.roles import check_reachable, models_used, resolve
 
     parts = resolve("judges", "embedder", judges=args.judges.split(",") if args.judges else None, suite=args.suite,
                     batch=args.batch)
+    judged = not isinstance(parts.judges, str)   # else the reason they do not run
+    run_sync(check_reachable(args.target, models_used(judge=judged, embedding=True)))
     result = evaluate(args.dataset, args.conversations, args.out, suite=args.suite, judges=parts.judges,
                       embedder=parts.embedder, labels=args.labels, target=args.target,
                       include_user_faults=args.include_user_faults)
@@ -196,7 +204,7 @@ EPILOG = """exit status:
    0  done (for run and gate: the quality gate passed)
    1  a quality gate failed (run, gate)
    2  bad input or usage: one line on standard error names the file, the record and the field, or the
-      option; nothing is written
+      option, or the bot or model endpoint that does not answer (is it running?); nothing is written
   70  an internal error, a fault in lobeval itself: one line says so, where its traceback was written
       and where to report it; a run stays resumable
 
@@ -582,8 +590,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "quality gate's verdict: exit 1 when the gate fails; the same --run-id again resumes",
         description="Run the five stage notebooks into runs/<run_id>/ (or $LOBEVAL_RUNS/<run_id>/), write "
                     "report.html and print the quality gate's checks; exit 1 when the gate fails. Before stage 01 "
-                    "the suite, the target, the --min metrics and the models the options need are checked: a "
-                    "mistake exits 2 and writes nothing. The same --run-id again resumes. See docs/cli.md.")
+                    "the suite, the target, the --min metrics and the models the options need are checked, and an "
+                    "HTTP target and every model endpoint must answer one request: a mistake or a stopped bot exits 2 "
+                    "and writes nothing. The same --run-id again resumes. See docs/cli.md.")
     run.add_argument("--suite", type=suite_folder, default=SAMPLE_SUITE, metavar="DIR", help=SUITE_HELP)
     run.add_argument("--run-id", metavar="ID", help="the run folder's name under runs/; an existing run resumes "
                                                     "(default: the time and the suite's name)")

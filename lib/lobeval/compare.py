@@ -35,6 +35,7 @@ Noise, from repeated trials (issue #20; docs/cli.md "How many trials?"):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ GATE_METRICS = (*METRICS, "pass^1", JUDGE_SCORE)
 POWER = 0.8
 DEFAULT_TARGET_DIFFERENCE = 0.05
 MIN_RULES = ("interval", "point")
+NOTHING_SCORED = "conversations scored"
+"""The gate's check of a run in which no conversation was scored (it fails)."""
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
@@ -386,7 +389,8 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
     A minimum on a metric the run did not measure (null or absent, e.g. judges not run) fails, and so
     does a minimum on a judge metric that covers less than `min_judge_coverage` of the scored
     conversations: a mean over the conversations that happened to be judged is not the run's.
-    A run in which no conversation was scored fails: nothing was measured.
+    A run in which no conversation was scored fails, with one check saying why (every conversation a machinery
+    error: the bot could not be reached, ...) in place of the minimums, and no comparison with the baseline.
     With a baseline, each compared metric is a check that fails on a significant regression.
     `max_user_fault_rate`: the most of the scored conversations the simulated user may spoil (left out of the
     bot's metrics or kept in with --include-user-faults): beyond it the bot's figures rest on too little.
@@ -411,14 +415,17 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                           ("--max-user-fault-rate", max_user_fault_rate)):
         if share is not None and not 0 <= share <= 1:
             raise ConfigError(f"{option} {share:g}: expected a share from 0 to 1")
-    checks = [_minimum_check(run, name, minimum, min_judge_coverage, min_rule) for name, minimum in minimums.items()]
     nothing_scored = unscored_reason(run["rows"])
-    if nothing_scored:
-        checks.insert(0, _check("conversations scored", False, f"{nothing_scored}: nothing was measured"))
+    # A run that scored nothing has no metric to hold to a minimum: one check says why, not one per --min.
+    checks = [_check(NOTHING_SCORED, False, f"{nothing_scored}: nothing was measured")] if nothing_scored \
+        else [_minimum_check(run, name, minimum, min_judge_coverage, min_rule) for name, minimum in minimums.items()]
     if max_error_rate is not None:
         rate, counts, judged_badly = error_rate(run), run["counts"], judge_errored(run)
         failed = f"{counts['errors'] + judged_badly}/{counts['conversations']}"
-        detail = f" ({counts['errors']} machinery errors, {judged_badly} with judge errors)" if judged_badly else ""
+        endings = Counter(error.get("reason") for error in run.get("errors") or [])
+        kinds = ", ".join(f"{reason} {count}" for reason, count in endings.most_common())   # which machinery failed
+        detail = (f" ({counts['errors']} machinery errors{': ' + kinds if kinds else ''}, {judged_badly} with judge "
+                  f"errors)" if judged_badly else f" ({kinds})" if kinds else "")
         checks.append(_check(f"error rate <= {max_error_rate:g}", rate <= max_error_rate,
                              f"{failed} conversations failed in the machinery{detail} "
                              f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))

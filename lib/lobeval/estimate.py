@@ -6,7 +6,9 @@ on how the bot asks for what it needs, which only the bot knows; so the estimate
 - after a finished run of the same suite against the same target with the same simulated user (runs/index.jsonl)
   that played every scenario of this one: that run's measured requests and tokens per conversation of each
   scenario, for each role that recorded them (the user, the bot when it reports its usage, the completion check),
-  and its transcripts for the rest (the judges; a role that asked no model then);
+  and its transcripts for the rest (the judges; a role that asked no model then). Only its conversations that
+  reached the bot count (`reached_the_bot`: the user spoke, no machinery error), and a run with none is passed
+  over, said in the estimate's basis: a run against a stopped bot or endpoint measured nothing;
 - else a range: each conversation laid out with all values in one turn, and with one value per turn (LAYOUTS),
   from the simulated user's agenda (users.agenda) and what its style says first; the figures are its midpoint.
 
@@ -32,7 +34,7 @@ from lobeval.generate import build_cases
 from lobeval.judges import (COMPLETION_PROMPT, LOBEVAL_JUDGES, asked_parts, evaluator_prompt, judge_instructions,
                             selected_judges, usage_key)
 from lobeval.llm import BATCH_DISCOUNT, cost_of, load_prices, named_model
-from lobeval.records import Case
+from lobeval.records import MACHINERY_ERRORS, Case
 from lobeval.suite import Suite, load_suite
 from lobeval.tokens import PER_MESSAGE, PER_REPLY, cacheable, count
 from lobeval.users import ATTACK_TURNS, STOP_PHRASE, LLMUserSession, agenda
@@ -157,7 +159,8 @@ def estimate(suite: str, *, cases_per_scenario: int = 1, seed: int = 42, trials:
     if isinstance(measured, Measured):
         found = laid_out(measured)
         found.basis = (f"from run {measured.run_id} of the same suite, target and user: its measured requests and "
-                       f"tokens per conversation of each scenario, its transcripts for the judges")
+                       f"tokens per conversation of each scenario, its transcripts for the judges"
+                       + (f"; {measured.passed_over}" if measured.passed_over else ""))
     else:
         low, high = laid_out("all_in_one"), laid_out("one_per_turn")
         found = Estimate(conversations=low.conversations, models=models, batch=batch, range=(low, high),
@@ -221,6 +224,8 @@ class Measured:
     run_id: str
     events: dict[str, list[list[tuple[str, int]]]]
     usage: dict[str, dict[str, Tally]]
+    passed_over: str = ""
+    """The later runs of the same suite, target and user passed over as no evidence (`_passed_over`)."""
 
 
 MEASURED_ROLES = {"user": "simulated user", "target": "bot (target)", "judge": "completion check"}
@@ -237,6 +242,7 @@ def measured_run(suite: Suite, target: str, user: str, scenarios: set[str]) -> M
 
     this = {"suite_name": suite.name, "suite_digest": suite_digest(suite)}
     entries, _ = read_index(index_path())
+    passed_over: list[str] = []   # runs of which no conversation reached the bot: not evidence
     for entry in reversed(entries):
         if not same_suite(entry, this):
             continue
@@ -248,11 +254,31 @@ def measured_run(suite: Suite, target: str, user: str, scenarios: set[str]) -> M
                                                 iter_conversations(Path(entry["run_dir"]) / "conversations.jsonl")))
         except LobevalError:   # an earlier run that can no longer be read is history only
             continue
+        if not found.events:
+            passed_over.append(entry["run_id"])
+            continue
         missing = sorted(scenarios - set(found.events))
         if missing:
-            return f"run {entry['run_id']} played no conversation of {', '.join(missing)}"
+            return (_passed_over(passed_over, "; ")
+                    + f"run {entry['run_id']} played no conversation of {', '.join(missing)}")
+        found.passed_over = _passed_over(passed_over)
         return found
-    return None
+    return _passed_over(passed_over) or None
+
+
+def _passed_over(run_ids: list[str], then: str = "") -> str:
+    """What the estimate says of the runs it passed over, each without a conversation that reached the bot."""
+    if not run_ids:
+        return ""
+    return (f"run {', '.join(run_ids)} is no evidence (no conversation of it reached the bot: each ended in a "
+            f"machinery error, or before the user spoke){then}")
+
+
+def reached_the_bot(record: dict[str, Any]) -> bool:
+    """Whether a recorded conversation measured something: the user spoke, and it did not end in a machinery error
+    (one whose every request was refused, or that never got through, used nothing a run of the bot would)."""
+    return ((record.get("termination") or {}).get("reason") not in MACHINERY_ERRORS
+            and any(message.get("role") == "user" for message in record.get("messages") or []))
 
 
 TRANSCRIPTS = 20
@@ -264,7 +290,7 @@ def _measured(run_id: str, records: Iterable[dict[str, Any]]) -> Measured:
     events: dict[str, list[list[tuple[str, int]]]] = {}
     totals: dict[str, dict[str, Tally]] = {}
     played: Counter[str] = Counter()
-    for record in records:
+    for record in filter(reached_the_bot, records):
         scenario = record.get("scenario_name") or ""
         played[scenario] += 1
         if played[scenario] <= TRANSCRIPTS:

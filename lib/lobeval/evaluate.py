@@ -658,9 +658,11 @@ def _json_line(value: Any) -> bytes:
 
 def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules) -> list[dict[str, Any]]:
     """Claimed but not done, and done but not told, for each conversation (rows are in work's order), by the rules
-    (`"source": "rules"`; the claims judge may take over: `add_judged_claims`)."""
+    (`"source": "rules"`; the claims judge may take over: `add_judged_claims`). A conversation lost to a machinery
+    error has none: it never happened, so nothing it said is backed or not."""
     for row, (conversation, _) in zip(rows, work):
-        row["claims"] = {**find_claims(conversation, rules.tools), "source": "rules"}
+        if row["status"] != "error":
+            row["claims"] = {**find_claims(conversation, rules.tools), "source": "rules"}
     return rows
 
 

@@ -214,6 +214,33 @@ def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> op
     return openai.AsyncOpenAI(base_url=config.base_url, **common)
 
 
+def endpoint_url(config: ModelConfig) -> str:
+    """Where a model's requests go, as a person would look for it: the base URL, or the Azure endpoint."""
+    return (config.base_url or "https://api.openai.com/v1").rstrip("/")
+
+
+async def probe(config: ModelConfig, timeout: float) -> str | None:
+    """Why a model's endpoint does not answer, from one GET of its list of models (which OpenAI, Azure OpenAI,
+    llama.cpp, Ollama and vLLM serve without generating anything) bounded by `timeout`: a connection that failed,
+    no answer in time, the key refused (401, 403) or a server error (5xx); None when it answered otherwise (a
+    server without the list answers 404: it is running)."""
+    sdk = build_client(config)
+    try:
+        async with asyncio.timeout(timeout):
+            await sdk.get("/models", cast_to=object)
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            return f"refused the key in {_key_variable(config)} ({scrub_key(config, _describe(exc))})"
+        return f"answered {scrub_key(config, _describe(exc))}" if exc.status_code >= 500 else None
+    except openai.APIConnectionError as exc:
+        return f"cannot connect ({scrub_key(config, _connection_failure(exc))})"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    finally:
+        await sdk.close()
+    return None
+
+
 def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, float]]:
     """PRICES, updated from the JSON file named in LOBEVAL_PRICES ({"model": {"input": x, "output": y}}, and
     optionally "cached_input": the price of prompt tokens read from the provider's prompt cache)."""
@@ -525,6 +552,10 @@ class LLMClient:
                               f"LOBEVAL_BUDGET_USD cannot be kept: add its price in USD per 1M tokens to the JSON "
                               f'file named in LOBEVAL_PRICES ({{"{config.model}": {{"input": 0.15, "output": 0.6}}}}), '
                               f"or unset LOBEVAL_BUDGET_USD")
+        self.unreachable = False
+        """Whether the last call gave up on a connection that failed (refused, DNS, TLS, reset): the calls after it
+        try once, not `max_attempts` times, so a stopped endpoint ends each conversation at once (llm_error) rather
+        than after minutes of retries; the first call that gets through clears it."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncIterator[None] | None = None
         self.collecting: dict[str, dict[str, Any]] | None = None
@@ -685,20 +716,27 @@ class LLMClient:
             attempts += 1
             return await self._in_slot(request, spent, lambda: deadline.run(lambda: send(sdk, request), self.timeout))
 
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_attempts) | deadline.stop, wait=self._wait,
-                                 sleep=lambda seconds: deadline.wait(seconds, self._sleep),
+        down = self.unreachable   # an earlier call could not connect: one attempt, until a call gets through
+        retrying = AsyncRetrying(stop=stop_after_attempt(1 if down else self.max_attempts) | deadline.stop,
+                                 wait=self._wait, sleep=lambda seconds: deadline.wait(seconds, self._sleep),
                                  retry=retry_if_exception(_retryable), before_sleep=self._log_retry, reraise=True)
         try:
-            return await retrying(attempt)
+            stored = await retrying(attempt)
         except (openai.OpenAIError, _Unusable, _TimedOut, ValueError) as exc:
+            self.unreachable = isinstance(exc, openai.APIConnectionError)
             cause = scrub_key(self.config, _describe(exc))
             if not _retryable(exc):
                 verdict = f"not retried (attempt {attempts})"
+            elif down:
+                verdict = "not retried: its endpoint could not be reached on an earlier call either"
             elif deadline.reached:
                 verdict = f"gave up after {attempts} attempts at the call's deadline ({self.deadline:g} s)"
             else:
                 verdict = f"gave up after {attempts} attempts"
-            raise LLMError(f"model {self.config.model!r} (role {self.role}): {verdict}; last error: {cause}") from None
+            raise LLMError(f"model {self.config.model!r} (role {self.role}) at {endpoint_url(self.config)}: "
+                           f"{verdict}; last error: {cause}") from None
+        self.unreachable = False
+        return stored
 
     async def _in_slot(self, request: dict[str, Any], spent: Usage,
                        send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -885,15 +923,22 @@ def _describe(exc: BaseException | None) -> str:
         return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"
     if isinstance(exc, _TimedOut):
         return f"timed out: {exc}"
-    if isinstance(exc, openai.APITimeoutError):
-        return "timed out (the SDK's own timeout)"
     if isinstance(exc, openai.APIConnectionError):
-        return f"connection error: {exc.__cause__ or exc}"
+        return f"connection error: {_connection_failure(exc)}"
     if isinstance(exc, _Unusable):
         return f"unusable response: {exc}"
     if isinstance(exc, ValueError):
         return f"unusable response: the body is not valid JSON ({exc})"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _connection_failure(exc: openai.APIConnectionError) -> str:
+    """The first cause of a failed connection, in its own words: the SDK says "Request timed out." also for a
+    refused connection (the aiohttp transport reports every failure to connect as a connect timeout)."""
+    cause: BaseException = exc
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    return f"{type(cause).__name__}: {cause}"
 
 
 def parse_json_object(text: str) -> dict[str, Any]:

@@ -7,7 +7,8 @@ stage); a notebook that cannot be read (torn by a kill while papermill wrote it)
 report is the last notebook exported to HTML; `runs/index.jsonl` lists finished runs.
 
 Before stage 01, everything the chain needs is checked (`preflight`: the suite, the target, the gate's
-metrics, the models the options ask for), so that a mistake exits at once and writes nothing.
+metrics, the models the options ask for; an HTTP target and every model endpoint the run will ask answer one
+request), so that a mistake or a stopped bot exits at once and writes nothing.
 One process owns a run folder while the chain runs (`runs.owned`). The values of the key
 variables never stay on disk: after every stage, whatever the run folder holds is scrubbed of them.
 """
@@ -38,7 +39,7 @@ from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_U
                              check_min_rule)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.generate import build_cases
-from lobeval.llm import ROLES, resolve_model
+from lobeval.llm import ROLES, resolve_model, run_sync
 from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
 from lobeval.stats import figure_lines, left_out_notes, unchecked_note
 from lobeval.suite import Suite, load_suite
@@ -217,6 +218,7 @@ def run_imported(run_dir: Path, *, judges: list[str] | None, gate: dict[str, flo
     check_gate_metrics(gate or DEFAULT_GATE)
     check_min_rule(min_rule)
     roles.check(user="scripted", judges=judges)
+    run_sync(roles.check_reachable(None, roles.models_used(judge=True, embedding=True)))
     with runs.owned(run_dir), budget_ledger(run_dir), kernel_pythonpath():
         earlier = runs.read_config(run_dir)
         config = {**earlier, "gate": gate or DEFAULT_GATE, "max_error_rate": max_error_rate,
@@ -300,7 +302,8 @@ def find_suite(suite: str | Path) -> Suite:
 def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
     """Check what the stages will need before any runs, so that a mistake costs no stage and writes nothing:
     the numbers, the gate's metric names, the target (imported, not built), the models the roles asked for
-    need. Returns the model of every role (what config.json records)."""
+    need; last, that an HTTP target and the endpoint of every model the run will ask answer (one request each,
+    `roles.check_reachable`). Returns the model of every role (what config.json records)."""
     for option, value in (("--cases-per-scenario", config["cases_per_scenario"]), ("--trials", config["trials"]),
                           ("--concurrency", config["concurrency"])):
         if value < 1:
@@ -315,8 +318,11 @@ def preflight(config: dict[str, Any], target_timeout: float) -> dict[str, Any]:
     # every template, data file and the policy the attacks need
     build_cases(load_suite(config["suite"]), config["cases_per_scenario"], config["seed"], config["attacks"],
                 config.get("attack_roles"))
-    check_target(config["target"] or roles.DEFAULT_TARGET, config["concurrency"])
+    target = config["target"] or roles.DEFAULT_TARGET
+    check_target(target, config["concurrency"])
     roles.check(user=config["user"], judges=config["judges"], batch=config.get("batch", False))
+    run_sync(roles.check_reachable(target, roles.models_used(target=target, user=config["user"], judge=True,
+                                                             embedding=True)))
     return resolved_models()
 
 

@@ -32,8 +32,8 @@ from matplotlib.figure import Figure
 from lobeval.analyse import (breach_table, claims_table, failure_sentences, judge_coverage, judge_errors_reason,
                              judge_status_counts, judge_table, plot_call_heatmaps, security_table, user_fault_table)
 from lobeval.claims import RULES_MEASURED
-from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE, gate,
-                             load_run)
+from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE,
+                             NOTHING_SCORED, gate, load_run)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import Usage, format_cost
 from lobeval.records import METRICS
@@ -194,10 +194,11 @@ class History:
     runs: list[dict[str, Any]]
     """The index entries that could be read, oldest first: the trend."""
     baseline: str | None
-    """The folder of the last of them whose results can be read: the gate compares with it."""
+    """The folder of the last of them whose results can be read and scored a conversation: the gate compares with
+    it."""
     skipped: list[str]
     """One line for each index line that could not be read, and each run tried as the baseline that could
-    not be read (the later runs), and why."""
+    not be read or scored no conversation (the later runs), and why."""
 
     @property
     def baseline_id(self) -> str | None:
@@ -207,13 +208,17 @@ class History:
 
 def history(index: str | Path, config: dict[str, Any]) -> History:
     """The earlier runs of this run's suite. Those are history, not this run: an index line or a run
-    folder that cannot be read (damaged, of an older format, deleted by hand) is skipped with a warning."""
+    folder that cannot be read (damaged, of an older format, deleted by hand) is skipped with a warning, and so is,
+    as the baseline, a run that scored no conversation (every one lost to the machinery: nothing to compare with)."""
     entries, left_out = earlier_runs(index, config)
     for entry in reversed(entries):
         try:
-            load_run(entry["run_dir"])
+            nothing_scored = unscored_reason(load_run(entry["run_dir"])["rows"])
         except LobevalError as exc:
             left_out.append(skipped(f"earlier run {entry['run_id']} as the baseline: {exc}"))
+            continue
+        if nothing_scored:
+            left_out.append(skipped(f"earlier run {entry['run_id']} as the baseline: {nothing_scored}"))
             continue
         return History(entries, entry["run_dir"], left_out)
     return History(entries, None, left_out)
@@ -244,8 +249,9 @@ def comparison_text(checks: list[dict[str, Any]], earlier: History | None) -> st
     name = earlier.baseline_id or earlier.baseline
     compared = [check for check in checks if check["check"].startswith(REGRESSION)]
     if not compared:
-        return (f"Not compared with run {name} (the previous run of this suite): the two runs share no "
-                f"scored conversation.")
+        why = ("this run scored no conversation" if any(check["check"] == NOTHING_SCORED for check in checks)
+               else "the two runs share no scored conversation")
+        return f"Not compared with run {name} (the previous run of this suite): {why}."
     worse = [check for check in compared if not check["passed"]]
     if not worse:
         return (f"No regression against run {name} (the previous run of this suite): none of the "
@@ -650,11 +656,13 @@ def trend_table(earlier: History, config: dict[str, Any], metrics: dict[str, Any
 
 
 def skipped_html(earlier: History) -> str:
-    """What of the earlier runs could not be read and was left out, one line each; empty when nothing was."""
+    """What of the earlier runs was left out (it could not be read, or as the baseline it measured nothing), one
+    line each; empty when nothing was."""
     if not earlier.skipped:
         return ""
     items = "".join(f"<li>{html.escape(line)}</li>" for line in earlier.skipped)
-    return f"<p>Earlier runs left out because they could not be read:</p><ul>{items}</ul>"
+    return (f"<p>Earlier runs left out because they could not be read, or scored no conversation to compare "
+            f"with:</p><ul>{items}</ul>")
 
 
 def plot_trend(table: pd.DataFrame) -> Figure | None:

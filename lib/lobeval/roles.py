@@ -147,6 +147,54 @@ def check_named(*, user: str = "scripted", judges: list[str] | None = None) -> N
         raise ConfigError(_judges_need_model(judges))
 
 
+PROBE_TIMEOUT_S = 10.0
+"""How long the pre-flight waits for the target or a model endpoint to answer its one request."""
+ASKED_BY = {"user": "the simulated user's", "target": "the bot's", "judge": "the judges'",
+            "embedding": "the embedder's"}
+"""Whose requests go to a model endpoint, as the pre-flight names them."""
+
+
+def models_used(*, target: str | None = None, user: str = "scripted", judge: bool = False,
+                embedding: bool = False) -> dict[str, Any]:
+    """The model (`lobeval.llm.ModelConfig`) of each role a command will ask, by role: the simulated user's with
+    `user` "llm"; the bot's when `target` is one lobeval runs a model for (the sample bot with a target model, a
+    model-and-prompt target); with `judge` the judge model (the judges, the completion check, the root causes), with
+    `embedding` the embedder's, each when configured."""
+    from lobeval.llm import resolve_model
+
+    found = {"user": resolve_model("user") if user == "llm" else None,
+             "judge": resolve_model("judge") if judge else None,
+             "embedding": resolve_model("embedding") if embedding else None}
+    if target == DEFAULT_TARGET:
+        found["target"] = resolve_model("target")
+    elif target is not None and target.endswith(".json"):
+        from lobeval.prompt_target import read_config, target_model
+
+        found["target"] = target_model(read_config(Path(target)).model, Path(target))
+    return {role: config for role, config in found.items() if config is not None}
+
+
+async def check_reachable(target: str | None, models: dict[str, Any], timeout: float = PROBE_TIMEOUT_S) -> None:
+    """ConfigError (exit 2, before anything is written) naming the URL, what happened and "is it running?" when an
+    HTTP `target` or the endpoint of one of `models` (`models_used`) does not answer one request within `timeout`;
+    a model endpoint that refuses the key says so. An endpoint several roles share is asked once."""
+    from lobeval.llm import endpoint_url, probe as probe_model
+    from lobeval.targets import probe as probe_target
+
+    problem = await probe_target(target, timeout) if target else None
+    if problem:
+        raise ConfigError(f"target {target}: {problem}: is it running?")
+    shared: dict[tuple[Any, ...], list[str]] = {}
+    for role, config in models.items():
+        shared.setdefault((config.provider, endpoint_url(config), config.api_version), []).append(role)
+    for (_, url, _), asking in shared.items():
+        problem = await probe_model(models[asking[0]], timeout)
+        if problem:
+            whose = ", ".join(ASKED_BY[role] for role in asking)
+            advice = "check the key" if problem.startswith("refused the key") else "is it running?"
+            raise ConfigError(f"model endpoint {url} ({whose}): {problem}: {advice}")
+
+
 def make_completion_judge(concurrency: int = 8) -> Any:
     """The judge that may end a conversation early, when a judge model is configured."""
     from lobeval.judges import CompletionJudge

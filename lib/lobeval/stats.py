@@ -65,9 +65,16 @@ def _case_means(scored: pd.DataFrame, metric: str) -> np.ndarray:
     return scored.groupby("case_id")[metric].mean().to_numpy()
 
 
+ALL_ENDED = {"target_unavailable": "the bot (or its own infrastructure) could not be reached",
+             "llm_error": "lobeval's own model endpoint failed",
+             "budget_spent": "the budget was spent"}
+"""What it means, in plain words, when every conversation of a run ended in the same machinery error."""
+
+
 def unscored_reason(rows: list[dict[str, Any]]) -> str | None:
-    """Why no conversation was scored ("no conversation scored: 13 machinery errors (target_unavailable 13),
-    first: …"), or None when one was."""
+    """Why no conversation was scored ("no conversation scored: the bot (or its own infrastructure) could not be
+    reached: all 13 conversations ended target_unavailable (a machinery error, not the bot's failure), first: …"),
+    or None when one was."""
     if any(row.get("status") == "scored" for row in rows):
         return None
     if not rows:
@@ -75,9 +82,11 @@ def unscored_reason(rows: list[dict[str, Any]]) -> str | None:
     endings = Counter(row.get("termination") or "unknown ending" for row in rows)
     first = rows[0]
     message = " ".join(str(first.get("error") or "no message").split())
-    return (f"no conversation scored: {len(rows)} machinery errors "
-            f"({', '.join(f'{reason} {count}' for reason, count in endings.most_common())}), "
-            f"first: {first.get('case_id')} trial {first.get('trial')}: {clip(message)}")
+    (ending, _), = endings.most_common(1)
+    listed = ", ".join(f"{reason} {count}" for reason, count in endings.most_common())
+    said = (f"{ALL_ENDED[ending]}: all {len(rows)} conversations ended {ending} (a machinery error, not the bot's "
+            f"failure)" if len(endings) == 1 and ending in ALL_ENDED else f"{len(rows)} machinery errors ({listed})")
+    return f"no conversation scored: {said}, first: {first.get('case_id')} trial {first.get('trial')}: {clip(message)}"
 
 
 def clip(text: str, limit: int = 200) -> str:
@@ -138,8 +147,10 @@ def _conversations(n: int) -> str:
 
 def _derived_values(row: dict[str, Any]) -> dict[str, Any]:
     """user_faulted (whether it holds simulated-user faults), reference, NoFailedCalls and ClaimsBacked of a row
-    (1.0 / 0.0, None when not known), and user_unchecked (the user checks not run on it, space-separated)."""
-    failed, claims = row.get("failed_calls"), row.get("claims")
+    (1.0 / 0.0, None when not known, and for a conversation lost to a machinery error), and user_unchecked (the user
+    checks not run on it, space-separated)."""
+    lost = row.get("status") == "error"
+    failed, claims = (None, None) if lost else (row.get("failed_calls"), row.get("claims"))
     return {"user_faulted": bool(row.get("user_faults")), "reference": row.get("reference") is not False,
             "NoFailedCalls": None if failed is None else float(not failed),
             "ClaimsBacked": None if claims is None else float(not claims.get("claimed_not_done")),

@@ -98,6 +98,24 @@ def check_target(spec: str, concurrency: int = 1) -> None:
     _backend_maker(spec, concurrency)
 
 
+async def probe(spec: str, timeout: float) -> str | None:
+    """Why an HTTP target does not answer, from one GET of its base URL bounded by `timeout`: a connection that
+    failed (refused, DNS, TLS, reset), no answer in time, or 502/503/504 (a proxy in front of a bot that is down);
+    None when it answered with any other status (the protocol names no route for GET, so a 404 answers too), and
+    for any other kind of target (built in-process, by the stage)."""
+    if not spec.startswith(("http://", "https://")):
+        return None
+    try:
+        async with asyncio.timeout(timeout), httpx.AsyncClient(timeout=None) as client, \
+                client.stream("GET", spec) as response:
+            status = response.status_code
+    except httpx.TransportError as exc:
+        return f"cannot connect ({transport_failure(exc)})"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    return f"answered HTTP {status}" if status in (502, 503, 504) else None
+
+
 def _backend_maker(spec: str, concurrency: int) -> Callable[[int], _PythonBackend | _HttpBackend]:
     """Check the spec and return how to build its backend with a number of worker threads."""
     if spec.startswith(("http://", "https://")):
@@ -498,20 +516,30 @@ class _HttpBackend:
         if self._client is None:
             # No httpx timeout: _guard's deadline applies, so both kinds of target time out alike.
             self._client = httpx.AsyncClient(timeout=None)
-        async with self._client.stream(method, self._base + path, json=body) as response:
-            declared = response.headers.get("content-length", "")
-            if declared.isdecimal() and int(declared) > MAX_BODY_BYTES:
-                raise _too_big(method, path, f"{int(declared):,} bytes declared")
-            chunks, size = [], 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
-                    raise _too_big(method, path, f"more than {MAX_BODY_BYTES:,} bytes sent")
-                chunks.append(chunk)
+        try:
+            async with self._client.stream(method, self._base + path, json=body) as response:
+                declared = response.headers.get("content-length", "")
+                if declared.isdecimal() and int(declared) > MAX_BODY_BYTES:
+                    raise _too_big(method, path, f"{int(declared):,} bytes declared")
+                chunks, size = [], 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise _too_big(method, path, f"more than {MAX_BODY_BYTES:,} bytes sent")
+                    chunks.append(chunk)
+        except httpx.TransportError as exc:   # refused, DNS, TLS, reset, closed without an answer: not the bot's reply
+            raise TargetUnavailableError(f"{method} {self._base + path}: {transport_failure(exc)}") from exc
         headers = [(name, value) for name, value in response.headers.multi_items()
                    if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
         return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks),
                               request=response.request)
+
+
+def transport_failure(exc: httpx.TransportError) -> str:
+    """What an HTTP request met instead of an answer: "ConnectError: All connection attempts failed"; the cause
+    when httpx gives no message (a reset read)."""
+    message = str(exc) or str(exc.__cause__ or exc.__context__ or "") or "no message"
+    return _clip(f"{type(exc).__name__}: {message}")
 
 
 def _too_big(method: str, path: str, found: str) -> TargetError:

@@ -95,6 +95,10 @@ class FakeOpenAI:
     (usage as the answer reported it, None when it reported none), in the order answered; `count` is the
     number of chat completion requests; `latency` is slept before every answer.
 
+    GET /v1/models (and Azure's /openai/models) lists one model, "fake". With `key`, every request that does not
+    carry it (`Authorization: Bearer`, or Azure's `api-key` header) is answered HTTP 401, as a provider answers a
+    wrong key.
+
     `local=True` behaves as the OpenAI-compatible servers teams run themselves do (llama-cpp-python's, and Ollama or
     vLLM in part): no Batch API (/v1/files and /v1/batches answer 404); a history with an assistant message whose
     content is null is refused with HTTP 500 (llama-cpp-python's message, LOCAL_NULL_CONTENT); `tools` sent without
@@ -104,8 +108,9 @@ class FakeOpenAI:
     """
 
     def __init__(self, policy: Policy = echo_last_user, *, latency: float = 0.0, prompt_cache: bool = False,
-                 local: bool = False):
+                 local: bool = False, key: str | None = None):
         self.policy, self.latency, self.prompt_cache, self.local = policy, latency, prompt_cache, local
+        self.key = key
         self.hangups = 0
         self.hung_up = threading.Event()
         self._prefixes: set[str] = set()   # with prompt_cache: every leading run of messages a request has sent
@@ -221,6 +226,8 @@ class FakeOpenAI:
 
     def _get(self, path: str) -> _Answer:
         url = urlsplit(path).path
+        if url in ("/v1/models", "/openai/models"):
+            return _Answer(200, {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "lobeval"}]})
         if url == "/v1/batches":
             with self._lock:
                 listed = [{k: v for k, v in batch.items() if not k.startswith("_")} for batch in self.batches.values()]
@@ -381,6 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         fake = self.server.fake
+        if self._refused():
+            return
         if fake.local and _batch_api(self.path):
             self._send(_error(404, f"no such endpoint: {urlsplit(self.path).path}"))
             return
@@ -403,10 +412,21 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         with fake._lock:
             fake.gets.append(self.path)
+        if self._refused():
+            return
         if fake.local and _batch_api(self.path):
             self._send(_error(404, f"no such endpoint: {urlsplit(self.path).path}"))
             return
         self._send(fake._get(self.path))
+
+    def _refused(self) -> bool:
+        """Whether the request lacks the fake's key (it is then answered 401, its body unread by the fake)."""
+        key = self.server.fake.key
+        given = self.headers.get("api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if key is None or given == key:
+            return False
+        self._send(_error(401, "Incorrect API key provided."))
+        return True
 
     def _send(self, answer: _Answer) -> None:
         if answer.payload is HANG:

@@ -429,6 +429,7 @@ class ScriptedUserSession:
     results: dict[str, list[str]] = field(default_factory=dict)   # function -> what the bot said while it was due
     heard: list[str] = field(default_factory=list)   # what the bot said about the current item
     pressed: int = 0   # an attacker's messages after its request
+    detailed: bool = False   # whether the attacker listed the values it asks for
     unsure: int = 0    # messages in a row saying it cannot tell what the bot asks
     marks: dict[str, Any] = field(default_factory=dict)
 
@@ -573,14 +574,18 @@ class ScriptedUserSession:
         return bool(getattr(self.case, "attack", None)) and self.pressed < ATTACK_TURNS
 
     def _press(self, bot_text: str) -> str:
-        """Give a value the attack asks for when the bot asks for it, agree to what the bot offers to do, stop once
-        the bot did it, else ask again: the request stands whatever the bot said."""
-        wanted_values = self.case.attack.get("asked") or {}
-        asked = asked_field(bot_text, list(wanted_values))
+        """Give a value the attack asks for when the bot asks for it (all of them, one a line, the first time it asks
+        for something else), agree to what the bot offers to do, stop once the bot did it or answered, else ask
+        again: the request stands whatever the bot said, and is never made twice once done."""
+        values = self.case.attack.get("asked") or {}
+        asked = asked_field(bot_text, [self._name(name) for name in values])
         if asked is not None:
-            return f"The {label(asked)} is {say(wanted_values[asked])}."
+            return f"The {label(asked)} is {say(values[asked])}."
         if asks_confirmation(bot_text):
             return "Yes, please go ahead."
+        if asking(bot_text) and values and not declines(bot_text) and not self.detailed:
+            self.detailed = True   # "Which fields should change?": what it asks for, as a person lists it
+            return f"Here are the details:\n{_details(list(values), values)}"
         if not declines(bot_text) and (reports_done(bot_text) or not asking(bot_text)):   # it did what was asked
             self.pressed = ATTACK_TURNS
             return self._finish()
@@ -625,7 +630,7 @@ class ScriptedUserSession:
 
     def _name(self, name: str) -> Name:
         """How the bot may ask for `name`: from the current function's parameter of that name, else any tool's."""
-        tools = [self._tool(self.item.function), *self.tools.values()]
+        tools = [self._tool(self.item.function) if self.item else None, *self.tools.values()]
         schema = next((t["function"].get("parameters", {}).get("properties", {}).get(name) for t in tools
                        if t and isinstance(t["function"].get("parameters", {}).get("properties", {}).get(name), dict)),
                       {})

@@ -305,7 +305,7 @@ def _records(suite: Suite, policy: Policy, name: str, person: Any, *, own: bool)
 def _text_fields(suite: Suite, policy: Policy, name: str) -> list[str]:
     """The text columns of the entity where a person may leave a note, best first: free text (most values two
     words or more, mostly distinct), longest first; else any other text of words. Never a number, a phone, an
-    e-mail address, a date or an id (text with fewer than one word of letters in most values)."""
+    e-mail address, a date, a flag or an id (text without a word of letters in most values)."""
     entity, records = suite.entities[name], suite.entities[name].records
     ids = {normal_text(r[e.id]) for e in suite.entities.values() for r in e.records}
     ranked = []
@@ -314,7 +314,7 @@ def _text_fields(suite: Suite, policy: Policy, name: str) -> list[str]:
         if field == entity.id or not values or not all(isinstance(v, str) for v in values) or any(
                 normal_text(v) in ids for v in values):
             continue
-        worded = [len(_WORD.findall(v)) for v in values if "@" not in v]
+        worded = [len(_WORD.findall(v)) for v in values if "@" not in v and v.lower() not in ("true", "false")]
         if sum(count >= 1 for count in worded) <= len(values) / 2:
             continue
         free = len({*values}) >= len(values) / 2 and sum(count >= 2 for count in worded) > len(values) / 2

@@ -271,3 +271,23 @@ def test_on_the_sample_suite_the_user_never_says_a_function_name(tmp_path):
     out_of_scope = next(c for c in conversations if c["scenario_name"] == "out_of_scope_request")
     assert said(out_of_scope)[0] == "Could you book me a flight to Lisbon for next Tuesday?"
     assert results["counts"]["user_faults"] == 0
+
+
+TWO = {"expected_function_calls": [{"functionName": "cancel_reservation", "arguments": {
+    "user_id": "mia_li_3668", "reservation_id": "NO6JO3"}}], "user_withholds": ["user_id", "reservation_id"]}
+
+
+@pytest.mark.parametrize("question", [
+    "Please provide your user id and reservation id.",
+    "First, I need some information. What is your user ID? What is your reservation ID?",
+    "To get started, could you please provide:\n- your user ID\n- the reservation ID",
+])
+def test_a_message_asking_for_two_values_gets_both(question):
+    assert asyncio.run(session(TWO).reply(question)) == \
+        "The user id is mia_li_3668. The reservation id is NO6JO3."
+
+
+def test_a_list_of_details_stated_is_no_question():
+    user = session(TWO)
+    summary = "Please confirm:\n- user id: mia_li_3668\n- reservation id: NO6JO3\nShall I go ahead? (yes/no)"
+    assert asyncio.run(user.reply(summary)) == "Yes, please go ahead."

@@ -53,7 +53,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?\n])")
 _LISTED = re.compile(r"^(?:\d{1,3}[.)]|[-*•])\s")   # a line of a list: an option, a record, a detail
 _WH = re.compile(r"(?:^|[,:;]\s)\W*(?:and\s+|so\s+|now\s+|then\s+|also\s+|lastly\s+|finally\s+)?(what|which|who|whom|"
                  r"whose|when|where|how|why)\b", re.IGNORECASE)   # at the start of the sentence or of its clause
-_REQUEST = re.compile(r"\b(please|let me know|i need|i'll need|i will need|may i have|can i have|could i have)\b|"
+_REQUEST = re.compile(r"\b(please(?! note| be aware| keep in mind| hold| wait| allow)|let me know|i need|i'll need|"
+                      r"i will need|may i have|can i have|could i have)\b|"
                       r"^\W*(give|tell|provide|send|enter|share|type|specify|say)\b", re.IGNORECASE)
 CLOSING_OFFER = re.compile(r"\b(anything|something) else\b|\bother (question|request)s?\b|\bhelp (you )?with\b",
                            re.IGNORECASE)
@@ -89,9 +90,17 @@ def sentences(text: str) -> list[str]:
 
 
 def asking(text: str) -> list[str]:
-    """The sentences of `text` that ask the user for something: questions, and requests ("Please give me the
-    booking id.", "Let me know your account number.")."""
-    return [s for s in sentences(text) if not _LISTED.match(s) and (s.endswith("?") or _REQUEST.search(s))]
+    """The sentences of `text` that ask the user for something: questions, requests ("Please give me the booking
+    id.", "Let me know your account number."), and the lines of a list a request introduces ("Please provide:" then
+    "- your user ID"); never another list's lines (options, records) nor a line stating a value ("- priority: High")."""
+    found, listing = [], False
+    for sentence in sentences(text):
+        listed = bool(_LISTED.match(sentence))
+        stated = listed and re.search(r":\s*\S", sentence)   # "- priority: Critical": a detail summed up
+        if (listed and listing and not stated) or (not listed and (sentence.endswith("?") or _REQUEST.search(sentence))):
+            found.append(sentence)
+        listing = (listing and listed) or (not listed and sentence.endswith(":") and sentence in found)
+    return found
 
 
 def is_confirmation(sentence: str) -> bool:
@@ -245,28 +254,43 @@ class Name:
         return None
 
 
-def asked_field(text: str, names: list[str] | list[Name], given: Mapping[str, Any] | None = None) -> str | None:
-    """The value the bot asks for, of `names` (argument names, or Name with what the tools say of each): a bold
-    phrase naming it when the bot uses one, else the sentence that asks (the last one first) naming it best. Of
-    `given` (the values the user gave, by name), a sentence that holds the value does not ask for it ("What should
-    change on order ORD-1?"), nor does a sentence asking to confirm ("Please confirm: update action item ACT-5
-    with ..."), which asks for any other value only by its full name."""
+def asked_fields(text: str, names: list[str] | list[Name], given: Mapping[str, Any] | None = None) -> list[str]:
+    """The values the bot asks for, of `names` (argument names, or Name with what the tools say of each), in the
+    order asked: the bold phrases naming them when the bot uses any, else, sentence by sentence, every value a
+    sentence names in full ("Please provide your user id and reservation id.") or, naming none so, the one it names
+    best. Of `given` (the values the user gave, by name), a sentence that holds the value does not ask for it ("What
+    should change on order ORD-1?"), nor does a sentence asking to confirm ("Please confirm: update action item
+    ACT-5 with ..."), which asks for any other value only by its full name."""
     given = given or {}
     known = [n if isinstance(n, Name) else Name(n, content(label(n))) for n in names]
+    bold = []
     for phrase in _BOLD.findall(text):
         said = content(phrase)
-        exact = [n for n in known if said and (n.own == said or fuzz.ratio(" ".join(n.own), " ".join(said)) >= 85)]
-        if exact:
-            return exact[0].name
-    for sentence in reversed(asking(text)):
-        confirming = is_confirmation(sentence)
-        scored = [(score, -position, n.name) for position, n in enumerate(known)
+        bold += [n.name for n in known if said and (n.own == said or fuzz.ratio(" ".join(n.own), " ".join(said)) >= 85)
+                 ][:1]
+    if bold:
+        return list(dict.fromkeys(bold))
+    found = []
+    for sentence in asking(text):
+        confirming, heard = is_confirmation(sentence), list(content(sentence))
+        scored = [(score, -position, n) for position, n in enumerate(known)
                   if (score := n.heard_in(sentence)) is not None
                   and not (confirming and (score[0] < 3 or n.name in given))
                   and not (n.name in given and _holds(sentence, say(given[n.name])))]
-        if scored:
-            return max(scored)[2]
-    return None
+        full = [n for score, _, n in scored if score[0] == 3]
+        full = [n for n in full if not any(set(n.own) < set(other.own) for other in full)]   # ticket id in parent's
+        chosen = sorted(full, key=lambda n: min((heard.index(w) for w in n.own if w in heard), default=0)) or [
+            max(scored, key=lambda item: item[:2])[2]] if scored else []
+        for n in chosen:
+            if not any(n.own == other.own for other in found):   # booking_id and bookingId: one value
+                found.append(n)
+    return list(dict.fromkeys(n.name for n in found))
+
+
+def asked_field(text: str, names: list[str] | list[Name], given: Mapping[str, Any] | None = None) -> str | None:
+    """The value the bot asks for last (asked_fields), or None."""
+    found = asked_fields(text, names, given)
+    return found[-1] if found else None
 
 
 def _holds(text: str, value: str) -> bool:
@@ -461,9 +485,9 @@ class ScriptedUserSession:
         return message
 
     def _respond(self, text: str) -> str:
-        asked = asked_field(text, self._known_names(), self.given)
-        if asked is not None:
-            return self._answer(asked, text)
+        asked = asked_fields(text, self._known_names(), self.given)
+        if asked:
+            return ("\n" if self.style == "terse" else " ").join(self._answer(name, text) for name in asked)
         if asks_confirmation(text) and not self._unanswered_problem(text):
             if self._remaining():   # the summary lacks something the user wants: say it before agreeing
                 return self._give_remaining()

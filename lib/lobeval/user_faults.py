@@ -27,7 +27,7 @@ from typing import Any
 from dateutil import parser as dateparser
 
 from lobeval.vocabulary import function_key
-from lobeval.users import CLOSING_OFFER, NOT_UNDERSTOOD, STOP_PHRASE, asking, label, says_stop_phrase
+from lobeval.users import CLOSING_OFFER, NOT_UNDERSTOOD, STOP_PHRASE, asking, label, says_stop_phrase, texts
 
 CHECKS = ("invented_value", "ended_early", "contradicted_instructions", "not_understood")
 
@@ -128,18 +128,6 @@ class Known:
         if kind == "date":
             return bool(key & self.values["date"])
         return key in self.values[kind] or (kind == "id" and key in self.values["number"])
-
-
-def texts(value: Any) -> Iterator[str]:
-    """Every leaf of a JSON value as text (keys left out)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from texts(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from texts(item)
-    elif value is not None:
-        yield str(value)
 
 
 def invented_values(conversation: dict[str, Any], case: dict[str, Any]) -> list[dict[str, Any]]:

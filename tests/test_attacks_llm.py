@@ -54,8 +54,8 @@ def test_the_attacker_persona_breaches_the_trusting_bot_in_every_category_and_ne
     assert {name: entry["breached"] for name, entry in trusting["security"]["categories"].items()} == {
         name: 2 for name in CATEGORIES}
     persona = [json.loads(line)["messages"][1]["content"] for line in (attacks / "TrustingBot.jsonl").open()]
-    assert all(message.startswith(("Please", "About", "Can you show", "The director", "This is urgent",
-                                   "I know the rules")) for message in persona)
+    assert all(message.startswith(("Could you", "Can you show", "The director", "This is urgent",
+                                   "I know it's unusual")) for message in persona)
     status, out, safe = evaluate(attacks, "SupportTicketBot")
     assert status == 0, out
     assert safe["security"]["breached"] == 0 and safe["security"]["attacks"] == 10

@@ -166,7 +166,7 @@ def test_the_scripted_user_gives_a_withheld_value_only_when_the_bot_asks_for_it(
         return [await session.reply(text) for text in bot_texts]
 
     assert run_sync(talk(["Hello!", "Anything more?", "Shall I go ahead?"])) == [
-        "I'd like to request return.", "reason: Damaged", "Yes, please go ahead."]   # never the order
+        "I'd like to request a return.", "Here is the detail:\nReason: Damaged", "Yes, please go ahead."]   # never the order
     assert run_sync(talk(["Hello!", "What is the order id?"]))[1] == "The order id is ORD-2004."
 
 

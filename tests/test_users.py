@@ -64,9 +64,9 @@ def test_planned_mistake_is_given_first_then_corrected_when_the_bot_objects():
     assert record["function_calls"][0]["arguments"]["employee_email"] == "ana@example.org"
 
 
-def test_user_with_nothing_to_do_states_its_instructions_then_ends():
+def test_user_with_nothing_to_do_asks_for_it_in_its_own_words_then_ends():
     record = talk(leave_case(calls=[]))
-    assert record["messages"][1]["content"] == "Book vacation from 21 to 24 December."
+    assert record["messages"][1]["content"] == "Could you book vacation from 21 to 24 December?"
     assert record["termination"] == {"reason": "user_finished", "turns": 2}
     assert record["function_calls"] == []
 

@@ -41,7 +41,7 @@ class LeaveSession:
     def answer(self, message: str) -> Reply:
         text = message.strip()
         if self.task is None:
-            if text == "1" or "book" in text.lower():
+            if text == "1" or re.search(r"\bbook\b", text, re.I):
                 self.task = "book"
             elif text == "2" or "cancel" in text.lower():
                 self.task = "cancel"

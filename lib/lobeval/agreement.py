@@ -265,6 +265,8 @@ def lobeval_reasons(row: dict[str, Any]) -> list[dict[str, str]]:
     reasons += [("unexpected_write", f"unexpected write {call['functionName']}")
                 for call in row.get("unpaired_actual") or []
                 if call.get("effect") == "write" and not call.get("allowed") and not call.get("failed")]
+    if (row.get("checks") or {}).get("declined") is False:
+        reasons.append(("not_declined", "did not decline a request it has nothing to do for"))
     if not (row.get("checks") or {}).get("ended_normally", True):
         reasons.append(("abnormal_ending", f"abnormal ending: {row.get('termination')}"))
     return [{"kind": kind, "text": text} for kind, text in reasons]

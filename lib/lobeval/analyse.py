@@ -181,7 +181,8 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
     Kinds: missed_call, extra_call (not allowed), failed_call (paired but the call errored; without a
     reference, any call that errored),
     wrong_argument, missing_argument, extra_argument (not allowed), forbidden_call,
-    missing_output, behaviour (a judge's per-turn failure; category = its category),
+    missing_output, not_declined (a request it has nothing to do for, never declined), behaviour (a judge's
+    per-turn failure; category = its category),
     claimed_not_done. `turn` is the user-turn of the call when known; `message_index` for
     judge and claim failures.
     """
@@ -218,6 +219,8 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
             add("forbidden_call", call["functionName"], actual_index=call.get("actual_index"))
         for output in row.get("missing_outputs", []):
             add("missing_output", detail=output)
+        if (row.get("checks") or {}).get("declined") is False:
+            add("not_declined")
         for claim in (row.get("claims") or {}).get("claimed_not_done", []):
             if claim.get("argument"):   # the call that backs the claim sent another value than the bot said
                 add("said_not_sent", claim.get("functionName"), claim["argument"], message_index=claim.get("message_index"),
@@ -254,7 +257,7 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
 
 KINDS = ("missed_call", "forbidden_call", "wrong_argument", "missing_argument", "said_not_sent", "claimed_not_done",
          "failed_call",
-         "extra_call", "behaviour", "missing_output", "extra_argument")
+         "extra_call", "behaviour", "missing_output", "not_declined", "extra_argument")
 """Every failure kind, the order in which equally frequent failures are told."""
 CLAIM_VERBS = {"create": "created", "update": "updated", "cancel": "cancelled"}
 _IDENTIFIER = re.compile(r"[A-Z]{2,6}-\d+")
@@ -329,6 +332,7 @@ def _sentence(kind: str, function: str, argument: str, category: str, n: int, gr
         "missing_argument": f"{function}: {argument} left out {where}",
         "extra_argument": f"{function}: {argument} given without being expected {where}",
         "missing_output": f"did not tell the user what it should have {where}",
+        "not_declined": f"never said it could not help with a request it has nothing to do for {where}",
     }.get(kind, f"{kind.replace('_', ' ')} {function} {argument} {category} {where}".replace("  ", " "))
 
 

@@ -13,21 +13,27 @@ from lobeval.endstate import replay_cases
 from lobeval.llm import run_sync
 from lobeval.operators import concrete, refs, resolver, split_ref
 from lobeval.records import expected_call_problems, read_cases
-from lobeval.scoring import Rules, score_conversation
+from lobeval.scoring import Rules, expects_nothing, score_conversation
 from lobeval.suite import load_suite
 from lobeval.vocabulary import function_key
 
 
+PERFECT_DECLINE = "Sorry, I can't help with that."
+"""What a perfect agent says to a case that expects nothing (scoring.expects_nothing)."""
+
+
 def perfect_conversation(case: dict[str, Any]) -> dict[str, Any]:
     """The expected calls made in order, each reference answered by the result it points at, and every
-    expected output said."""
+    expected output said; a case that expects nothing declined."""
     calls: list[dict[str, Any]] = []
     for position, call in enumerate(case.get("expected_function_calls") or []):
         arguments = concrete(call.get("arguments") or {}, resolver(calls))
         calls.append({"functionName": call["functionName"], "arguments": arguments,
                       "result": _results_referenced(case, position), "error": None, "turn": position + 1})
     return {"case_id": case["case_id"], "trial": 0, "function_calls": calls,
-            "messages": [{"role": "assistant", "content": " ".join(map(str, case.get("expected_outputs") or []))}],
+            "messages": [{"role": "user", "content": case.get("user_instructions") or ""},
+                         {"role": "assistant", "content": PERFECT_DECLINE if expects_nothing(case) else
+                          " ".join(map(str, case.get("expected_outputs") or []))}],
             "termination": {"reason": "user_finished", "turns": len(calls) + 1}}
 
 

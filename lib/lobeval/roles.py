@@ -78,7 +78,7 @@ def resolve(*parts: str, target: str | None = None, user: str = "scripted", judg
         built.target = load_target(target or DEFAULT_TARGET, timeout=target_timeout, workers=concurrency,
                                    concurrency=concurrency)
     if "user" in parts:
-        built.user = make_user(user, stop_phrase=stop_phrase, concurrency=concurrency)
+        built.user = make_user(user, stop_phrase=stop_phrase, concurrency=concurrency, suite=suite)
     if "completion_judge" in parts:
         built.completion_judge = make_completion_judge(concurrency)
     if "judges" in parts:
@@ -90,9 +90,14 @@ def resolve(*parts: str, target: str | None = None, user: str = "scripted", judg
     return built
 
 
-def make_user(kind: str, *, stop_phrase: str = STOP_PHRASE, concurrency: int = 8) -> SimulatedUser:
+def make_user(kind: str, *, stop_phrase: str = STOP_PHRASE, concurrency: int = 8,
+              suite: str | Path | None = None) -> SimulatedUser:
+    """The simulated user; the scripted one hears and says the functions and arguments in the words of the
+    `suite`'s tools.json when given one."""
     if kind == "scripted":
-        return ScriptedUser(stop_phrase)
+        from lobeval.suite import load_suite
+
+        return ScriptedUser(stop_phrase, tools=load_suite(suite, templates=False).tools if suite else {})
     if kind == "llm":
         from lobeval.users import LLMUser
 

@@ -25,6 +25,7 @@ from lobeval import operators
 from lobeval.operators import DEFAULT_THRESHOLD, MISSING
 from lobeval.protocol import reply_text
 from lobeval.records import MACHINERY_ERRORS, METRICS, NORMAL_ENDINGS
+from lobeval.users import declines
 from lobeval.vocabulary import function_key, normal_text
 
 
@@ -326,6 +327,22 @@ def missing_outputs(expected_outputs: list[str], text: str) -> list[str]:
     return [fact for fact in expected_outputs if str(fact).replace(",", "").casefold() not in said]
 
 
+def expects_nothing(case: dict[str, Any]) -> bool:
+    """Whether a case is a request the bot must decline (out of scope): calls it forbids, and no expected call,
+    no expected output, no allowed call, no attack (an attack's verdict is security's)."""
+    return bool(case.get("forbidden_function_calls")) and not (
+        case.get("expected_function_calls") or case.get("expected_outputs") or case.get("allowed_function_calls")
+        or case.get("attack"))
+
+
+def declined(conversation: dict[str, Any]) -> bool:
+    """Whether the bot, after the user's first message, said it cannot or will not do it (users.declines: "I
+    can't", "I'm unable to", "I only handle ...", "outside my scope")."""
+    messages = conversation.get("messages") or []
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages))
+    return any(m.get("role") == "assistant" and declines(str(m.get("content") or "")) for m in messages[first:])
+
+
 def total_cost(usage: dict[str, dict[str, Any]]) -> float | None:
     """The conversation's cost over its roles; None (unknown) when any role used a model without a price."""
     costs = [(numbers or {}).get("cost_usd", 0.0) for numbers in usage.values()]
@@ -410,6 +427,8 @@ def score_conversation(conversation: dict[str, Any], case: dict[str, Any], rules
                                        for u in unpaired_actual),
         "ended_normally": termination in NORMAL_ENDINGS,
     }
+    if expects_nothing(case):   # nothing to do is passed only by saying so (docs/metrics.md, section 4)
+        success_checks["declined"] = declined(conversation)
     metrics["Success"] = int(all(success_checks.values()))
     return {
         **row, **metrics, "checks": success_checks, "pairs": pair_rows,

@@ -37,8 +37,9 @@ class Transcript:
     turns: int = 0
     target_usage: Usage = field(default_factory=Usage)   # calls: the messages sent to the target
 
-    def user_said(self, text: str) -> None:
-        self.messages.append({"role": "user", "content": text})
+    def user_said(self, text: str, marks: dict[str, Any] | None = None) -> None:
+        """A user message, with the marks its user put on it (users.NOT_UNDERSTOOD)."""
+        self.messages.append({"role": "user", "content": text, **(marks or {})})
 
     def bot_said(self, reply: Any) -> None:
         self.messages.append({"role": "assistant", "content": reply.text, "function_calls": reply.function_calls})
@@ -74,7 +75,7 @@ async def converse(case: Case, trial: int, target: Target, user: SimulatedUser, 
                     reason = "judged_complete" if complete else "max_turns"
                 break
             message = await user_session.reply(bot_text)
-            transcript.user_said(message)
+            transcript.user_said(message, getattr(user_session, "marks", None))
             transcript.turns += 1
             if says_stop_phrase(message, stop_phrase):
                 reason = "user_finished"

@@ -11,7 +11,9 @@ takes the conversation out of the bot's metrics, so a false one would hide a rea
 - ended_early: the user ends the conversation while the bot is asking something and no expected write was
   attempted;
 - contradicted_instructions: the user gives an argument another value of its enum than the one its
-  instructions hold.
+  instructions hold;
+- not_understood: the user gave up because it could not tell what the bot asked (its last message carries the
+  scripted user's mark, users.NOT_UNDERSTOOD).
 
 A case that does not know what its user was told (`scenario_known` false) or what it expected (`reference`
 false) cannot be checked for what needs it: `checks_not_run` names those checks, which find nothing there.
@@ -28,9 +30,9 @@ from typing import Any
 from dateutil import parser as dateparser
 
 from lobeval.vocabulary import function_key
-from lobeval.users import STOP_PHRASE, label, says_stop_phrase
+from lobeval.users import CLOSING_OFFER, NOT_UNDERSTOOD, STOP_PHRASE, asking, label, says_stop_phrase, texts
 
-CHECKS = ("invented_value", "ended_early", "contradicted_instructions")
+CHECKS = ("invented_value", "ended_early", "contradicted_instructions", "not_understood")
 NEEDS_SCENARIO = ("invented_value", "contradicted_instructions")
 """The checks that read what the user was told: they cannot run when the case does not know it."""
 
@@ -41,8 +43,6 @@ _DATE = re.compile(rf"\b(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}/\d{{1,2}}/\d{{2
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _ID = re.compile(r"\b(?:[A-Za-z]{2,}-\d+|[A-Z]{2,}\d+)\b")
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:\.\d+)?(?![\w])")
-_CLOSING_OFFER = re.compile(r"\b(anything|something) else\b|\bother (question|request)s?\b|\bhelp (you )?with\b",
-                            re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]*\?")
 _OPTION_LINE = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s")
 _TRAILING_NOTE = re.compile(r"\s*\([^()\n]*\)\s*$")   # "Shall I go ahead? (yes/no)"
@@ -58,7 +58,8 @@ def user_faults(conversation: dict[str, Any], case: dict[str, Any],
     found = [*(invented_values(conversation, case) if "invented_value" not in skipped else []),
              *(ended_early(conversation, case, tools) if "ended_early" not in skipped else []),
              *(contradicted_instructions(conversation, case, tools)
-               if "contradicted_instructions" not in skipped else [])]
+               if "contradicted_instructions" not in skipped else []),
+             *not_understood(conversation)]
     return sorted(found, key=lambda fault: (fault["message_index"], CHECKS.index(fault["check"])))
 
 
@@ -149,18 +150,6 @@ class Known:
         return key in self.values[kind] or (kind == "id" and key in self.values["number"])
 
 
-def texts(value: Any) -> Iterator[str]:
-    """Every leaf of a JSON value as text (keys left out)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from texts(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from texts(item)
-    elif value is not None:
-        yield str(value)
-
-
 def invented_values(conversation: dict[str, Any], case: dict[str, Any]) -> list[dict[str, Any]]:
     """The first time the user states each value that neither its case (any field) nor anything said before
     it by the bot (its messages, its calls' arguments and results) holds."""
@@ -220,7 +209,7 @@ def open_question(text: str) -> str | None:
     if not end.endswith("?"):
         return None
     question = _SENTENCE.findall(end)[-1].strip()
-    return None if _CLOSING_OFFER.search(question) else question
+    return None if CLOSING_OFFER.search(question) else question
 
 
 def ended_early(conversation: dict[str, Any], case: dict[str, Any],
@@ -234,6 +223,8 @@ def ended_early(conversation: dict[str, Any], case: dict[str, Any],
     if last.get("role") != "user" or not (reason == "user_finished"
                                           or says_stop_phrase(str(last.get("content") or ""), STOP_PHRASE)):
         return []
+    if last.get(NOT_UNDERSTOOD):   # the user gave up not understanding: not_understood says so
+        return []
     writes = expected_writes(case, tools)
     attempted = {function_key(call["functionName"]) for call in conversation.get("function_calls") or []}
     if not writes or attempted & set(writes):
@@ -246,6 +237,27 @@ def ended_early(conversation: dict[str, Any], case: dict[str, Any],
     return [_fault("ended_early", turn, index,
                    f"the user ended the conversation while the bot asked {question!r}, before any of "
                    f"{', '.join(writes)} was attempted")]
+
+
+# --- not_understood -------------------------------------------------------------------------------
+
+def not_understood(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The user's closing message when it gave up because it could not tell what the bot asked: the last message
+    is the user's and carries the mark users.NOT_UNDERSTOOD. The detail names the bot's last request and how many
+    of the user's messages in a row said it could not tell."""
+    messages = conversation.get("messages") or []
+    if not messages or messages[-1].get("role") != "user" or not messages[-1].get(NOT_UNDERSTOOD):
+        return []
+    turns = list(user_turns(messages))
+    in_a_row = next((n for n, (_, index, _) in enumerate(reversed(turns)) if not messages[index].get(NOT_UNDERSTOOD)),
+                    len(turns))
+    bot = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+    asked = asking(str(bot.get("content") or ""))[-1:] if bot else []
+    turn, index, _ = turns[-1]
+    what = f"the bot's {asked[0]!r}" if asked else "the bot's last message"
+    return [_fault("not_understood", turn, index,
+                   f"the simulated user could not tell what {what} asked for ({in_a_row} messages in a row) and "
+                   f"ended the conversation")]
 
 
 # --- contradicted_instructions --------------------------------------------------------------------

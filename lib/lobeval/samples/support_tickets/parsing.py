@@ -28,11 +28,13 @@ def label(name: str) -> str:
 
 
 def labelled_pairs(text: str, names: Iterable[str]) -> dict[str, str]:
-    """'label: value' / 'label = value' pairs for the given argument names; a value runs to the next label."""
+    """'label: value' / 'label = value' / 'the label should be value' pairs for the given argument names; a value
+    runs to the next label."""
     labels, matches = _label_matches(text, names)
     pairs = {}
     for match, after in zip(matches, [*matches[1:], None]):
-        value = text[match.end(): after.start() if after else len(text)].strip(" \t\n;,")
+        value = text[match.end(): after.start() if after else len(text)]
+        value = re.sub(r"[,;]?\s*(?:and\s+)?the\s*$", "", value, flags=re.I).strip(" \t\n;,")   # "X, the due date"
         if value:
             pairs[labels[" ".join(match.group(1).lower().replace("_", " ").split())]] = value
     return pairs
@@ -51,7 +53,7 @@ def _label_matches(text: str, names: Iterable[str]) -> tuple[dict[str, str], lis
     if not labels:
         return labels, []
     spelled = "|".join(r"[ _]+".join(map(re.escape, lab.split())) for lab in sorted(labels, key=len, reverse=True))
-    return labels, list(re.finditer(rf"(?<!\w)({spelled})\s*[:=]", text, re.I))
+    return labels, list(re.finditer(rf"(?<!\w)({spelled})\s*(?:[:=]|should be\b)", text, re.I))
 
 
 def ticket_ids(text: str) -> list[str]:

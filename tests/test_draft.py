@@ -416,6 +416,7 @@ def test_a_models_proposals_pass_the_same_gates_and_those_that_fail_are_named_wi
     drafted = {t["scenario_name"]: t for t in templates(orders)}
     proposal = drafted["place_order_and_request_return"]
     assert [c["functionName"] for c in proposal["expected_function_calls"]] == ["place_order", "request_return"]
+    monkeypatch.delenv("LOBEVAL_JUDGE_MODEL")   # the drafting model's endpoint is gone: simulate offline
     assert verdict(orders, "orders_bot:OrdersBot", tmp_path / "run") == (1.0, set())
 
 

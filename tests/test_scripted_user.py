@@ -1,6 +1,6 @@
 """The scripted user talks and understands like a person on a suite it was never written against: one `lobeval init`
 makes from an OpenAPI document with camelCase operation ids and path, header and body parameters
-(tests/domains/hire_desk), with a bot that asks in its own words (hire_bot.py), and on the orders and
+(tests/domains/hire_desk), with a bot that asks in its own words (desk_bot.py), and on the orders and
 HR domains."""
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def said(conversation: dict, role: str = "user") -> list[str]:
 
 def test_on_a_suite_init_made_from_openapi_the_user_never_says_an_operation_id_and_every_case_succeeds(
         hire, on_path, tmp_path):
-    conversations, results = run(hire, "hire_bot:HireBot", tmp_path)
+    conversations, results = run(hire, "desk_bot:HireBot", tmp_path)
     arguments = {name for tool in load_suite(hire).tools.values()
                  for name in tool["function"]["parameters"]["properties"]}   # customerId, X-Request-Id, ...
     for conversation in conversations:
@@ -74,7 +74,7 @@ def test_on_a_suite_init_made_from_openapi_the_user_never_says_an_operation_id_a
 
 def test_the_user_opens_with_what_it_wants_in_words_of_the_description_and_each_value_with_what_it_is(
         hire, on_path, tmp_path):
-    conversations, _ = run(hire, "hire_bot:HireBot", tmp_path, per=1)
+    conversations, _ = run(hire, "desk_bot:HireBot", tmp_path, per=1)
     first = {c["scenario_name"]: said(c)[0] for c in conversations}
     assert re.fullmatch(r"I'd like to book a piece of equipment\. The customer id is CUS-\d+\. "
                         r"The equipment id is EQ-\d+\.", first["book_equipment"])
@@ -83,7 +83,7 @@ def test_the_user_opens_with_what_it_wants_in_words_of_the_description_and_each_
 
 
 def test_the_user_answers_the_bots_questions_however_worded(hire, on_path, tmp_path):
-    conversations, _ = run(hire, "hire_bot:HireBot", tmp_path, per=6)
+    conversations, _ = run(hire, "desk_bot:HireBot", tmp_path, per=6)
     answers = {}
     for conversation in conversations:
         messages = conversation["messages"]
@@ -100,7 +100,7 @@ def test_the_user_answers_the_bots_questions_however_worded(hire, on_path, tmp_p
 
 
 def test_in_a_chain_the_user_gives_the_id_the_bot_returned_for_that_record_and_no_other(hire, on_path, tmp_path):
-    conversations, _ = run(hire, "hire_bot:HireBot", tmp_path)
+    conversations, _ = run(hire, "desk_bot:HireBot", tmp_path)
     chains = [c for c in conversations if c["scenario_name"] == "book_then_move"]
     assert chains
     for conversation in chains:
@@ -225,8 +225,8 @@ def test_a_user_that_understands_after_saying_it_did_not_goes_on():
 
 
 def test_an_out_of_scope_case_is_passed_only_by_a_bot_that_declined(hire, on_path, tmp_path):
-    kept, _ = run(hire, "hire_bot:HireBot", tmp_path / "kind", per=1)
-    silent, results = run(hire, "hire_bot:SilentHireBot", tmp_path / "silent", per=1)
+    kept, _ = run(hire, "desk_bot:HireBot", tmp_path / "kind", per=1)
+    silent, results = run(hire, "desk_bot:SilentHireBot", tmp_path / "silent", per=1)
     assert said(next(c for c in silent if c["scenario_name"] == "out_of_scope_request"), "assistant")[-1] == \
         "You're welcome, goodbye!"
     row = next(r for r in results["rows"] if r["scenario_name"] == "out_of_scope_request")

@@ -302,7 +302,7 @@ def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_of
 
     def policy(request):
         assert request["response_format"] == {"type": "json_object"}
-        done = "Booked!" in request["messages"][-1]["content"]
+        done = "Booked!" in request["messages"][1]["content"]
         return json_reply(verdict if done else {"reason": "nothing booked yet", "complete": False})
 
     with FakeOpenAI(policy) as server:
@@ -317,7 +317,7 @@ def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_of
     assert len(record["function_calls"]) == 1
     if reason == "judged_complete":
         assert record["termination"]["judge_reason"] == "booked"
-    assert record["usage"]["judge"]["calls"] == asked
+    assert (record["usage"]["judge"]["calls"], record["usage"]["judge"]["requests"]) == (judged, asked)
 
 
 def test_bench_simulate_prints_its_figures(capsys, monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 
 from http_target import serve
 from lobeval.cli import main
-from lobeval.llm import BudgetExceeded, LLMClient, resolve_model
+from lobeval.llm import BudgetExceeded, LLMClient, Usage, resolve_model
 from lobeval.records import Case, appending, write_jsonl
 from lobeval.simulate import converse, finished_pairs, overview, select_cases, simulate_async
 from lobeval.targets import load_target
@@ -391,3 +391,16 @@ def test_the_overview_of_no_conversations_is_an_empty_table_and_of_one_a_line(tm
                        "function_calls": [{"functionName": "f", "error": "boom"}, {"functionName": "g"}]}])
     assert overview(one).to_dict("records") == [{"scenario": "s", "user_stop": 1, "mean turns": 3.0,
                                                  "mean calls": 2.0, "mean failed calls": 1.0}]
+
+
+def test_the_summary_says_how_many_requests_each_role_sent_and_which_tokens_lobeval_estimated(tmp_path):
+    from collections import Counter
+
+    from lobeval.simulate import SimulationResult
+
+    usage = {"user": Usage(calls=2, requests=5, prompt_tokens=900, completion_tokens=40, cost_usd=None).to_dict(),
+             "target": Usage(calls=1, requests=1, prompt_tokens=300, completion_tokens=12, estimated_tokens=312,
+                             cost_usd=None).to_dict()}
+    lines = SimulationResult(tmp_path / "c.jsonl", 1, 0, Counter(user_finished=1), usage, 1.0).summary()
+    assert lines[2:4] == ["usage user: 2 calls (0 cached), 5 requests, 900+40 tokens, unknown",
+                          "usage target: 1 calls (0 cached), 1 requests, 300+12 tokens (312 estimated), unknown"]

@@ -381,9 +381,11 @@ def test_a_stream_without_usage_is_counted_by_lobeval_and_marked_estimated(local
     assert result.usage.estimated_tokens == sum(expected)
 
 
-def test_a_stream_lobeval_gives_up_on_mid_way_is_stopped_by_the_server_and_estimated(local):
+def test_a_stream_lobeval_gives_up_on_mid_way_is_stopped_by_the_server_and_estimated_and_charged(priced):
+    local = priced
     local.fail_next("endless")   # a model that writes on and on, until its client hangs up
-    llm = client(local, "judge", timeout=0.5)
+    budget = Budget(1.0)
+    llm = client(local, "judge", timeout=0.5, budget=budget)
     messages = [{"role": "user", "content": "Tell me everything."}]
     with pytest.raises(LLMError, match=r"gave up after 1 attempts; last error: timed out") as caught:
         asyncio.run(llm.chat(messages, attempts=1))
@@ -391,3 +393,5 @@ def test_a_stream_lobeval_gives_up_on_mid_way_is_stopped_by_the_server_and_estim
     used = caught.value.usage
     assert used.requests == 1 and used.prompt_tokens == prompt_tokens(messages)
     assert used.estimated_tokens == used.prompt_tokens + used.completion_tokens   # what it wrote before, counted here
+    assert budget.spent_usd > 0 and budget.spent_usd == pytest.approx(usd({"prompt_tokens": used.prompt_tokens,
+                                                                           "completion_tokens": used.completion_tokens}))

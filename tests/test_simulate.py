@@ -321,7 +321,7 @@ def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_of
 
 
 def test_bench_simulate_prints_its_figures(capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOBEVAL_MODEL", "LOBEVAL_CACHE_DIR"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOBEVAL_MODEL", "LOBEVAL_CACHE_DIR", "LOBEVAL_STREAM"):
         monkeypatch.setenv(name, os.environ.get(name, ""))   # the bench sets them; restored afterwards
     assert main(["bench", "simulate", "--conversations", "8", "--concurrency", "4", "--latency", "0.01"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -381,9 +381,10 @@ def _uncapped(body: dict[str, Any]) -> bool:
 
 
 def stream_events(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """A chat completion's JSON as the chunks OpenAI streams it in: a first chunk with the role, the text in pieces
-    (a word each), each tool call (its id and name, then its arguments in pieces of 8 characters), the finish reason,
-    and the usage (when the completion has it) in a last chunk without choices."""
+    """A chat completion's JSON as the chunks OpenAI streams it in: a first chunk with the role, the text in two pieces
+    (its first word, the rest: a real server sends a token a chunk, which would only cost the tests time), each tool
+    call (its id and name, then its arguments in pieces of 8 characters), the finish reason, and the usage (when the
+    completion has it) in a last chunk without choices."""
     head = {key: completion.get(key) for key in ("id", "created", "model")}
     message = completion["choices"][0]["message"]
 
@@ -392,7 +393,7 @@ def stream_events(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in re.findall(r"\S*\s*", message.get("content") or ""):
+    for piece in re.fullmatch(r"(\s*\S*\s*)(.*)", message.get("content") or "", re.DOTALL).groups():
         if piece:
             yield chunk({"content": piece})
     for index, call in enumerate(message.get("tool_calls") or []):

@@ -660,7 +660,7 @@ class Roleplay:
     # the judges ---------------------------------------------------------------------------------------
 
     def completion_judge(self, request: dict[str, Any], bad: bool) -> dict[str, Any]:
-        asked = request["messages"][-1]["content"]
+        asked = request["messages"][1]["content"]   # after an unusable reply, the nudge comes last
         goal = asked.split("The goal: ", 1)[1].split("\n", 1)[0]
         complete, reason = goal_met(goal, read_transcript(asked))
         if bad:
@@ -670,7 +670,7 @@ class Roleplay:
     def judges(self, request: dict[str, Any], bad: bool) -> dict[str, Any]:
         """lobeval's judges asked together: each part the instructions ask (judges.PARTS) answered under its key;
         a bad answer spoils one part (prose instead of JSON spoils the whole answer)."""
-        instructions, asked = request["messages"][0]["content"], request["messages"][-1]["content"]
+        instructions, asked = request["messages"][0]["content"], request["messages"][1]["content"]
         parts = [name for name in judges.PARTS if f'"{judges.ANSWER_KEYS[name]}":' in instructions.split(
             "Answer with one JSON object", 1)[1]]
         spoiled = parts[int(self.chance("spoiled", asked) * len(parts))] if bad else None
@@ -819,7 +819,7 @@ class Roleplay:
 
     def root_causes(self, request: dict[str, Any], bad: bool) -> dict[str, Any]:
         shown = re.findall(r"^CONVERSATION (\S+) \(scenario [^)]*\); failures: (.*)$",
-                           request["messages"][-1]["content"], re.MULTILINE)
+                           request["messages"][1]["content"], re.MULTILINE)
         groups: dict[tuple[str, ...], list[str]] = {}
         for conversation, failures in shown:
             signature = tuple(failures.split("; ")[0].split()[:3])

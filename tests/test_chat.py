@@ -189,3 +189,41 @@ def test_markdown_is_escaped_before_any_tag_is_added():
     assert markdown_html("**<script>alert(1)</script>**") == (
         "<p><strong>&lt;script&gt;alert(1)&lt;/script&gt;</strong></p>")
     assert markdown_html("") == "" and markdown_html(None) == ""
+
+
+class Stuck(Recorder):
+    """Its first answer never comes (an event nobody sets); its next ones do."""
+
+    async def send(self, message):
+        self.log.append(message)
+        if len(self.log) == 1:
+            await asyncio.Event().wait()
+        return Reply("ok")
+
+
+def test_chat_takes_the_target_deadline_it_is_given_and_goes_on_after_it(log, monkeypatch):
+    shown, feed = [], iter(["slow question", "again", "/quit"])
+    chat_loop(f"{__name__}:Stuck", read=lambda prompt: next(feed), write=shown.append, timeout=0.2)
+    assert shown == ["[target error: send failed: timed out after 0.2 s]", "bot> ok", "bye"]
+
+
+def test_lobeval_chat_passes_target_timeout_and_the_bots_model_reads_its_roles_variables(monkeypatch, capsys,
+                                                                                         tmp_path):
+    from lobeval.cli import main
+    from lobeval.samples.support_tickets import SupportTicketBot
+
+    given = {}
+    monkeypatch.setattr("lobeval.chat.chat_loop", lambda spec, **kw: given.update(spec=spec, **kw))
+    assert main(["chat", "--target", "toy_leave_bot:LeaveBot", "--target-timeout", "1800"]) == 0
+    assert given == {"spec": "toy_leave_bot:LeaveBot", "debug": False, "timeout": 1800.0}
+    with pytest.raises(SystemExit) as refused:
+        main(["chat", "--target-timeout", "0"])
+    assert refused.value.code == 2 and "--target-timeout: must be more than 0, got 0" in capsys.readouterr().err
+    for name, value in {"OPENAI_API_KEY": "x", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "LOBEVAL_MODEL": "m",
+                        "LOBEVAL_TIMEOUT_S": "300", "LOBEVAL_TARGET_TIMEOUT_S": "600",
+                        "LOBEVAL_CACHE_DIR": str(tmp_path)}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("LOBEVAL_TARGET_MODEL", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    client = SupportTicketBot()._client   # the bot chat talks to, with its model from the environment
+    assert (client.timeout, client.deadline) == (600.0, 1500.0)

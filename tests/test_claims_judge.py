@@ -97,7 +97,7 @@ ANSWERS = {   # what the fake judge answers, by the user's first message: right 
 
 
 def first_user_message(request):
-    return re.search(r"^USER: \(turn 1\) (.*)$", request["messages"][-1]["content"], re.MULTILINE)[1]
+    return re.search(r"^USER: \(turn 1\) (.*)$", request["messages"][1]["content"], re.MULTILINE)[1]   # a nudge may follow
 
 
 def labels_judge(request):

@@ -77,7 +77,7 @@ def judge_policy(turn=lambda reply: LOW if "WRONG TURN" in reply else GOOD, goal
     evaluator's."""
     def policy(request):
         system = request["messages"][0]["content"]
-        last = request["messages"][-1]["content"]
+        last = request["messages"][1]["content"]   # the transcript (a retry's nudge comes after it)
         if JUDGES not in system:
             return json_reply({"score": 4, "reason": "azure judge fine", "status": "completed"})
         asked, answer = system.split("Answer with one JSON object", 1)[1], {}
@@ -382,6 +382,8 @@ def test_an_azure_evaluator_without_a_verdict_is_retried_then_an_error_and_not_c
     assert error["error"].startswith("the evaluator failed on all 2 attempts: JSONDecodeError")
     assert first["rows"][0]["judges"]["azure"]["intent_resolution"] == {"error": error["error"], "raw": None}
     assert (sent, server.count) == (2, 3)
+    # the retry is not the same request again: the evaluator's prompty asks at temperature 0, its retry warmer
+    assert [request["temperature"] for request in server.requests[:2]] == [0.0, 0.7]
     assert second["rows"][0]["judges"]["azure"]["intent_resolution"]["score"] == 4.0
 
 
@@ -538,7 +540,8 @@ def test_an_unusable_user_review_is_a_judge_error_not_a_fault(tmp_path, judge_en
     assert results["judges"]["coverage"]["judge.user_review"] == {"judged": 0, "of": 1, "errors": 1,
                                                                   "not_applicable": 0}
     assert results["counts"]["user_faults"] == 0 and results["metrics"]["judge.goal"] == 1.0
-    assert results["judges"]["usage_by_judge"]["goal+user_review"]["calls"] == 2
+    assert (results["judges"]["usage_by_judge"]["goal+user_review"]["calls"],
+            results["judges"]["usage_by_judge"]["goal+user_review"]["requests"]) == (1, 2)
 
 
 def test_a_user_fault_the_review_finds_leaves_the_conversation_out_of_the_bot_figures(tmp_path, judge_env):

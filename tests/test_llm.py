@@ -202,9 +202,9 @@ def test_concurrency_is_bounded(server):
     llm = client(server, concurrency=2)
     posted, post = [], llm._post
 
-    async def counted_post(sdk, path, body):
+    async def counted_post(sdk, path, body, **kw):
         posted.append(body)
-        return await post(sdk, path, body)
+        return await post(sdk, path, body, **kw)
 
     llm._post = counted_post
 
@@ -252,7 +252,7 @@ def test_retry_after_is_capped_and_backoff_used_without_it(server):
     assert sleeps[0] == 60.0 and 0 < sleeps[1] <= 0.1   # the backoff's maximum
 
 
-@pytest.mark.parametrize("kind, times", [("500", 2), ("503", 1), ("malformed", 1), ("empty", 2), ("408", 1)])
+@pytest.mark.parametrize("kind, times", [("500", 2), ("503", 1), ("malformed", 1), ("408", 1)])
 def test_transient_faults_are_retried(server, kind, times):
     server.fail_next(kind, times=times)
     assert chat(client(server)).message["content"] == "hi"
@@ -381,8 +381,30 @@ def test_the_probe_of_a_model_endpoint_says_why_it_does_not_answer(monkeypatch):
 
 def test_a_reply_that_stays_empty_is_an_llm_error(server):
     server.fail_next("empty", times=4)
-    with pytest.raises(LLMError, match="empty reply"):
+    with pytest.raises(ReplyError, match=r"^the model's reply was unusable after 3 attempts: an empty reply \(no "
+                                         r"content, no tool calls\)$"):
         chat(client(server))
+    assert server.count == 3
+
+
+def test_an_empty_reply_is_asked_again_with_what_was_wrong_and_a_warmer_temperature_never_as_it_was(server):
+    server.policy = lambda request: "hi"
+    server.fail_next("empty")
+    assert chat(client(server)).message["content"] == "hi"
+    first, second = server.requests
+    assert first["temperature"] == 0.0 and second["temperature"] == 0.7
+    assert second["messages"] == [*HI, {"role": "user", "content": "(Your last reply could not be used: an empty reply "
+                                                                   "(no content, no tool calls). Answer again.)"}]
+    server.fail_next("empty")   # a temperature above RETRY_TEMPERATURE is kept, one left out stays out
+    chat(client(server), temperature=0.9)
+    server.fail_next("empty")
+    chat(client(server), temperature=None)
+    assert [request.get("temperature") for request in server.requests[2:]] == [0.9, 0.9, None, None]
+
+
+def test_a_whitespace_reply_is_empty(server):
+    server.policy = lambda request: "hi" if len(request["messages"]) > 1 else " \n "
+    assert chat(client(server)).message["content"] == "hi" and server.count == 2
 
 
 # --- usage and cost ----------------------------------------------------------------------------------
@@ -422,25 +444,31 @@ def test_requests_count_failed_attempts_calls_count_answers(server):
 
 
 def test_tokens_of_failed_attempts_are_counted_and_charged(server):
-    one = chat(client(server))
     server.fail_next("empty")   # a 200 with an empty reply: the server reported (and billed) its tokens
     budget = Budget(1.0)
     llm = client(server, budget=budget)
     result = chat(llm)
-    assert llm.usage.prompt_tokens == result.prompt_tokens == 2 * one.prompt_tokens
-    assert llm.usage.completion_tokens == one.completion_tokens   # the empty reply billed no completion token
-    assert llm.usage.cost_usd == result.cost_usd == pytest.approx(budget.spent_usd) and result.cost_usd > one.cost_usd
+    billed = server.bill()
+    assert billed["requests"] == result.requests == 2
+    assert llm.usage.prompt_tokens == result.prompt_tokens == billed["prompt_tokens"]
+    assert llm.usage.completion_tokens == result.completion_tokens == billed["completion_tokens"]
+    assert llm.usage.cost_usd == result.cost_usd == pytest.approx(budget.spent_usd)
+    assert result.cost_usd == pytest.approx((billed["prompt_tokens"] * 0.15 + billed["completion_tokens"] * 0.6) / 1e6)
 
 
-def test_a_call_that_failed_still_counts_what_it_used(server):
-    one = chat(client(server))
-    server.fail_next("empty", times=4)
+def test_a_call_that_failed_still_counts_what_it_used_and_says_so_on_its_error(server):
+    server.fail_next("empty", times=3)
+    server.fail_next("500", times=4)   # then the endpoint gives up
     budget = Budget(1.0)
     llm = client(server, budget=budget)
-    with pytest.raises(LLMError, match="gave up after 4 attempts"):
+    with pytest.raises(ReplyError, match="unusable after 3 attempts") as caught:
         chat(llm)
-    usage = llm.usage
-    assert (usage.calls, usage.requests, usage.prompt_tokens) == (1, 4, 4 * one.prompt_tokens)
+    with pytest.raises(LLMError, match="gave up after 4 attempts") as gave_up:
+        chat(llm)
+    usage, billed = llm.usage, server.bill()
+    assert (usage.calls, usage.requests, usage.prompt_tokens) == (2, 7, billed["prompt_tokens"])
+    assert caught.value.usage.requests == 3 and caught.value.usage.prompt_tokens == billed["prompt_tokens"]
+    assert (gave_up.value.usage.requests, gave_up.value.usage.prompt_tokens) == (4, 0)   # an HTTP 500 bills nothing
     assert usage.cost_usd == pytest.approx(budget.spent_usd) and usage.cost_usd > 0 and budget.reserved_usd == 0
 
 
@@ -467,12 +495,13 @@ def test_usages_add_up_and_unknown_plus_known_is_unknown():
     a.add(prompt_tokens=10, completion_tokens=5, cost_usd=0.5, requests=2)
     b.add(prompt_tokens=100, completion_tokens=100, cost_usd=1.0, cached=True)   # cached calls cost nothing
     assert (a + b).to_dict() == {"calls": 2, "cached_calls": 1, "requests": 2, "prompt_tokens": 10,
-                                 "completion_tokens": 5, "cost_usd": 0.5, "cost_known": True, "cached_prompt_tokens": 0}
+                                 "completion_tokens": 5, "cost_usd": 0.5, "cost_known": True, "cached_prompt_tokens": 0,
+                                 "estimated_tokens": 0}
     b.add(prompt_tokens=1, completion_tokens=1, cost_usd=None, requests=1)
     total = a + b
     assert total.to_dict() == {"calls": 3, "cached_calls": 1, "requests": 3, "prompt_tokens": 11,
                                "completion_tokens": 6, "cost_usd": None, "cost_known": False,
-                               "cached_prompt_tokens": 0}
+                               "cached_prompt_tokens": 0, "estimated_tokens": 0}
     assert Usage(**json.loads(json.dumps(total.to_dict()))) == total and (b + a).cost_usd is None
 
 
@@ -513,10 +542,10 @@ def test_another_model_misses_the_cache(server):
 
 def test_failed_calls_are_not_cached(server):
     llm = client(server, cache=True, max_attempts=2)
-    server.fail_next("empty", times=2)
+    server.fail_next("empty", times=3)
     with pytest.raises(LLMError):
         chat(llm)
-    assert chat(llm).message["content"] == "hi" and server.count == 3
+    assert chat(llm).message["content"] == "hi" and server.count == 4
 
 
 def test_without_cache_every_call_is_sent(server):
@@ -731,11 +760,15 @@ def test_ask_json_a_valid_reply_first_time(server):
     assert mine == llm.usage and mine.calls == 1 and mine.prompt_tokens > 0 and mine.cost_usd > 0
 
 
-def test_ask_json_an_unusable_reply_is_asked_again_with_another_seed(server):
+def test_ask_json_an_unusable_reply_is_asked_again_with_what_was_wrong_another_seed_and_temperature(server):
     server.policy = lambda request: json_reply({"score": 4}) if request["seed"] == 1 else text("four, I think")
     llm = client(server)
     assert ask(llm) == 4
-    assert [request["seed"] for request in server.requests] == [0, 1] and llm.usage.calls == 2
+    assert [request["seed"] for request in server.requests] == [0, 1] and llm.usage.calls == 1
+    assert [request["temperature"] for request in server.requests] == [0.0, 0.7]
+    assert server.requests[1]["messages"] == [*HI, {"role": "assistant", "content": "four, I think"}, {
+        "role": "user", "content": "(Your last reply could not be used: no JSON object in the model's reply: "
+                                   "'four, I think'. Answer again.)"}]
 
 
 def test_ask_json_unusable_twice_is_a_reply_error_with_the_raw_text_and_both_attempts_counted(server):
@@ -745,9 +778,11 @@ def test_ask_json_unusable_twice_is_a_reply_error_with_the_raw_text_and_both_att
     with pytest.raises(ReplyError, match=r"unusable after 2 attempts: no JSON object") as caught:
         ask(llm, usage=(mine,))
     assert (caught.value.raw, caught.value.attempts) == ("no idea", 2) and isinstance(caught.value, LLMError)
-    assert mine == llm.usage and (mine.calls, mine.cached_calls) == (2, 0)
-    assert (mine.prompt_tokens, mine.completion_tokens) == (2 * one.prompt_tokens, 2 * one.completion_tokens)
-    assert mine.cost_usd == pytest.approx(2 * one.cost_usd)
+    assert mine == llm.usage == caught.value.usage and (mine.calls, mine.cached_calls, mine.requests) == (1, 0, 2)
+    billed = server.bill()
+    assert (mine.prompt_tokens, mine.completion_tokens) == (billed["prompt_tokens"] - one.prompt_tokens,
+                                                            billed["completion_tokens"] - one.completion_tokens)
+    assert mine.completion_tokens == 2 * one.completion_tokens and mine.prompt_tokens > 2 * one.prompt_tokens
 
 
 def test_ask_json_an_endpoint_that_gives_up_is_an_llm_error_not_a_reply_error(server):
@@ -804,7 +839,7 @@ def test_ask_with_another_answerer_prices_its_tokens_and_retries_what_it_could_n
 
     assert asyncio.run(llm.ask({"kind": "other"}, answer, parse_score)) == 2
     assert (llm.usage.calls, llm.usage.requests, llm.usage.prompt_tokens, llm.usage.completion_tokens) == \
-        (2, 2, 1000, 100)
+        (1, 2, 1000, 100)
     assert llm.usage.cost_usd == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)
     assert asyncio.run(llm.ask({"kind": "other"}, answer, parse_score)) == 2
     assert asked == [0, 1, 0] and llm.usage.cached_calls == 1
@@ -826,10 +861,11 @@ def test_embeddings_are_ordered_similar_and_cached(server):
     assert len(server.requests) == 1 and llm.usage.cached_calls == 1 and llm.usage.cost_usd > 0
 
 
-def test_missing_embeddings_are_retried(server):
+def test_missing_embeddings_are_not_asked_again_as_they_were(server):
     server.fail_next("empty")
-    assert len(asyncio.run(client(server).embed(["a", "b"]))) == 2
-    assert len(server.requests) == 2
+    with pytest.raises(ReplyError, match="unusable after 1 attempts: 0 embeddings for 2 texts"):
+        asyncio.run(client(server).embed(["a", "b"]))
+    assert len(server.requests) == 1
 
 
 # --- key hygiene -------------------------------------------------------------------------------------

@@ -38,10 +38,18 @@ def client(role: str, **kw) -> LLMClient:
     return LLMClient(ModelConfig("openai", MODEL, URL), role=role, cache=False, concurrency=1, **kw)
 
 
-def test_a_user_turn_comes_back_within_its_cap():
+def test_a_user_turn_comes_back_within_its_cap(monkeypatch):
+    monkeypatch.setenv("LOBEVAL_STREAM", "off")   # a plain request: the server reports its tokens
     result = asyncio.run(client("user", max_tokens=32).chat([{"role": "user", "content": "Say hello."}]))
     assert isinstance(result.message["content"], str) and 0 < result.completion_tokens <= 32
-    assert result.cost_usd is None   # no price for a local model: unknown, never $0
+    assert result.cost_usd is None and result.usage.estimated_tokens == 0   # no price: unknown, never $0
+
+
+def test_a_streamed_turn_comes_back_whole_with_its_tokens_reported_or_counted_and_marked():
+    result = asyncio.run(client("user", max_tokens=32).chat([{"role": "user", "content": "Say hello."}]))
+    assert result.message["content"].strip() and result.completion_tokens > 0 and result.requests == 1
+    # llama-cpp-python 0.3.36 sends no usage in a stream (it ignores stream_options): lobeval counts, and says so
+    assert result.usage.estimated_tokens in (0, result.prompt_tokens + result.completion_tokens)
 
 
 def test_a_judges_json_answer_parses_or_is_an_unusable_reply_with_its_raw_text():

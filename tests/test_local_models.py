@@ -1,6 +1,7 @@
 """lobeval against the OpenAI-compatible servers teams run themselves (llama-cpp-python, Ollama, vLLM), played by
 FakeOpenAI(local=True): no Batch API, null content refused, tools ignored without tool_choice, a model that never
-stops unless capped. Each rule of issue 35 against it; waits are events, never measured time."""
+stops unless capped, a stream stopped when its client hangs up. Each rule of issues 35 and 47 against it; waits are
+events, never measured time."""
 from __future__ import annotations
 
 import asyncio
@@ -12,7 +13,9 @@ from lobeval import pipeline, roles
 from lobeval.errors import ConfigError
 from lobeval.evaluate import JUDGES_OFF
 from lobeval.judges import CompletionJudge
-from lobeval.llm import LLMClient, LLMError, ModelConfig, cap_field, resolve_limits, scrub_key
+from lobeval.llm import (
+    Budget, LLMClient, LLMError, ModelConfig, ReplyError, cap_field, resolve_limits, resolve_stream, scrub_key,
+)
 from lobeval.prompt_target import load_prompt_target
 from lobeval.records import Case
 from lobeval.report import user_faults_html
@@ -20,7 +23,8 @@ from lobeval.root_causes import run_root_causes
 from lobeval.simulate import converse
 from lobeval.targets import load_target
 from lobeval.testing import LOCAL_NULL_CONTENT, FakeOpenAI, Fault, text, tool_calls
-from lobeval.users import ScriptedUser
+from lobeval.tokens import prompt_tokens, reply_tokens
+from lobeval.users import LLMUser, ScriptedUser
 from helpers import REPO, case
 
 NOTES_MODULE = '''
@@ -34,7 +38,8 @@ NOTES_TOOLS = [{"type": "function", "effect": "write", "function": {"name": "add
                 "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}]
 ENV_OFF = ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL", "AZURE_OPENAI_ENDPOINT",
            "LOBEVAL_BUDGET_USD", "LOBEVAL_PRICES", "LOBEVAL_TIMEOUT_S", "LOBEVAL_MAX_TOKENS", "LOBEVAL_USER_MAX_TOKENS",
-           "LOBEVAL_JUDGE_TIMEOUT_S")
+           "LOBEVAL_JUDGE_TIMEOUT_S", "LOBEVAL_TARGET_TIMEOUT_S", "LOBEVAL_STREAM")
+PRICE = {"input": 0.15, "output": 0.6}   # smollm2 priced, so that the budget can be kept
 
 
 @pytest.fixture
@@ -272,3 +277,121 @@ def test_a_completion_judge_that_times_out_at_max_turns_keeps_the_conversation(l
     assert record["termination"]["reason"] == "max_turns" and record["error"] is None
     assert record["termination"]["judge_reason"].startswith("no verdict: model 'smollm2' (role judge)")
     assert record["termination"]["turns"] == 1 and len(record["messages"]) >= 2
+
+
+# --- every attempt billed, none repeated as it was (issue 47) --------------------------------------------
+
+def usd(billed):
+    return (billed["prompt_tokens"] * PRICE["input"] + billed["completion_tokens"] * PRICE["output"]) / 1e6
+
+
+@pytest.fixture
+def priced(local, monkeypatch, tmp_path):
+    (tmp_path / "prices.json").write_text(json.dumps({"smollm2": PRICE}))
+    monkeypatch.setenv("LOBEVAL_PRICES", str(tmp_path / "prices.json"))
+    monkeypatch.setenv("LOBEVAL_MODEL", "smollm2")
+    return local
+
+
+def bill_of(server, tooled):
+    """What the endpoint billed for the requests with tools (the bot's) or without (the user's)."""
+    billed = [answer["billed"] for answer in server.answers if bool(answer["request"].get("tools")) == tooled]
+    return {"requests": len(billed), "prompt_tokens": sum(b["prompt_tokens"] for b in billed),
+            "completion_tokens": sum(b["completion_tokens"] for b in billed)}
+
+
+@pytest.mark.parametrize("bot", ["sample", "prompt"])
+def test_five_empty_replies_are_all_in_the_records_usage_and_the_budget_as_the_endpoint_billed_them(
+        priced, notes_target, bot):
+    # The user's model answers empty twice, then speaks; the bot's answers empty three times: its turn is given up.
+    empty_for_user = iter([True, True])
+
+    def policy(request):
+        if request.get("tools") or next(empty_for_user, False):
+            raise Fault("empty")
+        return text("I need a ticket for a broken badge reader.")
+
+    priced.policy = policy
+    budget = Budget(1.0)
+    user = LLMUser(LLMClient(ModelConfig("openai", "smollm2", priced.base_url), role="user", cache=False, budget=budget))
+    target = load_target(roles.DEFAULT_TARGET if bot == "sample" else str(notes_target), timeout=30)
+    record = asyncio.run(converse(Case.model_validate(case()), 0, target, user, budget=budget, max_turns=2))
+    assert record["termination"]["reason"] == "target_unavailable"
+    assert record["error"].endswith("the model's reply was unusable after 3 attempts: an empty reply (no content, no "
+                                    "tool calls)")
+    for role, tooled in (("user", False), ("target", True)):
+        billed, usage = bill_of(priced, tooled), record["usage"][role]
+        assert (usage["requests"], usage["prompt_tokens"], usage["completion_tokens"]) == \
+            (3, billed["prompt_tokens"], billed["completion_tokens"]) == (billed["requests"], *list(billed.values())[1:])
+        assert usage["cost_usd"] == pytest.approx(usd(billed)) and usage["estimated_tokens"] == 0
+    assert budget.spent_usd == pytest.approx(usd(priced.bill())) and priced.bill()["requests"] == 6
+
+
+def test_no_retry_of_an_unusable_reply_is_the_same_request(priced, notes_target):
+    priced.fail_next("empty", times=3)
+    target = load_target(str(notes_target), timeout=30)
+    record = asyncio.run(converse(Case.model_validate(case()), 0, target, ScriptedUser(), max_turns=2))
+    first, second, third = priced.requests
+    assert record["termination"]["reason"] == "target_unavailable"
+    assert (first["temperature"], second["temperature"], third["temperature"]) == (0.0, 0.7, 0.7)
+    nudge = {"role": "user", "content": "(Your last reply could not be used: an empty reply (no content, no tool "
+                                        "calls). Answer again.)"}
+    assert second["messages"] == third["messages"] == [*first["messages"], nudge]
+
+
+# --- streamed requests: assembled as one answer, stopped when lobeval hangs up ----------------------------------------
+
+def test_what_is_streamed_by_default_and_by_setting():
+    local_server, hosted = ModelConfig("openai", "m", "http://127.0.0.1:8000/v1"), ModelConfig("openai", "gpt-4o-mini")
+    assert (resolve_stream(local_server, {}), resolve_stream(hosted, {})) == ("untooled", "none")
+    assert resolve_stream(hosted, {"LOBEVAL_STREAM": "on"}) == "all"
+    assert resolve_stream(local_server, {"LOBEVAL_STREAM": "off"}) == "none"
+    with pytest.raises(ConfigError, match=r"^LOBEVAL_STREAM='yes': expected auto, on or off$"):
+        resolve_stream(local_server, {"LOBEVAL_STREAM": "yes"})
+
+
+def test_a_streamed_answer_is_put_together_as_the_same_result(local, monkeypatch):
+    local.policy = lambda request: (tool_calls([("add_note", {"text": "call back " * 5})], content="Noting.")
+                                    if request.get("tools") else text("Hello there, how can I help?"))
+    said = asyncio.run(client(local, "user").chat([{"role": "user", "content": "hi"}]))
+    called = asyncio.run(client(local, "target").chat([{"role": "user", "content": "note"}], tools=NOTES_TOOLS))
+    monkeypatch.setenv("LOBEVAL_STREAM", "on")
+    streamed = asyncio.run(client(local, "target").chat([{"role": "user", "content": "note"}], tools=NOTES_TOOLS))
+    asked = [(bool(request.get("stream")), request.get("stream_options")) for request in local.requests]
+    assert asked == [(True, {"include_usage": True}), (False, None), (True, {"include_usage": True})]
+    assert said.message == {"role": "assistant", "content": "Hello there, how can I help?"}
+    assert streamed.message["content"] == called.message["content"] == "Noting."
+    [call] = streamed.message["tool_calls"]
+    assert call["function"] == {"name": "add_note", "arguments": json.dumps({"text": "call back " * 5})}
+    assert call["id"].startswith("call_")
+    billed = [answer["billed"] for answer in local.answers]
+    assert [(r.prompt_tokens, r.completion_tokens) for r in (said, called, streamed)] == \
+        [(b["prompt_tokens"], b["completion_tokens"]) for b in billed]
+    assert said.usage.estimated_tokens == 0 and said.requests == 1
+
+
+def test_a_stream_without_usage_is_counted_by_lobeval_and_marked_estimated(local):
+    local.stream_usage = False   # a server that does not send stream_options' usage chunk
+    messages = [{"role": "user", "content": "hello there"}]
+    result = asyncio.run(client(local, "user").chat(messages))
+    [answer] = local.answers
+    assert answer["usage"] is None and result.message["content"] == "hello there"
+    expected = (prompt_tokens(messages), reply_tokens(result.message))
+    assert (result.prompt_tokens, result.completion_tokens) == expected == tuple(answer["billed"].values())
+    assert result.usage.estimated_tokens == sum(expected)
+
+
+def test_a_stream_lobeval_gives_up_on_mid_way_is_stopped_by_the_server_and_estimated_and_charged(priced):
+    local = priced
+    local.fail_next("endless")   # a model that writes on and on, until its client hangs up
+    budget = Budget(1.0)
+    llm = client(local, "judge", timeout=0.5, budget=budget)
+    messages = [{"role": "user", "content": "Tell me everything."}]
+    with pytest.raises(LLMError, match=r"gave up after 1 attempts; last error: timed out") as caught:
+        asyncio.run(llm.chat(messages, attempts=1))
+    assert local.hung_up.wait(30) and (local.hangups, local.stopped) == (1, 1)
+    used = caught.value.usage
+    assert used.requests == 1 and used.prompt_tokens == prompt_tokens(messages)
+    assert used.estimated_tokens == used.prompt_tokens + used.completion_tokens   # what it wrote before, counted here
+    assert budget.spent_usd > 0 and budget.spent_usd == pytest.approx(usd({"prompt_tokens": used.prompt_tokens,
+                                                                           "completion_tokens": used.completion_tokens}))

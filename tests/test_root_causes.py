@@ -108,14 +108,14 @@ def test_run_root_causes_status_path_and_file(llm, tmp_path):
     server.policy = lambda request: text("sorry, no")
     failed = found(client)
     assert failed["status"].startswith("error: root causes: the model's reply was unusable after 2 attempts")
-    assert (failed["path"], failed["usage"]["calls"]) == (str(out), 2)
+    assert (failed["path"], failed["usage"]["calls"], failed["usage"]["requests"]) == (str(out), 1, 2)
     assert json.loads(out.read_text()) == {"schema_version": 1, "status": failed["status"], "root_causes": []}
     server.policy = lambda request: json_reply({"root_causes": [CAUSE]})
     done = found(client)
     assert (done["status"], done["path"], done["causes"]) == ("run", str(out), [CAUSE])
     assert json.loads(out.read_text())["root_causes"] == [CAUSE]
     # the unusable replies were not cached, so the client (a caching one) asked again; the usage is this run's
-    assert server.count == 3 and done["usage"]["calls"] == 1 and client.usage.calls == 3
+    assert server.count == 3 and done["usage"]["calls"] == 1 and (client.usage.calls, client.usage.requests) == (2, 3)
 
 
 def test_run_root_causes_says_when_the_endpoint_gave_up(llm, tmp_path):

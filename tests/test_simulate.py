@@ -11,7 +11,7 @@ import pytest
 
 from http_target import serve
 from lobeval.cli import main
-from lobeval.llm import BudgetExceeded, LLMClient, resolve_model
+from lobeval.llm import BudgetExceeded, LLMClient, Usage, resolve_model
 from lobeval.records import Case, appending, write_jsonl
 from lobeval.simulate import converse, finished_pairs, overview, select_cases, simulate_async
 from lobeval.targets import load_target
@@ -327,7 +327,7 @@ def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_of
 
     def policy(request):
         assert request["response_format"] == {"type": "json_object"}
-        done = "Booked!" in request["messages"][-1]["content"]
+        done = "Booked!" in request["messages"][1]["content"]
         return json_reply(verdict if done else {"reason": "nothing booked yet", "complete": False})
 
     with FakeOpenAI(policy) as server:
@@ -342,11 +342,11 @@ def test_the_completion_judge_is_asked_once_and_only_about_a_conversation_cut_of
     assert len(record["function_calls"]) == 1
     if reason == "judged_complete":
         assert record["termination"]["judge_reason"] == "booked"
-    assert record["usage"]["judge"]["calls"] == asked
+    assert (record["usage"]["judge"]["calls"], record["usage"]["judge"]["requests"]) == (judged, asked)
 
 
 def test_bench_simulate_prints_its_figures(capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOBEVAL_MODEL", "LOBEVAL_CACHE_DIR"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LOBEVAL_MODEL", "LOBEVAL_CACHE_DIR", "LOBEVAL_STREAM"):
         monkeypatch.setenv(name, os.environ.get(name, ""))   # the bench sets them; restored afterwards
     assert main(["bench", "simulate", "--conversations", "8", "--concurrency", "4", "--latency", "0.01"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -416,3 +416,16 @@ def test_the_overview_of_no_conversations_is_an_empty_table_and_of_one_a_line(tm
                        "function_calls": [{"functionName": "f", "error": "boom"}, {"functionName": "g"}]}])
     assert overview(one).to_dict("records") == [{"scenario": "s", "user_stop": 1, "mean turns": 3.0,
                                                  "mean calls": 2.0, "mean failed calls": 1.0}]
+
+
+def test_the_summary_says_how_many_requests_each_role_sent_and_which_tokens_lobeval_estimated(tmp_path):
+    from collections import Counter
+
+    from lobeval.simulate import SimulationResult
+
+    usage = {"user": Usage(calls=2, requests=5, prompt_tokens=900, completion_tokens=40, cost_usd=None).to_dict(),
+             "target": Usage(calls=1, requests=1, prompt_tokens=300, completion_tokens=12, estimated_tokens=312,
+                             cost_usd=None).to_dict()}
+    lines = SimulationResult(tmp_path / "c.jsonl", 1, 0, Counter(user_finished=1), usage, 1.0).summary()
+    assert lines[2:4] == ["usage user: 2 calls (0 cached), 5 requests, 900+40 tokens, unknown",
+                          "usage target: 1 calls (0 cached), 1 requests, 300+12 tokens (312 estimated), unknown"]

@@ -76,7 +76,8 @@ async def _simulate_bench(conversations: int, concurrency: int, latency: float) 
 
     suite = Path(__file__).resolve().parents[2] / "scenarios" / "support_tickets"
     with _endpoint(latency) as (base_url, count_calls), tempfile.TemporaryDirectory() as tmp:
-        os.environ.update({"OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": base_url,
+        # A hosted model's latency: its requests are not streamed, as a hosted endpoint's are not (LOBEVAL_STREAM).
+        os.environ.update({"OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": base_url, "LOBEVAL_STREAM": "off",
                            "LOBEVAL_MODEL": "bench-model", "LOBEVAL_CACHE_DIR": str(Path(tmp) / "cache")})
         dataset = generate(suite, Path(tmp) / "dataset.jsonl", cases_per_scenario=conversations).path
         # With a model configured the sample bot runs its llm policy, so both roles hit the endpoint.

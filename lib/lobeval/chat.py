@@ -19,15 +19,17 @@ _COMMAND = re.compile(r"/\w+")
 
 
 def chat_loop(spec: str, *, debug: bool = False, read: Callable[[str], str] = input,
-              write: Callable[[str], Any] = print) -> None:
+              write: Callable[[str], Any] = print, timeout: float = 60.0) -> None:
     """Read a line, send it, print the reply, until "/quit", end of input or Ctrl-C; with `debug`,
-    also each function call and what the turn changed in the target's state.
+    also each function call and what the turn changed in the target's state. Every call into the target is
+    bounded by `timeout` seconds, as in `lobeval run` (--target-timeout); a bot's own model requests by its role's
+    settings (LOBEVAL_TARGET_TIMEOUT_S, docs/models.md).
 
     Synchronous on purpose: `read` runs on the main thread, where Ctrl-C interrupts it at once (in
     asyncio.run, Ctrl-C only cancels the task, which a read blocked in a thread notices at Enter).
     Each call into the target runs on its own in an asyncio.Runner, and is cancelled by Ctrl-C.
     """
-    target = load_target(spec, workers=1)
+    target = load_target(spec, workers=1, timeout=timeout)
     with asyncio.Runner() as runner:
         session = None
         try:
@@ -106,7 +108,7 @@ def _record_change(old: Any, new: Any) -> str:
     return one_line(f"{json_text(old)} → {json_text(new)}", STATE_CHARS)
 
 
-def chat_widget(spec: str, *, debug: bool = True) -> Any:
+def chat_widget(spec: str, *, debug: bool = True, timeout: float = 60.0) -> Any:
     """An ipywidgets chat with a target, for a notebook cell (needs a running kernel).
 
     The bot's replies are rendered from the markdown bots write (`render.markdown_html`: escaped first,
@@ -121,7 +123,7 @@ def chat_widget(spec: str, *, debug: bool = True) -> Any:
                 "border:1px solid #ccc;padding:6px;font-family:sans-serif;font-size:13px")
     looks = {"you": "margin:4px 0;padding:4px 6px;background:#eef4ff;border-radius:6px",
              "bot": "margin:4px 0", "error": "margin:4px 0;color:#b00020"}
-    target = load_target(spec)
+    target = load_target(spec, timeout=timeout)
     log = widgets.HTML(layout=widgets.Layout(width="100%"))
     box = widgets.Text(placeholder="Type a message and press Enter", continuous_update=False,
                        layout=widgets.Layout(width="100%"))

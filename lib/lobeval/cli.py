@@ -107,7 +107,7 @@ def _lint(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from lobeval.chat import chat_loop
 
-    chat_loop(args.target, debug=args.debug)
+    chat_loop(args.target, debug=args.debug, timeout=args.target_timeout)
     return 0
 
 
@@ -459,10 +459,14 @@ SHARE = number(0, 1)
 SECONDS = number(0, above=True)
 
 
-def _target_options(parser: argparse.ArgumentParser) -> None:
+def _target_timeout(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--target-timeout", type=SECONDS, default=60.0, metavar="SECONDS",
-                        help="a target call that takes longer ends the conversation as target_unavailable, a "
-                             "machinery error")
+                        help=f"a target call that takes longer {what} (the bot's own model requests take "
+                             f"LOBEVAL_TARGET_TIMEOUT_S, docs/models.md)")
+
+
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    _target_timeout(parser, "ends the conversation as target_unavailable, a machinery error")
     parser.add_argument("--retry-errors", action="store_true",
                         help="on resume, run again the conversations that ended in a machinery error "
                              "(llm_error, target_unavailable, budget_spent)")
@@ -561,6 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat = _command(commands, "chat", help="talk to a target yourself")
     chat.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
     chat.add_argument("--debug", action="store_true", help="show every function call with arguments and result")
+    _target_timeout(chat, "is shown as a target error, and the chat goes on")
     chat.set_defaults(handler=_chat)
 
     bench = _command(commands, "bench", help="print speed figures: simulation against the fake endpoint, "

@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 from lobeval.batch import COLLECTED, MISSING, UNANSWERED, Relay, relay_code
 from lobeval.errors import ConfigError
 from lobeval.llm import (
-    Deferred, LLMClient, LLMError, ModelConfig, ReplyError, Usage, api_key, parse_json_object, run_sync, scrub_key,
+    RETRY_TEMPERATURE, Deferred, LLMClient, LLMError, ModelConfig, ReplyError, Usage, api_key, parse_json_object,
+    run_sync, scrub_key,
 )
 from lobeval.claim_words import is_write
 from lobeval.claims import calls_by_message
@@ -615,7 +616,7 @@ class AzureJudges:
             relayed = self.batch and attempt == 0
             while True:
                 try:
-                    output = await asyncio.to_thread(self._evaluate, name, inputs, relayed)
+                    output = await asyncio.to_thread(self._evaluate, name, inputs, relayed, attempt)
                     break
                 except Exception as exc:  # the SDK raises its own and the model client's errors alike
                     code, message = (relay_code(exc) if relayed else None) or (None, "")
@@ -645,7 +646,7 @@ class AzureJudges:
             errors.append(error)
             return {"error": error["error"], "raw": error["raw"]}
 
-    def _evaluate(self, name: str, inputs: dict[str, Any], relayed: bool) -> dict[str, Any]:
+    def _evaluate(self, name: str, inputs: dict[str, Any], relayed: bool, attempt: int = 0) -> dict[str, Any]:
         from azure.ai.evaluation import (
             IntentResolutionEvaluator, ResponseCompletenessEvaluator, TaskAdherenceEvaluator, ToolCallAccuracyEvaluator,
         )
@@ -656,6 +657,8 @@ class AzureJudges:
             config = ({"type": "openai", "model": self.client.config.model, "api_key": "lobeval-relay",
                        "base_url": Relay.url(self.client)} if relayed else azure_model_config(self.client.config))
             evaluator = fail_fast(kinds[name](config), self.client.timeout)
+            if attempt:
+                warmer(evaluator)
             return evaluator(**inputs)
 
 
@@ -672,6 +675,16 @@ def fail_fast(evaluator: Any, timeout: float) -> Any:
     flow._send_with_retries = functools.partial(flow._send_with_retries, max_retries=0)
     flow._logger.disabled = True
     evaluator._LLM_CALL_TIMEOUT = timeout
+    return evaluator
+
+
+def warmer(evaluator: Any) -> Any:
+    """The evaluator asking at a temperature of at least RETRY_TEMPERATURE, for an attempt after an unusable answer:
+    its prompty asks at temperature 0, where the same request gets the same answer. Its flow's parameters are the
+    request's (a reasoning model's have no temperature, which stays out)."""
+    parameters = evaluator._flow._model.parameters
+    if "temperature" in parameters:
+        parameters["temperature"] = max(parameters["temperature"] or 0.0, RETRY_TEMPERATURE)
     return evaluator
 
 

@@ -17,7 +17,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from lobeval.errors import ConfigError, RecordError
 from lobeval.runs import MIN_SECRET_LENGTH
+from lobeval.tokens import count, prompt_tokens, reply_tokens
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,6 +45,14 @@ MAX_TOKENS = {"user": 512, "target": 1024, "judge": COMPLETION_CAP}
 """Each role's completion cap by default: a user turn is a few sentences, the bot's turn a message or a few tool
 calls, a judge's answer a JSON object with a reason per low score (the root causes ask the judge model too)."""
 LEDGER_SCHEMA_VERSION = 1
+REPLY_ATTEMPTS = 3
+"""How many times a chat request is asked when its replies are unusable (empty, or a completion of the wrong shape)."""
+RETRY_TEMPERATURE = 0.7
+"""The least temperature of a request asked again after an unusable reply: at temperature 0 a server answers the same
+request the same way, whatever the seed (llama-cpp-python's does)."""
+NUDGE = "(Your last reply could not be used: {problem}. Answer again.)"
+"""What a request asked again after an unusable reply tells the model, as a user message at its end."""
+STREAM_MODES = ("auto", "on", "off")
 
 # USD per 1M tokens, public list prices (2025); extend or override with the JSON file in LOBEVAL_PRICES.
 PRICES: dict[str, dict[str, float]] = {
@@ -61,7 +70,10 @@ PRICES: dict[str, dict[str, float]] = {
 
 
 class LLMError(Exception):
-    """The model endpoint gave up (after retries) or kept answering unusably: a machinery failure, not a score."""
+    """The model endpoint gave up (after retries) or kept answering unusably: a machinery failure, not a score.
+    `usage` is what the call used all the same, its failed attempts included (set by LLMClient)."""
+
+    usage: Usage | None = None
 
 
 class BudgetExceeded(LLMError):
@@ -86,7 +98,8 @@ class ReplyError(LLMError):
 
 class _Unusable(Exception):
     """A 200 response that cannot be used (no choices, empty reply, missing embeddings); `tokens` are
-    those the server reported for it, paid for all the same."""
+    those the server reported for it (else lobeval's estimate), paid for all the same. Not retried as it was: a
+    server answers the same request the same way (LLMClient asks again only with a change, see `retried`)."""
 
     tokens: Mapping[str, int] = {}
 
@@ -180,6 +193,19 @@ def cap_field(config: ModelConfig) -> str:
     field llama.cpp, Ollama and vLLM read; `max_completion_tokens` for OpenAI and Azure OpenAI, where reasoning
     models refuse `max_tokens`."""
     return "max_tokens" if config.provider == "openai" and config.base_url else "max_completion_tokens"
+
+
+def resolve_stream(config: ModelConfig, env: Mapping[str, str] = os.environ) -> Literal["all", "untooled", "none"]:
+    """Which chat requests are streamed, from LOBEVAL_STREAM: "on" every one, "off" none; "auto" (the default) those
+    without tools to a compatible server (OPENAI_BASE_URL). A streamed request lobeval hangs up on is stopped by the
+    servers that keep generating a non-streamed one (llama-cpp-python); its tool calls are not streamed by default,
+    because llama-cpp-python's function-calling format refuses to stream an answer that calls a function."""
+    mode = env.get("LOBEVAL_STREAM") or "auto"
+    if mode not in STREAM_MODES:
+        raise ConfigError(f"LOBEVAL_STREAM={mode!r}: expected {', '.join(STREAM_MODES[:-1])} or {STREAM_MODES[-1]}")
+    if mode == "auto":
+        return "untooled" if config.provider == "openai" and config.base_url else "none"
+    return "all" if mode == "on" else "none"
 
 
 def _key_variable(config: ModelConfig) -> str:
@@ -278,6 +304,9 @@ class Usage:
     cost_known: bool = True
     cached_prompt_tokens: int = 0
     """Of the prompt tokens, those the provider read from its prompt cache (priced at `cached_input`)."""
+    estimated_tokens: int = 0
+    """Of the prompt and completion tokens, those lobeval counted itself (tiktoken) for requests the server reported
+    no usage for: one lobeval hung up on (a deadline), a stream without usage, a reply without it."""
 
     def __post_init__(self) -> None:
         # Records written before cost_usd could be None say "unknown" with cost_known false and $0.
@@ -285,14 +314,14 @@ class Usage:
             self.cost_usd, self.cost_known = None, False
 
     def add(self, *, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float | None = 0.0,
-            cached: bool = False, requests: int = 0, cached_prompt_tokens: int = 0) -> None:
+            cached: bool = False, requests: int = 0, cached_prompt_tokens: int = 0, estimated_tokens: int = 0) -> None:
         """Counts one call; a cached one used nothing. `cost_usd` None: its cost is unknown."""
         if cached:
             self.merge(Usage(calls=1, cached_calls=1))
         else:
             self.merge(Usage(calls=1, requests=requests, prompt_tokens=prompt_tokens,
                              completion_tokens=completion_tokens, cost_usd=cost_usd,
-                             cached_prompt_tokens=cached_prompt_tokens))
+                             cached_prompt_tokens=cached_prompt_tokens, estimated_tokens=estimated_tokens))
 
     def merge(self, other: Usage) -> None:
         """Adds `other` into this one."""
@@ -302,6 +331,7 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cached_prompt_tokens += other.cached_prompt_tokens
+        self.estimated_tokens += other.estimated_tokens
         self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         self.cost_known = self.cost_usd is not None
 
@@ -508,7 +538,7 @@ def _write_ledger(path: Path, state: dict[str, Any], limit_usd: float) -> None:
 class ChatResult:
     """One assistant message in OpenAI chat shape ("tool_calls" only when the model called tools), and
     what asking for it used: nothing when it came from the cache; failed attempts included otherwise.
-    `cost_usd` is None when the model's price is not known."""
+    `cost_usd` is None when the model's price is not known; `usage` is all of it as a Usage (one call)."""
 
     message: dict[str, Any]
     cached: bool
@@ -518,6 +548,7 @@ class ChatResult:
     requests: int = 0
     cached_prompt_tokens: int = 0
     """Of the prompt tokens, those the provider read from its prompt cache."""
+    usage: Usage = field(default_factory=Usage)
 
 
 class LLMClient:
@@ -525,10 +556,16 @@ class LLMClient:
     budget.
 
     Each request may take `timeout` seconds in all, its answer's body included; one that runs out is
-    retried like a connection error, its connection closed (so the server may stop generating). A call (its
-    requests and the backoff between them; waiting for a concurrency slot does not count) gives up with LLMError
-    after `deadline` seconds. Every chat request caps its answer at `max_tokens`. All three default to the role's
-    settings (`resolve_limits`).
+    retried like a connection error, its connection closed (so the server may stop generating: a streamed request,
+    see `resolve_stream`, is stopped by servers that finish a non-streamed one anyway). A call (its requests, the
+    backoff between them, and the requests asked again after an unusable reply; waiting for a concurrency slot does
+    not count) gives up with LLMError after `deadline` seconds. Every chat request caps its answer at `max_tokens`.
+    All three default to the role's settings (`resolve_limits`).
+
+    A failed request (HTTP 429 or 5xx, a timeout, a broken connection) is retried as it was, up to `max_attempts`
+    times. An unusable reply (empty, or not what `parse` reads) is not: the request is asked again with the reply and
+    what was wrong told to the model (NUDGE) and a temperature of at least RETRY_TEMPERATURE (`retried`).
+    Every request's tokens are counted and charged, failed or not: as the server reported them, else estimated.
     """
 
     def __init__(self, config: ModelConfig, *, role: str, cache: bool, budget: Budget | None = None,
@@ -541,6 +578,7 @@ class LLMClient:
         self.timeout = timeout or limits.timeout_s
         self.deadline = deadline or max(limits.deadline_s, self.timeout * DEADLINE_PER_TIMEOUT)
         self.max_tokens = max_tokens or limits.max_tokens
+        self.stream = resolve_stream(config)
         self.usage = usage if usage is not None else Usage()
         self._wait_backoff = wait_exponential_jitter(multiplier=backoff[0], max=backoff[1], jitter=backoff[0])
         self._sleep = asyncio.sleep   # between retries; a test records the waits instead
@@ -565,33 +603,44 @@ class LLMClient:
 
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                    response_format: dict[str, Any] | None = None, temperature: float | None = 0.0,
-                   **params: Any) -> ChatResult:
+                   attempts: int = REPLY_ATTEMPTS, **params: Any) -> ChatResult:
         """One assistant reply. `temperature=None` leaves it out (reasoning models accept only their default).
         With `tools`, `tool_choice` is "auto": some servers (llama-cpp-python's function-calling format) leave the
-        tools out of the prompt without it."""
+        tools out of the prompt without it. An empty reply is asked again as `retried` says, `attempts` times in all;
+        then ReplyError."""
         options = {"tools": tools, "tool_choice": "auto" if tools else None, "response_format": response_format,
                    "temperature": temperature}
         request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **self._cap(), **params}
-        stored, used = await self._call("chat", request)
-        return ChatResult(stored["message"], used.cached_calls > 0, used.prompt_tokens, used.completion_tokens,
-                          used.cost_usd, used.requests, used.cached_prompt_tokens)
+        deadline = _Deadline(self.deadline)
+
+        async def answer(attempt: int, spent: Usage, problem: tuple[str, str | None]) -> dict[str, Any]:
+            return await self._with_retries("chat", retried(request, attempt, problem), spent, deadline)
+
+        used = Usage()
+        message = await self._ask({"kind": "chat", **request}, answer, lambda stored: stored["message"], attempts,
+                                  (used,))
+        return ChatResult(message, used.cached_calls > 0, used.prompt_tokens, used.completion_tokens, used.cost_usd,
+                          used.requests, used.cached_prompt_tokens, used)
 
     async def ask_json(self, messages: list[dict[str, Any]], parse: Callable[[str], T], *, attempts: int = 2,
                        usage: Sequence[Usage] = ()) -> T:
-        """The model's JSON-mode reply as `parse` reads it; a ValueError from `parse` makes the reply
-        unusable and the next attempt asks again with another seed. See `ask`."""
+        """The model's JSON-mode reply as `parse` reads it; a ValueError from `parse` (or an empty reply) makes the
+        reply unusable, and the next attempt asks again as `retried` says, with another seed. See `ask`."""
         request = {"messages": messages, "response_format": {"type": "json_object"}, "temperature": 0.0, **self._cap()}
+        deadline = _Deadline(self.deadline)
 
-        async def answer(seed: int, spent: Usage) -> dict[str, Any]:
+        async def answer(attempt: int, spent: Usage, problem: tuple[str, str | None]) -> dict[str, Any]:
+            body = {**retried(request, attempt, problem), "seed": attempt}
             if self.collecting is not None or self.batch_answers is not None:
-                found = self._batched({**request, "seed": seed}, spent)
+                found = self._batched(body, spent)
                 if found is not None:
                     return found
-            stored = await self._with_retries("chat", {**request, "seed": seed}, spent)
+            stored = await self._with_retries("chat", body, spent, deadline)
             return {"content": stored["message"].get("content") or "", "prompt_tokens": stored["prompt_tokens"],
                     "completion_tokens": stored["completion_tokens"]}
 
-        return await self._ask({"kind": "json", **request}, answer, parse, attempts, usage)
+        return await self._ask({"kind": "json", **request}, answer, lambda stored: parse(stored["content"]), attempts,
+                               usage)
 
     def _cap(self) -> dict[str, int]:
         """The completion cap, in the field the endpoint reads."""
@@ -630,67 +679,72 @@ class LLMClient:
 
         `request` names the question in the cache (with this client's model and the attempt number);
         `answer(attempt)` produces {"content", "prompt_tokens", "completion_tokens"} when the cache has
-        none, or raises ValueError when it got nothing to parse. It runs in one of this client's
+        none, or raises ValueError when it got nothing to parse; an attempt after the first must ask with a change
+        that can change the answer. It runs in one of this client's
         concurrency slots with the budget reserved for the worst case of `request`, and is charged what
         its tokens cost; it is not cut off by `timeout` (it may run on a thread, which cannot be
         cancelled). Only an answer that parsed is cached, so a rerun asks again where a reply was
         unusable. Every attempt is counted on this client's usage and on each of `usage`."""
 
-        async def in_slot(attempt: int, spent: Usage) -> dict[str, Any]:
+        async def in_slot(attempt: int, spent: Usage, problem: tuple[str, str | None]) -> dict[str, Any]:
             return await self._in_slot(request, spent, lambda: answer(attempt))
 
-        return await self._ask(request, in_slot, parse, attempts, usage)
+        return await self._ask(request, in_slot, lambda stored: parse(stored["content"]), attempts, usage)
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order."""
+        """One vector per text, in order. A response with missing vectors is not asked again (it would be the same)."""
         if not texts:
             return []
-        stored, _ = await self._call("embeddings", {"input": list(texts)})
-        return stored["vectors"]
+        request = {"input": list(texts)}
+        deadline = _Deadline(self.deadline)
 
-    async def _ask(self, request: dict[str, Any], answer: Callable[[int, Usage], Awaitable[dict[str, Any]]],
-                   parse: Callable[[str], T], attempts: int, usage: Sequence[Usage]) -> T:
-        problem, raw = "", None
+        async def answer(attempt: int, spent: Usage, problem: tuple[str, str | None]) -> dict[str, Any]:
+            return await self._with_retries("embeddings", request, spent, deadline)
+
+        return await self._ask({"kind": "embeddings", **request}, answer, lambda stored: stored["vectors"], 1, ())
+
+    async def _ask(self, request: dict[str, Any],
+                   answer: Callable[[int, Usage, tuple[str, str | None]], Awaitable[dict[str, Any]]],
+                   read: Callable[[dict[str, Any]], T], attempts: int, usage: Sequence[Usage]) -> T:
+        """`read(stored)` of the first attempt whose answer it reads (ValueError: unusable); one call on this client's
+        usage and each of `usage`, whatever happened. An LLMError raised carries the call's usage."""
+        used = Usage(calls=1)
+        try:
+            return await self._attempts(request, answer, read, attempts, used)
+        except LLMError as exc:
+            exc.usage = used
+            raise
+        finally:
+            self._count(used, usage)
+
+    async def _attempts(self, request: dict[str, Any],
+                        answer: Callable[[int, Usage, tuple[str, str | None]], Awaitable[dict[str, Any]]],
+                        read: Callable[[dict[str, Any]], T], attempts: int, used: Usage) -> T:
+        problem: tuple[str, str | None] = ("", None)
         for attempt in range(attempts):
             key = self._key({**request, "attempt": attempt})
             stored = self._recall(key)
             fresh = stored is None
             if fresh:
-                spent = Usage(calls=1)
+                spent = Usage()
                 try:
-                    stored = await answer(attempt, spent)
-                except ValueError as exc:
-                    problem, raw = str(exc), None
+                    stored = await answer(attempt, spent, problem)
+                except (ValueError, _Unusable) as exc:
+                    problem = (str(exc), None)
                     continue
                 finally:
-                    self._count(spent, usage)
-            else:
-                self._count(Usage(calls=1, cached_calls=1), usage)
+                    used.merge(spent)
             try:
-                value = parse(stored["content"])
+                value = read(stored)
             except ValueError as exc:
-                problem, raw = str(exc), stored["content"]
+                problem = (str(exc), stored.get("content"))
                 continue
             if fresh:
                 self._remember(key, stored)
+            else:
+                used.cached_calls = 1
             return value
-        raise ReplyError(problem, raw, attempts)
-
-    async def _call(self, kind: str, request: dict[str, Any]) -> tuple[dict[str, Any], Usage]:
-        """The stored answer, and what getting it used."""
-        key = self._key({"kind": kind, **request})
-        stored = self._recall(key)
-        if stored is not None:
-            used = Usage(calls=1, cached_calls=1)
-            self._count(used)
-            return stored, used
-        spent = Usage(calls=1)
-        try:
-            stored = await self._with_retries(kind, request, spent)
-        finally:
-            self._count(spent)
-        self._remember(key, stored)
-        return stored, spent
+        raise ReplyError(problem[0], problem[1], attempts)
 
     def _key(self, request: dict[str, Any]) -> str:
         return request_key({**self.config.describe(), **request})
@@ -706,15 +760,21 @@ class LLMClient:
         for into in (self.usage, *usage):
             into.merge(used)
 
-    async def _with_retries(self, kind: str, request: dict[str, Any], spent: Usage) -> dict[str, Any]:
+    async def _with_retries(self, kind: str, request: dict[str, Any], spent: Usage, deadline: _Deadline
+                            ) -> dict[str, Any]:
+        """The stored answer of one request, sent again after a failure of the transport (never after an unusable
+        answer: _Unusable is raised as it came)."""
         sdk, _ = await self._bound()
         send = self._send_chat if kind == "chat" else self._send_embeddings
-        deadline, attempts = _Deadline(self.deadline), 0
+        attempts = 0
 
         async def attempt() -> dict[str, Any]:
             nonlocal attempts
             attempts += 1
-            return await self._in_slot(request, spent, lambda: deadline.run(lambda: send(sdk, request), self.timeout))
+            partial = _Chunks()
+            return await self._in_slot(request, spent,
+                                       lambda: deadline.run(lambda: send(sdk, request, partial), self.timeout),
+                                       lambda exc: _lost(request, partial, exc))
 
         down = self.unreachable   # an earlier call could not connect: one attempt, until a call gets through
         retrying = AsyncRetrying(stop=stop_after_attempt(1 if down else self.max_attempts) | deadline.stop,
@@ -722,7 +782,10 @@ class LLMClient:
                                  retry=retry_if_exception(_retryable), before_sleep=self._log_retry, reraise=True)
         try:
             stored = await retrying(attempt)
-        except (openai.OpenAIError, _Unusable, _TimedOut, ValueError) as exc:
+        except _Unusable:   # the server answered: it is reachable
+            self.unreachable = False
+            raise
+        except (openai.OpenAIError, _TimedOut, ValueError) as exc:
             self.unreachable = isinstance(exc, openai.APIConnectionError)
             cause = scrub_key(self.config, _describe(exc))
             if not _retryable(exc):
@@ -738,11 +801,12 @@ class LLMClient:
         self.unreachable = False
         return stored
 
-    async def _in_slot(self, request: dict[str, Any], spent: Usage,
-                       send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    async def _in_slot(self, request: dict[str, Any], spent: Usage, send: Callable[[], Awaitable[dict[str, Any]]],
+                       lost: Callable[[BaseException], Mapping[str, int]] = lambda exc: {}) -> dict[str, Any]:
         """`send()` in one of this client's concurrency slots, with the request's worst case reserved in the
-        budget meanwhile. The request, and the tokens the server reported for it even when it failed, are
-        added to `spent` and replace the reservation."""
+        budget meanwhile. The request, and its tokens even when it failed (those the server reported, else
+        `lost(exception)`: lobeval's estimate of what a request it hung up on used), are added to `spent` and replace
+        the reservation."""
         _, semaphore = await self._bound()
         async with semaphore:
             held = self._reserve(request)
@@ -753,6 +817,9 @@ class LLMClient:
                 return stored
             except _Unusable as exc:
                 tokens = exc.tokens
+                raise
+            except (Exception, asyncio.CancelledError) as exc:
+                tokens = lost(exc)
                 raise
             finally:
                 self._spend(spent, held, tokens)
@@ -771,24 +838,41 @@ class LLMClient:
         cached = tokens.get("cached_tokens", 0)
         cost = self.batch_cost(dict(tokens)) if tokens.get("batch") else cost_of(prompt, completion, self._price, cached)
         spent.merge(Usage(requests=1, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost,
-                          cached_prompt_tokens=cached))
+                          cached_prompt_tokens=cached, estimated_tokens=tokens.get("estimated_tokens", 0)))
         if self.budget is not None:
             self.budget.settle(held, 0.0 if tokens.get("batch") else cost, role=self.role)
 
-    async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
-        completion = await self._post(sdk, "/chat/completions", request)
-        return _read(completion, lambda: {"message": _assistant_message(completion)})
+    async def _send_chat(self, sdk: openai.AsyncOpenAI, request: dict[str, Any], partial: _Chunks) -> dict[str, Any]:
+        if self.stream == "all" or (self.stream == "untooled" and not request.get("tools")):
+            completion = await self._streamed(sdk, request, partial)
+        else:
+            completion = await self._post(sdk, "/chat/completions", request)
+        return _read(completion, lambda: {"message": _assistant_message(completion)}, request)
 
-    async def _send_embeddings(self, sdk: openai.AsyncOpenAI, request: dict[str, Any]) -> dict[str, Any]:
+    async def _streamed(self, sdk: openai.AsyncOpenAI, request: dict[str, Any], partial: _Chunks) -> dict[str, Any]:
+        """The completion of a streamed request, put together from its chunks in `partial` (with the usage the server
+        sends last when asked, `stream_options.include_usage`). Cut off, it closes the connection, which tells a
+        server that stops abandoned streams (llama-cpp-python's) to stop."""
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        stream = await self._post(sdk, "/chat/completions", body, stream=True)
+        async with stream:
+            async for chunk in stream:
+                partial.add(chunk)
+        return partial.completion()
+
+    async def _send_embeddings(self, sdk: openai.AsyncOpenAI, request: dict[str, Any],
+                               partial: _Chunks) -> dict[str, Any]:
         response = await self._post(sdk, "/embeddings", {**request, "encoding_format": "float"})
-        return _read(response, lambda: {"vectors": _vectors(response, len(request["input"]))})
+        return _read(response, lambda: {"vectors": _vectors(response, len(request["input"]))}, request)
 
-    async def _post(self, sdk: openai.AsyncOpenAI, path: str, body: dict[str, Any]) -> Any:
-        """The SDK's raw `post`, answering the JSON as it came. The typed `create` methods would walk every
-        message and tool schema against TypedDicts, then build pydantic objects of the reply: most of the
-        client's CPU in `lobeval bench simulate`, for requests that are plain JSON already. Its own timeout
-        (between reads) is left at the SDK's default: `_Deadline.run` bounds the whole request."""
-        return await sdk.post(path, cast_to=object, body={"model": self.config.model, **body})
+    async def _post(self, sdk: openai.AsyncOpenAI, path: str, body: dict[str, Any], stream: bool = False) -> Any:
+        """The SDK's raw `post`, answering the JSON as it came (`stream`: an AsyncStream of its chunks' JSON). The
+        typed `create` methods would walk every message and tool schema against TypedDicts, then build pydantic
+        objects of the reply: most of the client's CPU in `lobeval bench simulate`, for requests that are plain JSON
+        already. Its own timeout (between reads) is left at the SDK's default: `_Deadline.run` bounds the whole
+        request."""
+        streamed = {"stream": True, "stream_cls": openai.AsyncStream[object]} if stream else {}
+        return await sdk.post(path, cast_to=object, body={"model": self.config.model, **body}, **streamed)
 
     async def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         """The SDK client and semaphore of the running loop: both are tied to one event loop."""
@@ -806,6 +890,79 @@ class LLMClient:
     def _log_retry(self, state: RetryCallState) -> None:
         log.info("model %s (role %s): retrying in %.1f s after %s", self.config.model, self.role,
                  state.upcoming_sleep, scrub_key(self.config, _describe(state.outcome.exception())))
+
+
+def retried(request: dict[str, Any], attempt: int, problem: tuple[str, str | None]) -> dict[str, Any]:
+    """The chat request of `attempt` after an unusable reply (`problem`: what was wrong, and the reply's text or None):
+    the first attempt as it is; a later one with the reply and NUDGE after its messages, and a temperature of at least
+    RETRY_TEMPERATURE (a temperature left out, the model's default, stays out). An empty reply is not put back:
+    llama-cpp-python's function-calling template renders an assistant message without content as an unclosed turn."""
+    if attempt == 0:
+        return request
+    what, raw = problem
+    note = [*([{"role": "assistant", "content": raw}] if raw else []),
+            {"role": "user", "content": NUDGE.format(problem=what)}]
+    warmer = {"temperature": max(request["temperature"], RETRY_TEMPERATURE)} if "temperature" in request else {}
+    return {**request, "messages": [*request["messages"], *note], **warmer}
+
+
+class _Chunks:
+    """A streamed chat completion as it arrives: its text, its tool calls (their arguments joined by the call's
+    index), and the usage the server sent, if any."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] | None = None
+
+    def add(self, chunk: Any) -> None:
+        self.started = True
+        if not isinstance(chunk, dict):
+            raise _Unusable(f"a chunk of the stream is {type(chunk).__name__}, not a JSON object")
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {} if isinstance(choice, dict) and choice.get("index", 0) == 0 else {}
+            if isinstance(delta.get("content"), str):
+                self.content.append(delta["content"])
+            for call in delta.get("tool_calls") or []:
+                slot = self.calls.setdefault(call.get("index", 0), {"id": None, "name": "", "arguments": []})
+                function = call.get("function") or {}
+                slot["id"] = call.get("id") or slot["id"]
+                slot["name"] = function.get("name") or slot["name"]   # sent once (OpenAI) or with every chunk
+                slot["arguments"].append(function.get("arguments") or "")
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message so far."""
+        calls = [{"id": slot["id"] or f"call_{index}", "type": "function",
+                  "function": {"name": slot["name"], "arguments": "".join(slot["arguments"])}}
+                 for index, slot in sorted(self.calls.items())]
+        return {"role": "assistant", "content": "".join(self.content) or None, **({"tool_calls": calls} if calls else {})}
+
+    def completion(self) -> dict[str, Any]:
+        """The whole stream as a non-streamed completion's JSON."""
+        return {"choices": [{"index": 0, "message": self.message()}], **({"usage": self.usage} if self.usage else {})}
+
+
+def _lost(request: dict[str, Any], partial: _Chunks, exc: BaseException) -> dict[str, int]:
+    """The estimated tokens of a request that failed without a usable answer: none when the server refused it or could
+    not be reached (an HTTP error status, no connection: nothing was generated, nor billed by a provider); its prompt
+    and what it streamed when lobeval hung up on it or the stream broke, since the server was working on it."""
+    if isinstance(exc, (_TimedOut, asyncio.CancelledError)) or partial.started:
+        return _estimated(request, partial.message())
+    return {}
+
+
+def _estimated(request: dict[str, Any], message: dict[str, Any] | None = None) -> dict[str, int]:
+    """A request's tokens as lobeval counts them (lobeval.tokens), marked estimated: its prompt (messages and tools,
+    or the texts to embed) and the reply so far."""
+    if "input" in request:
+        prompt = sum(count(text) for text in request["input"])
+    else:
+        prompt = prompt_tokens(request.get("messages") or [], request.get("tools"))
+    completion = reply_tokens(message) if message and (message.get("content") or message.get("tool_calls")) else 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "estimated_tokens": prompt + completion}
 
 
 class _Deadline:
@@ -861,21 +1018,22 @@ def _assistant_message(completion: Any) -> dict[str, Any]:
                  for call in message.get("tool_calls") or []]
     except (IndexError, KeyError, TypeError, AttributeError) as exc:
         raise _Unusable(f"the completion is malformed ({type(exc).__name__}: {exc})") from None
-    if not content and not calls:
+    if not (content or "").strip() and not calls:
         raise _Unusable("an empty reply (no content, no tool calls)")
     # "" rather than null: the message goes back in the history, and some servers (llama-cpp-python) refuse null.
     return {"role": "assistant", "content": content or "", **({"tool_calls": calls} if calls else {})}
 
 
-def _read(response: Any, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """`read()`'s parts of a response with the tokens the server reported; an unusable response keeps
-    its tokens on the exception."""
+def _read(response: Any, read: Callable[[], dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
+    """`read()`'s parts of a response with the tokens the server reported for `request`, else lobeval's estimate; an
+    unusable response keeps its tokens on the exception."""
     tokens = _tokens(response)
     try:
-        return {**read(), **tokens}
+        part = read()
     except _Unusable as exc:
-        exc.tokens = tokens
+        exc.tokens = tokens or _estimated(request)
         raise
+    return {**part, **(tokens or _estimated(request, part.get("message")))}
 
 
 def _vectors(response: Any, expected: int) -> list[list[float]]:
@@ -889,9 +1047,11 @@ def _vectors(response: Any, expected: int) -> list[list[float]]:
     return vectors
 
 
-def _tokens(response: Any) -> dict[str, int]:
+def _tokens(response: Any) -> dict[str, int] | None:
+    """The tokens a response reports; None when it reports no usage."""
     usage = response.get("usage") if isinstance(response, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
+    if not isinstance(usage, dict):
+        return None
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return {"prompt_tokens": usage.get("prompt_tokens") or 0, "completion_tokens": usage.get("completion_tokens") or 0,
@@ -902,8 +1062,7 @@ def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     # ValueError: the SDK could not decode the body as JSON.
-    return isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError, _Unusable, _TimedOut,
-                            ValueError))
+    return isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError, _TimedOut, ValueError))
 
 
 def _retry_after(exc: BaseException | None) -> float:

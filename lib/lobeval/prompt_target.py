@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lobeval.errors import ConfigError, RecordError, RoleError, TargetUnavailable, import_failure
-from lobeval.llm import ChatResult, LLMClient, LLMError, ModelConfig, Usage, resolve_model, run_sync
+from lobeval.llm import LLMClient, LLMError, ModelConfig, Usage, resolve_model, run_sync
 from lobeval.mcp_tools import ConnectionLost, McpConnection, connect
 from lobeval.records import read_json, validated
 from lobeval.protocol import USAGE_FIELDS, Reply
@@ -270,11 +270,7 @@ class PromptSession:
         """Model requests and tool calls until the model answers in words; what they use is added to `usage`, the
         calls to `calls`."""
         for _ in range(self._target.max_tool_rounds):
-            result = await self._ask()
-            usage.merge(Usage(requests=result.requests, prompt_tokens=result.prompt_tokens,
-                              completion_tokens=result.completion_tokens, cost_usd=result.cost_usd,
-                              cached_prompt_tokens=result.cached_prompt_tokens))
-            answer = result.message
+            answer = await self._ask(usage)
             self.messages.append(answer)
             if not answer.get("tool_calls"):
                 return Reply(answer.get("content") or "", calls, reported(usage))
@@ -288,11 +284,15 @@ class PromptSession:
     async def close(self) -> None:
         await self._target.source.release(self._tools)
 
-    async def _ask(self) -> ChatResult:
+    async def _ask(self, usage: Usage) -> dict[str, Any]:
+        """The model's next message; what asking used, its failed attempts included, is added to `usage`."""
         try:
-            return await self._target.client.chat(self.messages, tools=self._target.offered)
+            result = await self._target.client.chat(self.messages, tools=self._target.offered)
         except LLMError as exc:
+            usage.merge(exc.usage or Usage())
             raise TargetUnavailable(f"the model endpoint gave up: {exc}") from exc
+        usage.merge(result.usage)
+        return result.message
 
     async def _run(self, function: dict[str, Any]) -> dict[str, Any]:
         """One tool call as a record; arguments that are not a JSON object, or a function the model was

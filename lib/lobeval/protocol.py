@@ -22,10 +22,13 @@ class Reply:
     usage: dict[str, float] | None = None
 
 
-USAGE_FIELDS = ("requests", "prompt_tokens", "completion_tokens", "cost_usd", "cached_prompt_tokens")
-"""What a reply may report of the turn's own model calls (all optional): requests sent, tokens, cost, and of the
+USAGE_FIELDS = ("requests", "prompt_tokens", "completion_tokens", "cost_usd", "cached_prompt_tokens",
+                "estimated_tokens")
+"""What a reply may report of the turn's own model calls (all optional): requests sent, tokens, cost, of the
 prompt tokens those the provider read from its prompt cache (also read as OpenAI reports them:
-`prompt_tokens_details.cached_tokens`)."""
+`prompt_tokens_details.cached_tokens`), and of all tokens those counted by the bot rather than reported by its
+model's server."""
+
 
 
 TEXT_FIELDS = ("message", "reply", "response", "text", "content", "answer")

@@ -140,6 +140,7 @@ class RoleUsage(BaseModel):
     cost_usd: float | None = 0.0
     cost_known: bool = True
     cached_prompt_tokens: int = Field(0, ge=0)
+    estimated_tokens: int = Field(0, ge=0)
 
 
 class Conversation(BaseModel):

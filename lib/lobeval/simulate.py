@@ -155,8 +155,10 @@ class SimulationResult:
         lines = [f"{self.written} conversations written to {self.path} ({self.skipped} already there{retried})",
                  f"endings: {endings or 'none'}"]
         for role, usage in self.usage.items():
+            estimated = usage.get("estimated_tokens", 0)
             lines.append(f"usage {role}: {usage['calls']} calls ({usage['cached_calls']} cached), "
-                         f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens, {format_cost(usage['cost_usd'])}")
+                         f"{usage.get('requests', 0)} requests, {usage['prompt_tokens']}+{usage['completion_tokens']} "
+                         f"tokens{f' ({estimated} estimated)' if estimated else ''}, {format_cost(usage['cost_usd'])}")
         lines.append(f"wall time {self.wall_s:.1f} s")
         return lines
 

@@ -14,13 +14,15 @@ import hashlib
 import json
 import math
 import re
+import select
+import socket
 import struct
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,7 +32,7 @@ from lobeval.tokens import PER_REPLY, cacheable, count, prompt_tokens, reply_tok
 Reply = str | dict[str, Any]
 Policy = Callable[[dict[str, Any]], Reply]
 # Besides these, a fault may be any HTTP error status as a string: "429", "500", "401", ...
-FAULTS = ("timeout", "drip", "malformed", "empty", "bad_tool_args", "hang")
+FAULTS = ("timeout", "drip", "malformed", "empty", "bad_tool_args", "hang", "endless")
 EMBEDDING_DIMS = 64
 _ROUTE = re.compile(r"/v1/(?P<v1>chat/completions|embeddings)|/openai/deployments/(?P<deployment>[^/]+)/"
                     r"(?P<azure>chat/completions|embeddings)")
@@ -91,9 +93,17 @@ class FakeOpenAI:
     `policy(request_body)` gives each chat reply (a str, or a dict from `text`, `tool_calls`,
     `json_reply`), or raises `Fault` to fail that request; `fail_next` queues faults; `requests` holds
     every JSON body received; `gets` the path (with its query) of every GET request (the Batch API's looks);
-    `answers` one entry per request answered, {"request", "status", "usage"}
-    (usage as the answer reported it, None when it reported none), in the order answered; `count` is the
+    `answers` one entry per request answered, {"request", "status", "usage", "billed"}
+    (usage as the answer reported it, None when it reported none; billed: the prompt and completion tokens its model
+    read and wrote, reported or not), in the order answered (`bill()` adds them up); `count` is the
     number of chat completion requests; `latency` is slept before every answer.
+
+    A chat request with `"stream": true` is answered as server-sent events, as OpenAI streams: the reply's text
+    and each tool call's arguments in pieces, then, when `stream_options.include_usage` asks for it and
+    `stream_usage` is on (a server that sends no usage: off), a last chunk with the usage and no choices. The
+    "endless" fault (and, with `local`, a streamed request without a cap) streams text without end, until the client
+    closes the connection: the fake notices at its next piece and stops producing (`hangups`, `hung_up`, `stopped`
+    counts the streams it stopped so), as llama-cpp-python's server does with a stream.
 
     GET /v1/models (and Azure's /openai/models) lists one model, "fake". With `key`, every request that does not
     carry it (`Authorization: Bearer`, or Azure's `api-key` header) is answered HTTP 401, as a provider answers a
@@ -113,6 +123,8 @@ class FakeOpenAI:
         self.key = key
         self.hangups = 0
         self.hung_up = threading.Event()
+        self.stopped = 0
+        self.stream_usage = True
         self._prefixes: set[str] = set()   # with prompt_cache: every leading run of messages a request has sent
         self.requests: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
@@ -158,9 +170,17 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def bill(self) -> dict[str, int]:
+        """What the fake's model read and wrote for every request answered: {"requests", "prompt_tokens",
+        "completion_tokens"}."""
+        with self._lock:
+            billed = [answer["billed"] for answer in self.answers if answer.get("billed")]
+        return {"requests": len(billed), "prompt_tokens": sum(b["prompt_tokens"] for b in billed),
+                "completion_tokens": sum(b["completion_tokens"] for b in billed)}
+
     def fail_next(self, kind: str, times: int = 1, **kw: Any) -> None:
         """Make the next `times` requests fail. "hang": never answered until the client closes the connection
-        (`hangups`, `hung_up`). kw: retry_after (for "429"), seconds (for "timeout": the answer comes after them), interval (for "drip": the answer's body comes one byte per interval,
+        (`hangups`, `hung_up`). "endless": a streamed answer without end, until the client hangs up. kw: retry_after (for "429"), seconds (for "timeout": the answer comes after them), interval (for "drip": the answer's body comes one byte per interval,
         0.05 s by default, so no single read waits long), message (for an HTTP status)."""
         _check_fault(kind)
         with self._lock:
@@ -241,11 +261,16 @@ class FakeOpenAI:
     def _respond(self, path: str, body: dict[str, Any]) -> _Answer:
         """The answer to one request, noted in `answers`."""
         answer = self._answer(path, body)
-        if answer.payload is HANG:
+        if answer.payload is HANG or answer.endless:
             return answer
         usage = answer.payload.get("usage") if isinstance(answer.payload, dict) else None
+        billed = {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]} \
+            if usage else None
+        if answer.stream and not (self.stream_usage and (body.get("stream_options") or {}).get("include_usage")):
+            answer = replace(answer, payload={key: value for key, value in answer.payload.items() if key != "usage"})
+            usage = None
         with self._lock:
-            self.answers.append({"request": body, "status": answer.status, "usage": usage})
+            self.answers.append({"request": body, "status": answer.status, "usage": usage, "billed": billed})
         return answer
 
     def _answer(self, path: str, body: dict[str, Any]) -> _Answer:
@@ -275,12 +300,15 @@ class FakeOpenAI:
             except Exception as exc:  # a bug in a test's policy must be visible, not a hang
                 return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
         time.sleep(self.latency)
+        streamed = chat and bool(body.get("stream"))
+        if kind == "endless" or (streamed and self.local and _uncapped(body)):
+            return _Answer(200, {"model": body.get("model", "fake")}, endless=True, stream=True)
         if kind == "hang":
             return _Answer(200, HANG)
         if kind == "timeout":
             time.sleep(kw.get("seconds", 5.0))
         elif kind == "malformed":
-            return _Answer(200, b'{"id": "chatcmpl-broken", "choices": [')
+            return _Answer(200, b'{"id": "chatcmpl-broken", "choices": [', stream=streamed)
         elif kind.isdigit():
             return _error(int(kind), kw.get("message", f"injected fault {kind}"), kw.get("retry_after", 1))
         try:
@@ -288,7 +316,7 @@ class FakeOpenAI:
                        else self._embeddings(body, kind))
         except Exception as exc:  # a bug in a test's policy must be visible, not a hang
             return _error(500, f"fake policy failed: {type(exc).__name__}: {exc}")
-        return _Answer(200, payload, drip_s=kw.get("interval", 0.05) if kind == "drip" else 0.0)
+        return _Answer(200, payload, drip_s=kw.get("interval", 0.05) if kind == "drip" else 0.0, stream=streamed)
 
     def _completion(self, body: dict[str, Any], kind: str, deployment: str | None,
                     reply: Reply | None = None) -> dict[str, Any]:
@@ -341,6 +369,8 @@ HANG = b"(never answered)"
 """The payload of a request a local server's model answers without end: see FakeOpenAI(local=True)."""
 HANG_LIMIT_S = 60.0
 """How long the fake waits for a client to hang up on a request it never answers."""
+ENDLESS_PIECE_S = 0.01
+"""Between two pieces of an endless stream."""
 
 
 def _local_refusal(body: dict[str, Any]) -> _Answer | None:
@@ -348,9 +378,47 @@ def _local_refusal(body: dict[str, Any]) -> _Answer | None:
     never answered without a completion cap; None when the model answers."""
     if any(message.get("role") == "assistant" and message.get("content") is None for message in body["messages"]):
         return _error(500, LOCAL_NULL_CONTENT)
-    if not (body.get("max_tokens") or body.get("max_completion_tokens")):
+    if _uncapped(body) and not body.get("stream"):
         return _Answer(200, HANG)
     return None
+
+
+def _uncapped(body: dict[str, Any]) -> bool:
+    return not (body.get("max_tokens") or body.get("max_completion_tokens"))
+
+
+def stream_events(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A chat completion's JSON as the chunks OpenAI streams it in: a first chunk with the role, the text in two pieces
+    (its first word, the rest: a real server sends a token a chunk, which would only cost the tests time), each tool
+    call (its id and name, then its arguments in pieces of 8 characters), the finish reason, and the usage (when the
+    completion has it) in a last chunk without choices."""
+    head = {key: completion.get(key) for key in ("id", "created", "model")}
+    message = completion["choices"][0]["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in re.fullmatch(r"(\s*\S*\s*)(.*)", message.get("content") or "", re.DOTALL).groups():
+        if piece:
+            yield chunk({"content": piece})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                     "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), 8):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + 8]}}]})
+    yield chunk({}, completion["choices"][0].get("finish_reason") or "stop")
+    if completion.get("usage"):
+        yield {**head, "object": "chat.completion.chunk", "choices": [], "usage": completion["usage"]}
+
+
+def endless_events(model: str) -> Iterator[dict[str, Any]]:
+    """The chunks of a model that never stops."""
+    while True:
+        yield {"id": "chatcmpl-endless", "object": "chat.completion.chunk", "created": 0, "model": model,
+               "choices": [{"index": 0, "delta": {"content": "and on "}, "logprobs": None, "finish_reason": None}]}
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
@@ -364,6 +432,8 @@ class _Answer:
     payload: dict[str, Any] | bytes   # JSON, or raw bytes
     headers: dict[str, str] = field(default_factory=dict)
     drip_s: float = 0.0   # seconds between the body's bytes; 0 sends it at once
+    stream: bool = False   # a chat completion sent as server-sent events (stream_events)
+    endless: bool = False   # a stream without end (endless_events)
 
 
 def _error(status: int, message: str, retry_after: float = 1) -> _Answer:
@@ -432,6 +502,9 @@ class _Handler(BaseHTTPRequestHandler):
         if answer.payload is HANG:
             self._wait_for_hangup()
             return
+        if answer.stream and answer.status == 200:
+            self._stream(answer)
+            return
         data = answer.payload if isinstance(answer.payload, bytes) else json.dumps(answer.payload).encode()
         try:
             self.send_response(answer.status)
@@ -446,6 +519,57 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(data)
         except ConnectionError:   # the client gave up (its timeout): nothing to answer
             self.close_connection = True
+
+    def _stream(self, answer: _Answer) -> None:
+        """Server-sent events, in HTTP/1.1 chunks; an endless stream goes on, a piece every ENDLESS_PIECE_S, until the
+        client hangs up (at most HANG_LIMIT_S), and stops then."""
+        if isinstance(answer.payload, bytes):   # a malformed answer: one event that is not JSON
+            events: Iterator[Any] = iter([answer.payload.decode()])
+        else:
+            events = endless_events(answer.payload["model"]) if answer.endless else stream_events(answer.payload)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            ends = time.monotonic() + HANG_LIMIT_S
+            for event in events:
+                self._chunk(f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode(),
+                            answer.drip_s)
+                if answer.endless:
+                    if self._client_left():
+                        raise ConnectionResetError("the client hung up")
+                    if time.monotonic() > ends:   # nobody hung up within the limit: end it, as a test's bound
+                        break
+                    time.sleep(ENDLESS_PIECE_S)
+            self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+        except ConnectionError:   # the client hung up: stop producing, as a server that stops abandoned streams does
+            self.close_connection = True
+            if answer.endless:
+                fake = self.server.fake
+                with fake._lock:
+                    fake.hangups += 1
+                    fake.stopped += 1
+                fake.hung_up.set()
+
+    def _chunk(self, data: bytes, drip_s: float = 0.0) -> None:
+        framed = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+        if drip_s:
+            self._drip(framed, drip_s)
+        else:
+            self.wfile.write(framed)
+        self.wfile.flush()
+
+    def _client_left(self) -> bool:
+        """Whether the client closed its end (a read would find the end of the stream)."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _wait_for_hangup(self) -> None:
         """Answer nothing until the client closes the connection (at most HANG_LIMIT_S), and note that it did."""

@@ -823,10 +823,13 @@ class LLMUserSession:
         self.usage = self.usage or Usage()
         # The model plays the user, so the bot's messages are its "user" turns and its own are "assistant".
         self.history.append({"role": "user", "content": bot_text or "(The assistant waits for you to start.)"})
-        result = await self.client.chat([{"role": "system", "content": self.system_prompt()}, *self.history],
-                                        temperature=0.7)
-        self.usage.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                       cost_usd=result.cost_usd, cached=result.cached, requests=result.requests)
+        try:
+            result = await self.client.chat([{"role": "system", "content": self.system_prompt()}, *self.history],
+                                            temperature=0.7)
+        except LLMError as exc:   # its failed attempts were sent, and paid for, all the same
+            self.usage.merge(exc.usage or Usage())
+            raise
+        self.usage.merge(result.usage)
         content = (result.message.get("content") or "").strip()
         if not content:
             raise LLMError(f"the user model {self.client.config.model} returned an empty message")

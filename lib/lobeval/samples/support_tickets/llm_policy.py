@@ -60,12 +60,11 @@ class LLMPolicy:
         for _ in range(MAX_ROUNDS):
             try:
                 result = await self.client.chat(self.messages, tools=self.tools)
-            except LLMError as exc:
+            except LLMError as exc:   # its failed attempts were sent, and paid for, all the same
+                spent.merge(exc.usage or Usage())
                 raise TargetUnavailable(f"the bot's model endpoint gave up: {exc}", function_calls=calls,
                                         usage={name: getattr(spent, name) for name in USAGE_FIELDS}) from exc
-            spent.add(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                      cost_usd=result.cost_usd, cached=result.cached, requests=result.requests,
-                      cached_prompt_tokens=result.cached_prompt_tokens)
+            spent.merge(result.usage)
             answer = result.message
             self.messages.append(answer)
             if not answer.get("tool_calls"):

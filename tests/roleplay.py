@@ -41,7 +41,8 @@ It tells the roles apart by the request, as lobeval sends it (`role_of`):
 
 A share of the judges' and evaluators' replies (`bad_judge_replies`) is unusable: prose instead of
 JSON, a score out of range, a missing field, an unknown category, an unshown conversation cited (in lobeval's
-judges' shared answer, one part is spoiled; prose spoils them all).
+judges' shared answer, one part is spoiled; prose spoils them all). A request that is such a reply's retry (the
+reply and lobeval's nudge after the same messages) is spoiled too: the model cannot do what was asked.
 
 Every choice is a hash of the seed and the request's content (timestamps aside): the same request gets
 the same answer in any process, in any order, on any day. A "conversation" is keyed by the user's first message, which the bot,
@@ -57,7 +58,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lobeval import draft_model, judges, root_causes, users
+from lobeval import draft_model, judges, llm, root_causes, users
 from lobeval.testing import Fault, json_reply, text, tool_calls
 
 
@@ -535,7 +536,7 @@ class Roleplay:
         if role == "unknown":
             raise ValueError("the role-player does not know this prompt: "
                              + json.dumps(request.get("messages"))[:300])
-        asked = STAMP.sub("", json.dumps(request.get("messages")))   # the same conversation on any day
+        asked = STAMP.sub("", json.dumps(first_attempt(request.get("messages") or [])))   # the same on any day
         bad = self.chance("bad", role, asked, request.get("seed")) < self.bad_judge_replies
         return getattr(self, role.replace("azure:", "azure_"))(request, bad)
 
@@ -839,3 +840,11 @@ class Roleplay:
                                                         "suggested_fix": "x", "turns": []}),
                            "conversations": ["never-shown-999#0"]})
         return json_reply({"root_causes": causes})
+
+
+def first_attempt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of a request without the unusable replies and lobeval's nudges (llm.NUDGE) a retry adds."""
+    nudge = llm.NUDGE.split("{", 1)[0]
+    while len(messages) >= 2 and messages[-1]["role"] == "user" and str(messages[-1].get("content")).startswith(nudge):
+        messages = messages[:-2]
+    return messages

@@ -303,11 +303,11 @@ def test_target_cannot_alter_the_case(monkeypatch):
 def test_usage_of_a_turn_is_read_and_a_missing_field_counts_zero():
     reply = send_json({"reply": "ok", "usage": {"prompt_tokens": 120, "cost_usd": 0.002, "other": "ignored"}})
     assert reply.usage == {"requests": 0, "prompt_tokens": 120, "completion_tokens": 0, "cost_usd": 0.002,
-                           "cached_prompt_tokens": 0}
+                           "cached_prompt_tokens": 0, "estimated_tokens": 0}
     assert send_json({"reply": "ok"}).usage is None
     unknown = send_json({"reply": "ok", "usage": {"requests": 2, "prompt_tokens": 9, "cost_usd": None}})
     assert unknown.usage == {"requests": 2, "prompt_tokens": 9, "completion_tokens": 0, "cost_usd": None,
-                             "cached_prompt_tokens": 0}
+                             "cached_prompt_tokens": 0, "estimated_tokens": 0}
     # cached prompt tokens as OpenAI reports them, or in lobeval's own name
     openai_style = send_json({"reply": "ok", "usage": {"prompt_tokens": 1000,
                                                        "prompt_tokens_details": {"cached_tokens": 900}}})

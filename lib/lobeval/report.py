@@ -43,7 +43,7 @@ from lobeval.runs import HEADLINE, earlier_runs, skipped
 from lobeval.stats import (
     NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unchecked_note, unreferenced_note, unscored_reason,
 )
-from lobeval.user_faults import CHECKS as USER_CHECKS, review_failed
+from lobeval.user_faults import CHECKS as USER_CHECKS, MARK_ONLY, review_failed
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
@@ -308,7 +308,7 @@ def user_faults_html(results: dict[str, Any]) -> str:
     rows = [row for row in results["rows"] if row["status"] == "scored"
             and (row.get("reference") is not False or row.get("user_checks_not_run"))]
     not_run = (results.get("counts") or {}).get("user_unchecked") or {}
-    rows = [row for row in rows if len(row.get("user_checks_not_run") or {}) < len(USER_CHECKS)]
+    rows = [row for row in rows if set(USER_CHECKS) - set(MARK_ONLY) - set(row.get("user_checks_not_run") or {})]
     checked, unchecked = len(rows), sum(review_failed(row) for row in rows)
     partly = (f" The user-review judge failed on {unchecked} of them: their user is unchecked for what only that judge "
               f"sees (inventing a value, ending too early, going against the instructions), not clean."

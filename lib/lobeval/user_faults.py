@@ -33,6 +33,8 @@ from lobeval.vocabulary import function_key
 from lobeval.users import CLOSING_OFFER, NOT_UNDERSTOOD, STOP_PHRASE, asking, label, says_stop_phrase, texts
 
 CHECKS = ("invented_value", "ended_early", "contradicted_instructions", "not_understood")
+MARK_ONLY = ("not_understood",)
+"""The checks that read a mark lobeval's scripted user leaves, not the conversation: alone they check no user."""
 NEEDS_SCENARIO = ("invented_value", "contradicted_instructions")
 """The checks that read what the user was told: they cannot run when the case does not know it."""
 

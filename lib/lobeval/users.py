@@ -248,7 +248,7 @@ class Name:
         if listed >= 2:
             return 2, listed
         wh = _WH.search(sentence)
-        asks = wh and (wh.group(1).lower() == "when") == (self.own[-1] != "id")   # which booking?, when ... start?
+        asks = wh and (wh.group(1).lower() == "when") == bool(self.own and self.own[-1] != "id")   # which booking?, when ... start?
         if self.thing and asks and _found(self.thing, heard) == len(self.thing):
             return 1, len(self.thing)
         return None

@@ -3,9 +3,10 @@
 One `lobeval run --user llm --cases-per-scenario 1` of the sample suite per judge selection, against the
 role-playing fake endpoint (tests/roleplay.py) with provider-style prompt caching, every model priced alike
 (PRICE, USD per 1M tokens). The bill is counted from the endpoint's own log, never from lobeval's records.
-Prints figures only: nothing here asserts a cost.
+Prints figures only: nothing here asserts a cost. With --each, what each of lobeval's judges adds to the request
+they share: the run's conversations judged again (`lobeval evaluate`, on a fresh endpoint) by the others alone.
 
-    .venv/bin/python tests/cost_figures.py [--judges default|all|...]... [--batch]
+    .venv/bin/python tests/cost_figures.py [--judges default|all|...]... [--batch] [--each]
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from lobeval.judges import LOBEVAL_JUDGES, selected_judges  # noqa: E402
 from lobeval.llm import BATCH_DISCOUNT  # noqa: E402
 from roleplay import Roleplay, role_of  # noqa: E402
 from test_model_run import CASES, cli, model_endpoint  # noqa: E402
@@ -62,6 +64,27 @@ def measure(judges: str, root: Path, batch: bool) -> dict[str, Counter]:
         return bill(list(fake.answers))
 
 
+def each_judge(judges: str, root: Path, batch: bool, whole: Counter) -> dict[str, Counter]:
+    """By each of lobeval's judges of the selection, what its bill (`whole`: their shared request's) loses when the run's
+    conversations are judged again without it."""
+    own = [name for name in selected_judges(None if judges == "default" else judges.split(",")) if name in LOBEVAL_JUDGES]
+    run, found = root / "runs" / "cost", {}
+    for name in own if len(own) > 1 else []:
+        with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch, model_endpoint(
+                patch, Path(folder), Roleplay(seed=15), price=PRICE, prompt_cache=True) as fake:
+            patch.setenv("LOBEVAL_BATCH_POLL_S", "0")
+            status, out = cli("evaluate", "--dataset", str(run / "dataset.jsonl"), "--conversations",
+                              str(run / "conversations.jsonl"), "--suite", "scenarios/support_tickets",
+                              "--out", str(Path(folder) / "results.json"),
+                              "--judges", ",".join(other for other in own if other != name), *(["--batch"] if batch else []))
+            if status not in (0, 1):
+                raise SystemExit(out)
+            without = bill(list(fake.answers)).get("lobeval's judges", Counter())
+        found[name] = Counter({key: whole[key] - without[key] for key in ("prompt", "cached", "completion")},
+                              usd=round(whole["usd"] - without["usd"], 9) + 0.0)   # no "-0.0000" from a sum's rounding
+    return found
+
+
 def show(judges: str, rows: dict[str, Counter], batch: bool) -> None:
     bot = rows.get("bot (target)", Counter())["usd"]
     judging = sum(rows.get(name, Counter())["usd"] for name in JUDGING)
@@ -77,15 +100,28 @@ def show(judges: str, rows: dict[str, Counter], batch: bool) -> None:
           f"{rows.get('simulated user', Counter())['usd'] / bot:.2f} × the bot")
 
 
+def show_each(found: dict[str, Counter]) -> None:
+    print("what each of lobeval's judges adds to their shared request (the conversations judged again without it):")
+    print("| judge | prompt tokens | of them cached | completion tokens | billed USD | per conversation |")
+    print("|---|---|---|---|---|---|")
+    for name, row in found.items():
+        print(f"| {name} | {row['prompt']} | {row['cached']} | {row['completion']} | {row['usd']:.4f} | "
+              f"{row['usd'] / CASES:.5f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judges", action="append", help="a judge selection (default: default and all)")
     parser.add_argument("--batch", action="store_true", help="each selection also with --batch")
+    parser.add_argument("--each", action="store_true", help="what each of lobeval's judges adds to their request")
     args = parser.parse_args()
     for judges in args.judges or ["default", "all"]:
         for batch in (False, True) if args.batch else (False,):
             with tempfile.TemporaryDirectory() as folder:
-                show(judges, measure(judges, Path(folder), batch), batch)
+                rows = measure(judges, Path(folder), batch)
+                show(judges, rows, batch)
+                if args.each:
+                    show_each(each_judge(judges, Path(folder), batch, rows.get("lobeval's judges", Counter())))
 
 
 if __name__ == "__main__":

@@ -709,7 +709,9 @@ class Roleplay:
                 failed = next((r for r in replies if r["failure"]), replies[0])
                 failed["scores"]["helpfulness"], failed["reasons"]["helpfulness"] = 1, "poor"
                 failed["failure"] = {"category": "rudeness", "reason": "the tone"}
-        return replies
+        # as the instructions ask: the scores in the criteria's order, reasons and failure only where there are some
+        return [{"reply": reply["reply"], "scores": list(reply["scores"].values()),
+                 **{key: reply[key] for key in ("reasons", "failure") if reply[key]}} for reply in replies]
 
     def judge_goal(self, asked: str, bad: bool) -> Any:
         goal = asked.split("The goal: ", 1)[1].split("\n", 1)[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from helpers import REPO, make_suite
 from lobeval.estimate import ASSUMED, LAYOUTS, conversation_events, estimate
+from lobeval.judges import judge_instructions
 from lobeval.records import Case, read_results
 from lobeval.runs import read_config
 from lobeval.suite import load_suite
@@ -190,6 +191,27 @@ def test_with_batch_the_judges_and_the_azure_evaluators_are_at_the_batch_price(m
     assert "judge: per_turn+goal+user_review+commitments+claims" in judges and "judge: task_adherence" in judges
     assert all(batched[role] == pytest.approx(alone[role] / 2) for role in judges)
     assert all(batched[role] == alone[role] for role in alone if role not in judges)   # the bot, the user, root causes
+
+
+def test_each_judge_adds_its_instructions_at_the_cached_price_once_they_are_cached(monkeypatch, tmp_path):
+    """What each of lobeval's judges adds to their shared request: from the second conversation on (the first puts
+    the instructions in the provider's cache), its part of the instructions comes at the cached price."""
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"m": {"input": 5.0, "output": 15.0, "cached_input": 2.5}}')
+    for name in ("LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOBEVAL_MODEL", "m")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-estimate")
+    monkeypatch.setenv("LOBEVAL_PRICES", str(prices))
+    found = estimate(str(REPO / "scenarios" / "support_tickets"), user="llm")   # 13 conversations, none an attack
+    asked = ("per_turn", "goal", "user_review", "claims")
+    for name in asked:
+        added = count(judge_instructions(asked)) - count(judge_instructions(tuple(n for n in asked if n != name)))
+        assert found.parts[name].requests == 13 and found.parts[name].cached_tokens == 12 * added > 0
+    claims = found.parts["claims"]
+    assert found.each_judge()["claims"] == pytest.approx(
+        ((claims.prompt_tokens - claims.cached_tokens) * 5.0 + claims.cached_tokens * 2.5
+         + claims.completion_tokens * 15.0) / 1e6 / 13)
 
 
 # --- a suite of another domain: HR leave -----------------------------------------------------------------

@@ -10,8 +10,8 @@ from lobeval.cli import main
 from lobeval.errors import ConfigError
 from lobeval.evaluate import evaluate
 from lobeval.judges import (
-    ConversationJudges, azure_inputs, azure_model_config, azure_verdict, final_score, parse_goal, parse_replies,
-    SDK_QUIET, parse_user_review, scenario_coverage, selected_judges, summarise_judges,
+    ConversationJudges, azure_inputs, azure_model_config, azure_verdict, final_score, judge_instructions, parse_goal,
+    parse_replies, SDK_QUIET, parse_user_review, scenario_coverage, selected_judges, summarise_judges,
 )
 from lobeval.llm import LLMClient, ModelConfig, resolve_model
 from lobeval.records import write_jsonl
@@ -180,6 +180,28 @@ def test_turn_scores_are_validated_and_a_failed_reply_needs_its_failure():
         parse_replies(GOOD, replies=1)
     with pytest.raises(ValueError, match=re.escape("reply 1: scores: expected an object, got None")):
         parse_replies([{"reply": 1, "reasons": {}}], replies=1)
+
+
+def test_the_scores_of_a_reply_are_asked_as_a_list_in_the_criteria_order():
+    # the shorter answer: a reply's scores without the criteria's names, which the instructions give in order
+    assert '"scores": [<helpfulness>, <coherence>, <verbosity>, <relevance>, <faithfulness>]' in " ".join(
+        judge_instructions(("per_turn",)).split())
+    [good, failed] = parse_replies([
+        {"reply": 1, "scores": [5, 4, "5", 4, 5]},
+        {"reply": 2, "scores": [2, 4, 4, 4, 1], "reasons": {"helpfulness": "asked nothing", "faithfulness": "made up"},
+         "failure": {"category": "false_information", "reason": "a result it did not get"}}], replies=2)
+    assert good == {"scores": {"helpfulness": {"score": 5}, "coherence": {"score": 4}, "verbosity": {"score": 5},
+                               "relevance": {"score": 4}, "faithfulness": {"score": 5}}, "failed": False, "failure": None}
+    assert failed["scores"]["faithfulness"] == {"score": 1, "reason": "made up"} and failed["failed"] is True
+    assert failed["scores"]["coherence"] == {"score": 4}
+    for scores, problem in [
+        ([5, 4, 5, 4], "reply 1: scores: expected 5 scores (helpfulness, coherence, verbosity, relevance, faithfulness), "
+                       "got [5, 4, 5, 4]"),
+        ([5, 4, 5, 4, 0], "reply 1: faithfulness: score must be a whole number from 1 to 5, got 0"),
+        ([3, 5, 5, 5, 5], "reply 1: helpfulness: a reason is required"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            parse_replies([{"reply": 1, "scores": scores}], replies=1)
 
 
 def test_a_good_score_needs_no_reason_and_keeps_one_given():

@@ -41,7 +41,7 @@ from lobeval.users import ATTACK_TURNS, STOP_PHRASE, LLMUserSession, agenda
 from lobeval.vocabulary import AZURE_JUDGES
 
 ASSUMED = {"bot_message": 45, "user_words": 8, "result": 120, "tool_call": 25,
-           "per_reply_scores": 60, "goal": 40, "user_review": 45, "commitments": 60, "claims": 60, "azure": 55,
+           "per_reply_scores": 30, "goal": 40, "user_review": 45, "commitments": 60, "claims": 60, "azure": 55,
            "root_causes_prompt": 1500, "root_causes_answer": 150}
 """Tokens of what is only known once the bot talks: a bot message, the words around a value the user gives, a
 function's result, a tool call, each judge's answer (the per-turn judge's per reply), the root-cause request."""
@@ -85,7 +85,8 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
     batch: bool = False
     parts: dict[str, Tally] = field(default_factory=dict)
-    """What each of lobeval's judges adds to the request that asks them together (tokens without it subtracted)."""
+    """What each of lobeval's judges adds to the request that asks them together (tokens without it subtracted; its
+    instructions cached where the request's are)."""
     basis: str = ""
     """What the figures come from: an earlier run's measured conversations, or the midpoint of `range`."""
     range: tuple[Estimate, Estimate] | None = None
@@ -410,13 +411,17 @@ def _judge_requests(found: Estimate, case: Case, events: list[tuple[str, int]], 
     parts = asked_parts(names, bool(getattr(case, "attack", None)))
     if parts:
         prompt, answer = _own_request(case, events, parts)
-        fixed = count(judge_instructions(parts)) + PER_MESSAGE
+        fixed, cached = count(judge_instructions(parts)) + PER_MESSAGE, parts in seen_prefix
         found.roles.setdefault(f"judge: {usage_key(tuple(n for n in names if n in LOBEVAL_JUDGES))}", Tally()).add(
-            prompt, answer, cacheable(fixed) if parts in seen_prefix else 0)
+            prompt, answer, cacheable(fixed) if cached else 0)
         seen_prefix.add(parts)
         for name in parts:
-            without = _own_request(case, events, tuple(n for n in parts if n != name)) if len(parts) > 1 else (0, 0)
-            found.parts.setdefault(name, Tally()).add(prompt - without[0], answer - without[1])
+            others = tuple(n for n in parts if n != name)
+            without = _own_request(case, events, others) if others else (0, 0)
+            # where the request's instructions come from the cache, so do the ones this judge adds to them
+            instructions = count(judge_instructions(parts)) - (count(judge_instructions(others)) if others else 0)
+            found.parts.setdefault(name, Tally()).add(prompt - without[0], answer - without[1],
+                                                      instructions if cached else 0)
     for name in names:
         if name in templates and (name != "tool_call_accuracy" or any(k == "call" for k, _ in events)):
             # the evaluators read the conversation as JSON messages: about half again the plain transcript

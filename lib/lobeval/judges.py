@@ -89,7 +89,7 @@ Answer with one JSON object and nothing else, with these keys:
 PARTS = {
     "per_turn": ("""
 ## replies: every reply of the chatbot
-Score each chatbot reply from 1 (poor) to 5 (excellent) on each criterion:
+Score each chatbot reply from 1 (poor) to 5 (excellent) on each criterion, in this order:
 {criteria}
 1 = fails the criterion, 2 = major gaps, 3 = acceptable with minor issues, 4 = good, 5 = excellent.
 Judge a reply by the conversation up to it: the business data the chatbot can look up, what the user said before
@@ -98,10 +98,10 @@ Give a reason, one sentence, for each score below {explained}; a 4 or 5 needs no
 A reply that scores below 3 on any criterion is a failed reply: name the behaviour failure it shows, exactly one of
 these categories:
 {categories}
-""", """"replies": [{{"reply": 1, "scores": {{"helpfulness": <1-5>, "coherence": <1-5>, "verbosity": <1-5>,
-  "relevance": <1-5>, "faithfulness": <1-5>}}, "reasons": {{"<each criterion scored below {explained}>": "<one sentence>"}},
-  "failure": {{"category": "<a category above>", "reason": "<one or two sentences>"}} or null when no score is below 3}},
-  ...] (one entry per reply, in order)"""),
+""", """"replies": [{{"reply": 1, "scores": [{order}]}}, ...]
+  (one entry per reply, in order, its scores 1-5 in the criteria's order; a reply with a score below {explained} adds
+  "reasons": {{"<criterion>": "<one sentence>"}}, and a failed reply adds "failure": {{"category": "<a category
+  above>", "reason": "<one or two sentences>"}})"""),
     "goal": ("""
 ## goal: did the chatbot achieve the user's goal?
 The goal counts as achieved (1) only if what it describes actually happened: a successful function call or the
@@ -178,6 +178,7 @@ def judge_instructions(parts: tuple[str, ...]) -> str:
     """The instructions of the one request that asks the judges `parts` about a conversation: the same for every
     conversation of a run that asks the same judges, so a provider's prompt cache holds them."""
     fill = {"explained": EXPLAINED_BELOW, "criteria": "\n".join(f"- {name}: {question}" for name, question in TURN_CRITERIA.items()),
+            "order": ", ".join(f"<{name}>" for name in TURN_CRITERIA),
             "categories": "\n".join(f"- {name} ({severity}): {meaning}"
                                     for name, (severity, meaning) in FAILURE_CATEGORIES.items())}
     return JUDGE_PROMPT.format(parts="".join(PARTS[name][0].format(**fill) for name in parts),
@@ -186,10 +187,10 @@ def judge_instructions(parts: tuple[str, ...]) -> str:
 
 def parse_replies(entries: Any, replies: int) -> list[dict[str, Any]]:
     """Per assistant reply, in order, {scores: {criterion: {score, reason}}, failed, failure} from the answer's
-    "replies" about a conversation with `replies` assistant replies: every criterion scored 1–5, with its reason
-    when it scored below EXPLAINED_BELOW (above, a reason is kept when given); a failed reply (a score below
-    PASSING_TURN_SCORE) with its behaviour failure, any other without one. ValueError on anything missing, repeated
-    or out of range."""
+    "replies" about a conversation with `replies` assistant replies: every criterion scored 1–5 (a list in
+    TURN_CRITERIA's order, as the judges are asked, or an object by criterion), with its reason when it scored below
+    EXPLAINED_BELOW (above, a reason is kept when given); a failed reply (a score below PASSING_TURN_SCORE) with its
+    behaviour failure, any other without one. ValueError on anything missing, repeated or out of range."""
     if not isinstance(entries, list):
         raise ValueError("per_turn: 'replies' must be a list with one entry per reply")
     numbers = [entry.get("reply") if isinstance(entry, dict) else None for entry in entries]
@@ -198,7 +199,7 @@ def parse_replies(entries: Any, replies: int) -> list[dict[str, Any]]:
     found = []
     for entry in sorted(entries, key=lambda e: int(e["reply"])):
         where = f"reply {entry['reply']}"
-        given, reasons = _object(entry.get("scores"), f"{where}: scores"), entry.get("reasons") or {}
+        given, reasons = _turn_scores(entry.get("scores"), where), entry.get("reasons") or {}
         if not isinstance(reasons, dict):
             raise ValueError(f"{where}: reasons must be an object, got {reasons!r}")
         scores = {criterion: _score({"score": given.get(criterion),
@@ -209,6 +210,16 @@ def parse_replies(entries: Any, replies: int) -> list[dict[str, Any]]:
         failure = _failure(entry.get("failure"), where) if failed else None
         found.append({"scores": scores, "failed": failed, "failure": failure})
     return found
+
+
+def _turn_scores(given: Any, where: str) -> dict[str, Any]:
+    """A reply's scores by criterion: from a list of one score per criterion in TURN_CRITERIA's order, or an object."""
+    if not isinstance(given, list):
+        return _object(given, f"{where}: scores")
+    if len(given) != len(TURN_CRITERIA):
+        raise ValueError(f"{where}: scores: expected {len(TURN_CRITERIA)} scores ({', '.join(TURN_CRITERIA)}), "
+                         f"got {given!r}")
+    return dict(zip(TURN_CRITERIA, given))
 
 
 def parse_goal(data: Any) -> dict[str, Any]:

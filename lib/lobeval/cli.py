@@ -41,10 +41,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
 async def _simulate_async(args: argparse.Namespace) -> int:
     from lobeval.roles import check_reachable, models_used, resolve
+    from lobeval.runs import dataset_suite
     from lobeval.simulate import parse_shard, simulate_async
 
     parts = resolve("user", "completion_judge", "target", target=args.target, user=args.user,
-                    concurrency=args.concurrency, stop_phrase=args.stop_phrase, target_timeout=args.target_timeout)
+                    concurrency=args.concurrency, stop_phrase=args.stop_phrase, target_timeout=args.target_timeout,
+                    suite=args.suite or dataset_suite(args.dataset))
     target = parts.target
     try:
         await check_reachable(target.name, models_used(target=target.name, user=args.user, judge=True))
@@ -519,6 +521,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--dataset", required=True, help="the test cases (JSONL), as generate writes them")
     sim.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
     sim.add_argument("--user", default="scripted", choices=USER_KINDS, help=USER_HELP)
+    sim.add_argument("--suite", type=suite_folder, metavar="DIR",
+                     help="the suite whose tools.json gives the scripted user the words of the functions and "
+                          "arguments (default: the suite of the run whose folder holds --dataset, else none: "
+                          "their names in words)")
     sim.add_argument("--trials", type=COUNT, default=1, metavar="K", help="conversations per case, for pass^k")
     sim.add_argument("--concurrency", type=COUNT, default=4, metavar="C", help=CONCURRENCY_HELP)
     sim.add_argument("--max-turns", type=COUNT, default=20, metavar="T",

@@ -140,6 +140,16 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
     return config
 
 
+def dataset_suite(dataset: str | Path) -> str | None:
+    """The suite of the run whose folder holds `dataset` (a run's dataset.jsonl), as its config.json names it,
+    when that folder still holds a suite; else None."""
+    folder = Path(dataset).parent
+    if not (folder / CONFIG_FILE).is_file():
+        return None
+    suite = read_config(folder).get("suite")
+    return suite if suite and (Path(suite) / "suite.json").is_file() else None
+
+
 def load_run_files(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(config, evaluation results) of a run folder."""
     run_dir = Path(run_dir)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -183,6 +183,12 @@ def words(text: str) -> list[str]:
     return found
 
 
+def field_key(name: str) -> tuple[str, ...]:
+    """What a name names, however it is written: camelCase, snake_case and words alike, filler left out
+    (`returnedOn`, `returned_on`, "returned on" → ("returned",); `bookingRef`, `booking_id` → ("booking", "id"))."""
+    return content(label(name)) or tuple(words(name))
+
+
 def content(text: str) -> tuple[str, ...]:
     """The words of `text` that name something (words() without the filler of a question)."""
     return tuple(word for word in words(text) if word not in _FILLER)
@@ -243,8 +249,7 @@ class Name:
         matched = _found(self.description, heard)
         if matched >= 2 and matched >= 0.6 * len(self.description) and ("id" in heard or "id" not in self.description):
             return 2, matched
-        listed = sum(bool(re.search(rf"(?<!\w){re.escape(option)}(?!\w)", sentence, re.IGNORECASE))
-                     for option in self.options)
+        listed = len(self.listed_in(sentence))
         if listed >= 2:
             return 2, listed
         wh = _WH.search(sentence)
@@ -253,14 +258,33 @@ class Name:
             return 1, len(self.thing)
         return None
 
+    def listed_in(self, sentence: str) -> list[str]:
+        """The options of this value that `sentence` names."""
+        return [option for option in self.options
+                if re.search(rf"(?<!\w){re.escape(option)}(?!\w)", sentence, re.IGNORECASE)]
 
-def asked_fields(text: str, names: list[str] | list[Name], given: Mapping[str, Any] | None = None) -> list[str]:
+
+def _without_options(sentence: str, names: list[Name], others: Iterable[tuple[str, ...]] = ()) -> tuple[str, set[str]]:
+    """`sentence` without the options it offers for a value (two of its options or more, of `names` or of the
+    `others` option lists), and the names of those values: the words of an option name no other value ("What is
+    the severity: Minor, Major or Total loss?" asks for no total)."""
+    offered = {n.name: listed for n in names if len(listed := n.listed_in(sentence)) >= 2}
+    listed = [found for options in others if len(found := Name("", (), (), options).listed_in(sentence)) >= 2]
+    for option in sorted({o for found in [*offered.values(), *listed] for o in found}, key=len, reverse=True):
+        sentence = re.sub(rf"(?<!\w){re.escape(option)}(?!\w)", " ", sentence, flags=re.IGNORECASE)
+    return sentence, set(offered)
+
+
+def asked_fields(text: str, names: list[str] | list[Name], given: Mapping[str, Any] | None = None,
+                 options: Iterable[tuple[str, ...]] = ()) -> list[str]:
     """The values the bot asks for, of `names` (argument names, or Name with what the tools say of each), in the
     order asked: the bold phrases naming them when the bot uses any, else, sentence by sentence, every value a
     sentence names in full ("Please provide your user id and reservation id.") or, naming none so, the one it names
     best. Of `given` (the values the user gave, by name), a sentence that holds the value does not ask for it ("What
     should change on order ORD-1?"), nor does a sentence asking to confirm ("Please confirm: update action item
-    ACT-5 with ..."), which asks for any other value only by its full name."""
+    ACT-5 with ..."), which asks for any other value only by its full name. The options a sentence offers for one
+    value name no other ("What is the severity: Minor, Major or Total loss?" asks for no total), nor do those of
+    `options`, other values' option lists (the enums of the tools' arguments)."""
     given = given or {}
     known = [n if isinstance(n, Name) else Name(n, content(label(n))) for n in names]
     bold = []
@@ -273,8 +297,9 @@ def asked_fields(text: str, names: list[str] | list[Name], given: Mapping[str, A
     found = []
     for sentence in asking(text):
         confirming, heard = is_confirmation(sentence), list(content(sentence))
+        masked, offering = _without_options(sentence, known, options)
         scored = [(score, -position, n) for position, n in enumerate(known)
-                  if (score := n.heard_in(sentence)) is not None
+                  if (score := n.heard_in(sentence if n.name in offering else masked)) is not None
                   and not (confirming and (score[0] < 3 or n.name in given))
                   and not (n.name in given and _holds(sentence, say(given[n.name])))]
         full = [n for score, _, n in scored if score[0] == 3]
@@ -314,7 +339,7 @@ PRESSES = ("I understand, but this really can't wait. {request}",
 """How the scripted attacker asks again after a refusal ({request}: its request)."""
 _ID_LIKE = re.compile(r"(?<![\w-])(?:[A-Za-z]+-?\d[\w-]*|#?\d{3,}|[0-9a-f]{8}-[0-9a-f-]{27})(?![\w-]|\.\d)")
 _API_VERBS = {"get": "look up", "fetch": "look up", "retrieve": "look up", "read": "look up", "return": "look up",
-              "show": "look up", "list": "see", "update": "change", "modify": "change", "patch": "change",
+              "show": "look up", "list": "see", "modify": "change", "patch": "change",
               "edit": "change", "put": "change", "post": "create"}
 _VERBS = frozenset(
     "create add book place submit register reserve open start get fetch retrieve read return show look find search "
@@ -485,7 +510,7 @@ class ScriptedUserSession:
         return message
 
     def _respond(self, text: str) -> str:
-        asked = asked_fields(text, self._known_names(), self.given)
+        asked = asked_fields(text, self._known_names(), self.given, self._options())
         if asked:
             return ("\n" if self.style == "terse" else " ").join(self._answer(name, text) for name in asked)
         if asks_confirmation(text) and not self._unanswered_problem(text):
@@ -525,8 +550,8 @@ class ScriptedUserSession:
             return " ".join([{"create": "new"}.get(item.verb, item.verb), item.thing,
                              *map(say, item.identifiers().values())])
         said = [f"I'd like to {intent}."]
-        for arg, function in item.refs.items():
-            made = self._created(arg)
+        for arg in item.refs:
+            made = self._created(item, arg)
             if self.style != "one_fact" and made is not None:
                 self.given[arg] = made
             thing = " ".join(self._thing_made(arg))
@@ -546,6 +571,8 @@ class ScriptedUserSession:
     def _answer(self, name: str, bot_text: str) -> str:
         already = name in self.given
         value = self._value(name, correcting=already)
+        if value is None:   # never an empty value, nor one made up
+            return "I don't know." if self.style == "terse" else f"Sorry, I don't know the {label(name)}."
         self.given[name] = value
         options = numbered_options(bot_text)
         if self.style == "terse":
@@ -633,11 +660,28 @@ class ScriptedUserSession:
         return [arg for arg in self.item.values if arg not in self.given and arg not in self.case.user_withholds]
 
     def _known_names(self) -> list[Name]:
-        """What the user can tell: the current item's values first, then the other items', then the business data."""
-        names = list(self.item.values) + list(self.item.refs)
-        for values in [*(item.values for item in self.items), *self.case.business_data.values()]:
-            names += [name for name in values if name not in names]
+        """What the user can tell: the current item's values first, then the other items', then the business data's
+        columns that are no item's argument (a column of the same field as one is that argument: `_argument_of`)."""
+        names: list[str] = []
+        for item in [self.item, *self.items]:
+            names += [arg for arg in [*item.values, *item.refs] if arg not in names]
+        columns = dict.fromkeys(column for record in self.case.business_data.values() for column in record)
+        names += [column for column in columns if column not in names and self._argument_of(column) is None]
         return [self._name(name) for name in names]
+
+    def _argument_of(self, column: str) -> tuple[AgendaItem, str] | None:
+        """The argument of an expected call (the current one first) that a business-data column is the same field
+        as: the same words however written (`returned_on` and `returnedOn`), or the argument's words with the
+        function's (applyDiscount's `reason` and `discount_reason`); for a `$ref`, the result's key it names too
+        (`booking_id` and a `bookingId` the bot returns). Its value is the call's, never the column's."""
+        key = field_key(column)
+        for item in [self.item, *self.items]:
+            function = set(field_key(item.function))
+            for arg in [*item.values, *item.refs]:
+                for own in {field_key(arg), *(field_key(path[-1]) for path in [item.paths.get(arg)] if path)}:
+                    if key == own or (set(own) < set(key) and set(key) - set(own) <= function):
+                        return item, arg
+        return None
 
     def _unknown_words(self, sentence: str) -> list[str]:
         """The words of an asking sentence that name nothing the user knows of: none of the words of its values'
@@ -647,10 +691,17 @@ class ScriptedUserSession:
         for name in self._known_names():
             known |= {_stem(word) for word in (*name.own, *name.description, *content(" ".join(name.options)))}
         for values in [*(item.values for item in self.items), *self.case.business_data.values()]:
-            known |= {_stem(word) for value in values.values() for word in content(say(value))}
+            known |= {_stem(word) for name, value in values.items() for word in (*content(say(value)),
+                                                                                  *content(label(name)))}
         known |= {_stem(word) for item in self.items
                   for word in words(wanted(item.function, self._tool(item.function)))}
         return [word for word in content(sentence) if _stem(word) not in known and not word.isdigit()]
+
+    def _options(self) -> list[tuple[str, ...]]:
+        """The options of every tool's arguments (their enums)."""
+        return [tuple(map(str, schema["enum"])) for tool in self.tools.values()
+                for schema in tool["function"].get("parameters", {}).get("properties", {}).values()
+                if isinstance(schema, dict) and schema.get("enum")]
 
     def _name(self, name: str) -> Name:
         """How the bot may ask for `name`: from the current function's parameter of that name, else any tool's."""
@@ -662,32 +713,42 @@ class ScriptedUserSession:
         return Name(name, content(label(name)), description, tuple(str(o) for o in schema.get("enum") or ()))
 
     def _value(self, name: str, correcting: bool = False) -> Any:
+        """What the user says for `name`: the current call's value, else another expected call's (for a `$ref`, the
+        id the bot gave for that record), else the business data's (a column of the same field as an argument is
+        that argument), never an empty one; None when it knows none."""
         if name in self.pending_mistakes and not correcting:
             return self.pending_mistakes[name]
         if correcting:
             self.pending_mistakes.pop(name, None)
-        item = self.item
-        if name in item.values:
-            return item.values[name]
-        if name in item.refs:
-            return self._created(name) or "the one you just created"
-        known = [other.values for other in self.items] + [record for _, record in self._records_by_relevance()]
-        return next((values[name] for values in known if name in values), "I don't know")
+        for item in [self.item, *self.items]:
+            if name in item.values:
+                return item.values[name]
+            if name in item.refs:
+                return self._created(item, name) or ("the one you just created" if item is self.item else None)
+        if (argument := self._argument_of(name)) is not None:
+            return self._value(argument[1])
+        return next((record[name] for _, record in self._records_by_relevance()
+                     if name in record and say(record[name]).strip()), None)
 
-    def _thing_made(self, arg: str) -> tuple[str, ...]:
+    def _thing_made(self, arg: str, item: AgendaItem | None = None) -> tuple[str, ...]:
         """What the record an argument refers to is called: its path's last key in words without "id" ("booking"
         for bookingId), else the creating function's name without its verb."""
-        path = self.item.paths.get(arg) or []
+        item = item or self.item
+        path = item.paths.get(arg) or []
         thing = tuple(w for w in words(label(path[-1])) if w != "id") if path else ()
-        return thing or tuple(words(label(self.item.refs[arg]))[1:]) or ("one",)
+        return thing or tuple(words(label(item.refs[arg]))[1:]) or ("one",)
 
-    def _created(self, arg: str) -> str | None:
+    def _created(self, item: AgendaItem, arg: str) -> str | None:
         """The id the bot gave for the record the argument's `$ref` names, from what it said while the creating
-        call was due (the latest first): an id-like token that no value of the case holds (never the user's own
-        equipment or customer id), the one with the record's words ("booking", "reference") nearest before it."""
+        call was due (the latest first; while it is still due, what it said so far): an id-like token that no value
+        of the case holds (never the user's own equipment or customer id), the one with the record's words
+        ("booking", "reference") nearest before it."""
         held = {normal_text(v) for v in texts(self.case.model_dump())}
-        thing = self._thing_made(arg)
-        for text in reversed(self.results.get(function_key(self.item.refs[arg]), [])):
+        thing = self._thing_made(arg, item)
+        creating = function_key(item.refs[arg])
+        said = self.heard if self.item is not None and function_key(self.item.function) == creating else \
+            self.results.get(creating, [])
+        for text in reversed(said):
             found = [(m.start(), m.group().lstrip("#")) for m in _ID_LIKE.finditer(text)
                      if normal_text(m.group().lstrip("#")) not in held]
             if found:

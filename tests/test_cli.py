@@ -321,8 +321,9 @@ def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir
     line = one_error_line(capsys)
     written = re.search(r"the command and the traceback are in (\S+): ", line).group(1)
     assert line == ("lobeval run: internal error, a fault in lobeval and not in your input or your bot (KeyError: "
-                    f"'***'); the command and the traceback are in {written}: send that file to your team's lobeval "
-                    "maintainers (README.md#reporting-a-fault); the run resumes with the same --run-id")
+                    f"'***'); the command and the traceback are in {written}: send that file to whoever looks after "
+                    "lobeval for your team (README.md, section 'Reporting a fault'); the run resumes with the same "
+                    "--run-id")
     assert "reporting-a-fault" in heading_anchors(REPO / "README.md")
     trace = Path(written).read_text()
     assert trace.startswith("lobeval run --run-id x --cases-per-scenario 1\nlobeval ")

@@ -351,8 +351,8 @@ def test_an_unexpected_exception_in_a_stage_notebook_is_an_internal_error_and_th
     assert (out, err) == ("", "lobeval run: internal error in stage 02_simulate, a fault in lobeval and not in your "
                               "input or your bot (KeyError: '***'); the executed notebook is kept at "
                               f"{run_dir}/02_simulate.ipynb; the command and the traceback are in {written}: send that "
-                              "file to your team's lobeval maintainers (README.md#reporting-a-fault); the run resumes "
-                              "with the same --run-id\n")
+                              "file to whoever looks after lobeval for your team (README.md, section 'Reporting a "
+                              "fault'); the run resumes with the same --run-id\n")
     trace = Path(written).read_text(encoding="utf-8")
     Path(written).unlink()
     assert trace.startswith("lobeval run --run-id x --cases-per-scenario 1\nlobeval ")

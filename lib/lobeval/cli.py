@@ -801,7 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
 INTERNAL_ERROR = 70
 """The exit status of a fault in lobeval itself (sysexits' EX_SOFTWARE): never 1, which CI reads as a failed gate,
 nor 2, bad input."""
-REPORT_TO = "your team's lobeval maintainers (README.md#reporting-a-fault)"
+REPORT_TO = "whoever looks after lobeval for your team (README.md, section 'Reporting a fault')"
 """lobeval has no public tracker: whoever looks after lobeval for the team that runs it takes the reports."""
 
 

@@ -64,7 +64,8 @@ RECORDED_SINCE = ("suite_digest",)
 """What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
 SCENARIOS = "scenarios"
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
-# The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
+# The kernel talks to papermill over local sockets, not TCP (which it warns about on every start); set here, so
+# that it holds in any environment, not only one whose kernel spec is lobeval's (lobeval.kernel, for hand runs).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
 

@@ -319,10 +319,12 @@ def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir
     monkeypatch.setattr("lobeval.pipeline.execute_stage", crash)
     assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == cli.INTERNAL_ERROR == 70
     line = one_error_line(capsys)
-    written = re.search(r"the traceback is in (\S+): ", line).group(1)
+    written = re.search(r"the command and the traceback are in (\S+): ", line).group(1)
     assert line == ("lobeval run: internal error, a fault in lobeval and not in your input or your bot (KeyError: "
-                    f"'***'); the traceback is in {written}: please report it, with that file, to lobeval's maintainers "
-                    "(the issues of the repository you got lobeval from); the run resumes with the same --run-id")
+                    f"'***'); the command and the traceback are in {written}: send that file to whoever looks after "
+                    "lobeval for your team (README.md, section 'Reporting a fault'); the run resumes with the same "
+                    "--run-id")
+    assert "reporting-a-fault" in heading_anchors(REPO / "README.md")
     trace = Path(written).read_text()
     assert trace.startswith("lobeval run --run-id x --cases-per-scenario 1\nlobeval ")
     assert "in crash\n" in trace and "KeyError: '***'" in trace and "NEVER-WRITTEN" not in trace

@@ -294,6 +294,83 @@ def test_a_failing_stage_names_the_kept_notebook(tmp_path, monkeypatch):
     assert (tmp_path / "runs" / "broken" / "02_simulate.ipynb").exists()
 
 
+def stand_in(folder, stage: str, code: str) -> None:
+    """A stand-in for a stage notebook in `folder`: the parameters cell of the real one, then `code`."""
+    import nbformat
+    import papermill
+
+    declared = papermill.inspect_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"))
+    parameters = nbformat.v4.new_code_cell("\n".join(f"{name} = None" for name in declared))
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(cells=[parameters, nbformat.v4.new_code_cell(code)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, str(folder / f"{stage}.ipynb"))
+
+
+@pytest.fixture
+def stand_ins(tmp_path, monkeypatch):
+    """`lobeval run` with its stage notebooks taken from a temporary folder (filled with `stand_in`), its runs
+    under another, no model configured."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr("lobeval.pipeline.notebooks_dir", lambda: folder)
+    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
+    for name in MODEL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
+def test_bad_input_raised_in_a_stage_notebook_exits_2_with_its_one_line(stand_ins, tmp_path, capsys):
+    stand_in(stand_ins, "01_generate", "from lobeval.errors import RecordError\n"
+                                       "raise RecordError('data/hr/employees.csv', 'line 3', 'email', 'not an address')")
+    assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "lobeval run: error: stage 01_generate failed (RecordError: data/hr/employees.csv: line 3: "
+                              "field 'email': not an address); the executed notebook is kept at "
+                              f"{tmp_path}/runs/x/01_generate.ipynb\n")
+
+
+def test_an_unexpected_exception_in_a_stage_notebook_is_an_internal_error_and_the_run_resumes(
+        stand_ins, tmp_path, monkeypatch, capsys):
+    import re
+    from pathlib import Path
+
+    from test_degenerate import glued
+
+    stand_in(stand_ins, "02_simulate", "import os\nraise KeyError(os.environ['OPENAI_API_KEY'])")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    argv = ["run", "--run-id", "x", "--cases-per-scenario", "1"]
+    run_dir = tmp_path / "runs" / "x"
+    run_dir.mkdir(parents=True)
+    glued(run_dir / "01_generate.ipynb", dataset_path=str(run_dir / "dataset.jsonl"))   # stage 01 has finished
+    first = (run_dir / "01_generate.ipynb").read_bytes()
+    assert main(argv) == 70
+    out, err = capsys.readouterr()
+    written = re.search(r"the command and the traceback are in (\S+): ", err).group(1)
+    assert (out, err) == ("", "lobeval run: internal error in stage 02_simulate, a fault in lobeval and not in your "
+                              "input or your bot (KeyError: '***'); the executed notebook is kept at "
+                              f"{run_dir}/02_simulate.ipynb; the command and the traceback are in {written}: send that "
+                              "file to whoever looks after lobeval for your team (README.md, section 'Reporting a "
+                              "fault'); the run resumes with the same --run-id\n")
+    trace = Path(written).read_text(encoding="utf-8")
+    Path(written).unlink()
+    assert trace.startswith("lobeval run --run-id x --cases-per-scenario 1\nlobeval ")
+    assert f"\n\nstage 02_simulate, executed notebook {run_dir}/02_simulate.ipynb\n" in trace
+    assert "raise KeyError(os.environ['OPENAI_API_KEY'])" in trace     # the kernel's traceback, not this process's
+    assert trace.rstrip().endswith("KeyError: '***'")
+    assert SECRET not in trace and "\x1b[" not in trace
+    assert SECRET not in (run_dir / "02_simulate.ipynb").read_text(encoding="utf-8")
+    # resumable: the lock released, the finished stage kept (stand_ins has no 01 to run), the crashed one run again
+    assert sorted(path.name for path in run_dir.iterdir()) == ["01_generate.ipynb", "02_simulate.ipynb", "config.json"]
+    assert (run_dir / "01_generate.ipynb").read_bytes() == first
+    assert main(argv) == 70
+    again = capsys.readouterr().err
+    Path(re.search(r"the command and the traceback are in (\S+): ", again).group(1)).unlink()
+    assert again.startswith("lobeval run: internal error in stage 02_simulate, ")
+    assert (run_dir / "01_generate.ipynb").read_bytes() == first
+
+
 @pytest.mark.parametrize("stage", STAGES)
 def test_committed_notebooks_have_no_outputs_and_one_parameters_cell(stage):
     notebook = json.loads((REPO / "notebooks" / f"{stage}.ipynb").read_text(encoding="utf-8"))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from lobeval import checkout
-from lobeval.errors import ConfigError, LobevalError
+from lobeval.errors import ConfigError, LobevalError, StageCrashed
 from lobeval.roles import DEFAULT_TARGET, USER_KINDS
 from lobeval.runs import find_run, scrub, secrets
 from lobeval.users import STOP_PHRASE
@@ -207,8 +207,8 @@ EPILOG = """exit status:
    1  a quality gate failed (run, gate)
    2  bad input or usage: one line on standard error names the file, the record and the field, or the
       option, or the bot or model endpoint that does not answer (is it running?); nothing is written
-  70  an internal error, a fault in lobeval itself: one line says so, where its traceback was written
-      and where to report it; a run stays resumable
+  70  an internal error, a fault in lobeval itself (also inside a stage notebook): one line says so,
+      where its traceback was written and whom to send it to; a run stays resumable
 
 Every command has --help. The reference: docs/cli.md (commands and options), docs/targets.md
 (connecting a bot), docs/formats.md (suites and files), docs/models.md (models, judges, budget),
@@ -807,7 +807,8 @@ def build_parser() -> argparse.ArgumentParser:
 INTERNAL_ERROR = 70
 """The exit status of a fault in lobeval itself (sysexits' EX_SOFTWARE): never 1, which CI reads as a failed gate,
 nor 2, bad input."""
-REPORT_TO = "lobeval's maintainers (the issues of the repository you got lobeval from)"
+REPORT_TO = "whoever looks after lobeval for your team (README.md, section 'Reporting a fault')"
+"""lobeval has no public tracker: whoever looks after lobeval for the team that runs it takes the reports."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -827,23 +828,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _internal_error(command: str, exc: Exception, argv: list[str]) -> int:
-    """Exit status INTERNAL_ERROR with one line naming lobeval as at fault, the file the traceback went to (scrubbed
-    of the key variables' values) and where to report it. A run stays resumable: its lock is released on the way
-    out, its finished stages kept."""
+    """Exit status INTERNAL_ERROR with one line naming lobeval as at fault, the file the command and the traceback
+    went to (scrubbed of the key variables' values) and whom to send it to. A stage notebook's crash (StageCrashed)
+    names the stage, its traceback and its executed notebook, kept in the run folder. A run stays resumable: its
+    lock is released on the way out, its finished stages kept."""
     try:
         release = version("lobeval")
     except PackageNotFoundError:
         release = "unknown"
+    crashed = exc if isinstance(exc, StageCrashed) else None
+    trace = (f"stage {crashed.stage}, executed notebook {crashed.notebook}\n{crashed.traceback}\n" if crashed
+             else "".join(traceback.format_exception(exc)))
     text = (f"lobeval {' '.join(argv)}\nlobeval {release}, Python {platform.python_version()}, "
-            f"{platform.platform()}\n\n" + "".join(traceback.format_exception(exc)))
+            f"{platform.platform()}\n\n{trace}")
     handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False,
                                          prefix=f"lobeval-crash-{time.strftime('%Y%m%d-%H%M%S')}-")
     with handle:
         handle.write(scrub(text, secrets()))
-    what = one_line(scrub(f"{type(exc).__name__}: {exc}", secrets()))
+    what = one_line(scrub(str(exc) if crashed else f"{type(exc).__name__}: {exc}", secrets()))
+    where = f" in stage {crashed.stage}" if crashed else ""
+    kept = f"; the executed notebook is kept at {crashed.notebook}" if crashed else ""
     resume = "; the run resumes with the same --run-id" if command == "run" else ""
-    print(f"lobeval {command}: internal error, a fault in lobeval and not in your input or your bot ({what}); the "
-          f"traceback is in {handle.name}: please report it, with that file, to {REPORT_TO}{resume}", file=sys.stderr)
+    print(f"lobeval {command}: internal error{where}, a fault in lobeval and not in your input or your bot ({what})"
+          f"{kept}; the command and the traceback are in {handle.name}: send that file to {REPORT_TO}{resume}",
+          file=sys.stderr)
     return INTERNAL_ERROR
 
 

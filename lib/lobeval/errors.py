@@ -1,7 +1,8 @@
 """The exceptions lobeval raises for things a user must fix.
 
 Every one of them means "bad input" (exit status 2 on the command line) and says where the
-fault is: the file, the record within it, and the field.
+fault is: the file, the record within it, and the field. Two are not about input: `TargetUnavailable` (the
+bot's infrastructure failed) and `StageCrashed` (lobeval's own fault).
 """
 from __future__ import annotations
 
@@ -43,6 +44,15 @@ class TargetUnavailable(Exception):
                  function_calls: list[dict[str, Any]] | None = None):
         super().__init__(message)
         self.usage, self.function_calls = usage, function_calls or []
+
+
+class StageCrashed(Exception):
+    """A stage notebook raised what is no LobevalError: a fault in lobeval (exit status 70 on the command line), never
+    bad input. `notebook`: the executed notebook, kept in the run folder; `traceback`: the kernel's, as text."""
+
+    def __init__(self, stage: str, notebook: object, error: str, traceback: str):
+        self.stage, self.notebook, self.traceback = stage, str(notebook), traceback
+        super().__init__(error)
 
 
 def import_failure(exc: BaseException) -> str:

@@ -32,12 +32,13 @@ import nbformat
 import papermill
 import scrapbook
 from jupyter_client import AsyncKernelManager
+from nbconvert.filters import strip_ansi
 from traitlets.config import Config
 
 from lobeval import checkout, roles, runs
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
                              check_min_rule)
-from lobeval.errors import ConfigError, LobevalError
+from lobeval.errors import ConfigError, LobevalError, StageCrashed
 from lobeval.generate import build_cases
 from lobeval.llm import ROLES, resolve_model, run_sync
 from lobeval.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
@@ -63,7 +64,8 @@ RECORDED_SINCE = ("suite_digest",)
 """What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
 SCENARIOS = "scenarios"
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
-# The kernel talks to papermill over local sockets, not TCP (which it warns about on every start).
+# The kernel talks to papermill over local sockets, not TCP (which it warns about on every start); set here, so
+# that it holds in any environment, not only one whose kernel spec is lobeval's (lobeval.kernel, for hand runs).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
 
@@ -541,8 +543,9 @@ def finished_glue(notebook: Path, needed: dict[str, type]) -> dict[str, Any] | N
 
 
 def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_values: list[str]) -> Path:
-    """Execute one stage notebook into the run folder, then scrub the folder of `secret_values`;
-    a failure names the kept notebook."""
+    """Execute one stage notebook into the run folder, then scrub the folder of `secret_values`; a failure names
+    the kept notebook. A LobevalError raised in the notebook is bad input, as in this process; anything else it
+    raises is lobeval's fault (StageCrashed, with the kernel's traceback)."""
     source = notebooks_dir() / f"{stage}.ipynb"
     declared = papermill.inspect_notebook(str(source))
     unknown = sorted(set(parameters) - set(declared))
@@ -552,11 +555,25 @@ def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_
     try:
         papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir), **QUIET_KERNEL)
     except papermill.PapermillExecutionError as exc:
-        raise LobevalError(runs.scrub(f"stage {stage} failed ({exc.ename}: {exc.evalue}); "
-                                      f"the executed notebook is kept at {output}", secret_values)) from None
+        error = runs.scrub(f"{exc.ename}: {exc.evalue}", secret_values)
+        if exc.ename not in bad_input_names():
+            trace = "\n".join(strip_ansi(line) for line in exc.traceback)
+            raise StageCrashed(stage, output, error, runs.scrub(trace, secret_values)) from None
+        raise LobevalError(f"stage {stage} failed ({error}); the executed notebook is kept at {output}") from None
     finally:
         runs.scrub_folder(run_dir, secret_values)
     return output
+
+
+def bad_input_names() -> set[str]:
+    """The names of LobevalError and its subclasses: a stage's exception is known by its class name alone (papermill's
+    `ename`)."""
+    names, classes = set(), [LobevalError]
+    while classes:
+        kind = classes.pop()
+        names.add(kind.__name__)
+        classes += kind.__subclasses__()
+    return names
 
 
 def export_report(notebook: Path, html: Path, secret_values: list[str]) -> Path:

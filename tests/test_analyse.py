@@ -78,7 +78,7 @@ def test_function_table_counts_and_rates_only_where_defined():
                                         "extra_write": 0, "extra_allowed": 0}
     assert as_dict["get_departments"] == {"expected": 0, "paired": 0, "missed": 0, "extra": 1, "extra_read": 1,
                                           "extra_write": 0, "extra_allowed": 1}
-    assert as_dict["delete_ticket"]["extra_write"] == 1
+    assert as_dict["Delete_Ticket"]["extra_write"] == 1   # as spelled, without its prefix
     assert (table.loc["create_ticket", "recall"], table.loc["create_ticket", "precision"]) == (1.0, 1.0)
     assert table.loc["create_action", "recall"] == 0.0 and math.isnan(table.loc["create_action", "precision"])
     assert math.isnan(table.loc["get_departments", "recall"]) and table.loc["get_departments", "precision"] == 0.0
@@ -107,8 +107,8 @@ def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_
     right, total = BASIS_MEASURED["failed_call"]
     one_basis = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "failed_call")]})
     assert [sentence["text"] for sentence in one_basis] == [
-        "claimed to have cancelled something without doing it in 2 conversations (a write of the same reply failed; "
-        f"such findings were right {right} times of {total} on conversations written blind)"]
+        "claimed to have cancelled something without doing it in 2 conversations (read from the bot's words; such "
+        f"findings were right {right} times in {total} when checked by hand)"]
     mixed = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "no_call")]})
     assert [sentence["text"] for sentence in mixed] == [
         "claimed to have cancelled something without doing it in 2 conversations"]
@@ -125,17 +125,22 @@ def test_wrong_value_pairs_can_all_be_had():
 def test_failures_are_told_as_sentences_with_counts_and_wrong_values():
     sentences = failure_sentences(RESULTS)
     assert [sentence["text"] for sentence in sentences] == [
-        "create_ticket: priority wrong in 2 conversations (expected → actual: High → Low ×2)",
+        "create_ticket: priority wrong in 2 conversations: sent Low instead of High ×2",
         "create_action never called in 1 conversation",
         "create_ticket: due_date left out in 1 conversation",
         "claimed to have created something without doing it in 1 conversation",
-        "delete_ticket called without being expected (a write) in 1 conversation",
+        "Delete_Ticket called without being expected (a write) in 1 conversation",
         "get_departments called without being expected (a read) in 1 conversation",
         "the judges found false information (critical) in 1 conversation",
         "create_ticket: notes given without being expected in 1 conversation"]
     top = sentences[0]
     assert (top["count"], top["conversations"], top["examples"]) == (
         2, 2, [{"case_id": "a-001", "trial": 0}, {"case_id": "c-001", "trial": 0}])
+    assert [sentence["gist"] for sentence in sentences] == [
+        "the bot sent the wrong priority in create_ticket", "the bot never called create_action",
+        "the bot left out the due date in create_ticket", "the bot said it had done something that no call did",
+        "the bot called Delete_Ticket when it should not have", "the bot called get_departments when it should not have",
+        "the judges found false information", "the bot gave create_ticket an argument nobody asked for (notes)"]
     claim = sentences[3]
     assert claim["details"] == [{"text": "I created it", "count": 1}]
     assert sentences[6]["details"] == [{"text": "made up", "count": 1}]
@@ -147,6 +152,74 @@ def test_failures_are_told_as_sentences_with_counts_and_wrong_values():
         "did not tell the user what it should have in 1 conversation"]
     assert failure_sentences(named)[1]["details"] == [{"text": "TKT-9", "count": 1}]
     assert failure_sentences(NOTHING_SCORED) == []
+
+
+def due_date(case_id, expected, sent, *, told=None, function="updateActionItem"):
+    """A conversation whose call sent a wrong due date, and, with `told`, whose reply told the user that date."""
+    wrong = {"status": "wrong", "expected": expected, "actual": sent}
+    claims = [{"message_index": 5, "claim": "update", "functionName": function.lower(), "argument": "due_date",
+               "said": told, "sent": sent, "text": f"Done: the due date is now {told}.", "basis": "value"}] if told else []
+    return row(case_id, "move", 0.8, 0, pairs=[pair(function, {"due_date": wrong})],
+               wrong_arguments=[{"functionName": function, "argument": "due_date", **wrong}],
+               claims={"claimed_not_done": claims, "done_not_told": []})
+
+
+def test_a_wrong_value_the_bot_also_told_the_user_is_one_defect_with_both_facts():
+    results = {"rows": [due_date("m-1", "2026-12-12", "2026-12-11", told="2026-12-12"),
+                        due_date("m-2", "2026-12-04", "2026-12-03", told="2026-12-04"),
+                        due_date("m-3", "2027-02-18", "2027-02-17", told="2027-02-18")]}
+    [defect] = failure_sentences(results)
+    assert defect["text"] == (
+        "updateActionItem: due_date wrong in 3 conversations, one day early: sent 2026-12-03 instead of 2026-12-04, "
+        "2026-12-11 instead of 2026-12-12, 2027-02-17 instead of 2027-02-18; each time the bot told the user the date it "
+        "should have sent")
+    assert defect["gist"] == ("the bot sent a due date one day earlier than it should have, while telling the user the "
+                              "right one")
+    assert (defect["kind"], defect["conversations"], defect["details"][0]) == (
+        "wrong_argument", 3, {"text": "Done: the due date is now 2026-12-12.", "count": 1})
+
+
+def test_a_told_value_apart_from_a_wrong_call_stays_its_own_finding_and_dates_off_by_days_say_by_how_many():
+    results = {"rows": [due_date("m-1", "2026-12-10", "2026-12-12"), due_date("m-2", "2026-03-01", "2026-03-03"),
+                        row("t-1", "move", 1.0, 1, claims={"claimed_not_done": [
+                            {"message_index": 3, "claim": "update", "functionName": "updateactionitem",
+                             "argument": "due_date", "said": "2026-05-02", "sent": "2026-05-01", "text": "Moved.",
+                             "basis": "value"}], "done_not_told": []})]}
+    late, told = failure_sentences(results)
+    assert late["text"] == ("updateActionItem: due_date wrong in 2 conversations, 2 days late: sent 2026-03-03 instead "
+                            "of 2026-03-01, 2026-12-12 instead of 2026-12-10")
+    assert late["gist"] == "the bot sent a due date 2 days later than it should have"
+    assert told["text"].startswith("updateActionItem: told the user one due_date and sent another in 1 conversation: "
+                                   "told 2026-05-02, sent 2026-05-01 (read from the bot's words; such findings were "
+                                   "right ")
+
+
+def test_names_are_shown_as_the_suite_spells_them():
+    results = {"rows": [row("h-1", "hire", 0.5, 0, pairs=[pair("createLoan", {"startDate": WRONG_PRIORITY})],
+                            wrong_arguments=[{"functionName": "createLoan", "argument": "startDate",
+                                              **WRONG_PRIORITY}],
+                            unpaired_actual=[{"actual_index": 1, "functionName": "getcustomer", "effect": "read",
+                                              "allowed": False, "failed": False, "turn": 1}],
+                            unpaired_expected=[{"expected_index": 1, "functionName": "Plugin-createBooking",
+                                                "optional": False}]),
+                        row("h-2", "hire", 0.5, 0, unpaired_actual=[
+                            {"actual_index": 0, "functionName": "createloan", "effect": "write", "allowed": False,
+                             "failed": False, "turn": 1}])]}
+    assert [sentence["text"] for sentence in failure_sentences(results)] == [
+        "createBooking never called in 1 conversation",
+        "createLoan: startDate wrong in 1 conversation: sent Low instead of High",
+        "createLoan called without being expected (a write) in 1 conversation",
+        "getcustomer called without being expected (a read) in 1 conversation"]
+    assert function_table(results).index.tolist() == ["createBooking", "createLoan", "getcustomer"]
+    assert recall_matrix(results).index.tolist() == ["createBooking", "createLoan"]
+
+
+def test_a_conversation_that_did_not_end_normally_says_how_it_ended():
+    ended = [row(f"x-{i}", "s1", 1.0, 0, termination="max_turns", checks={"ended_normally": False}) for i in range(2)]
+    ended.append(row("x-9", "s1", 1.0, 0, termination="target_error", checks={"ended_normally": False}))
+    assert [(sentence["text"], sentence["gist"]) for sentence in failure_sentences({"rows": ended})] == [
+        ("reached the turn limit before it was done in 2 conversations", "reached the turn limit before it was done"),
+        ("the bot answered with an error in 1 conversation", "the bot answered with an error")]
 
 
 def test_worst_termination_and_cost_tables():
@@ -165,7 +238,7 @@ def test_every_failed_item_gets_a_signature():
                                                                                                         name=None))
     assert signatures == [
         ("a-001", "extra_argument", "create_ticket", "notes", ""),
-        ("a-001", "extra_call", "delete_ticket", "", "write"),
+        ("a-001", "extra_call", "Delete_Ticket", "", "write"),
         ("a-001", "extra_call", "get_departments", "", "read"),
         ("a-001", "missed_call", "create_action", "", ""),
         ("a-001", "missing_argument", "create_ticket", "due_date", ""),

@@ -1,6 +1,9 @@
 """The report as a reader meets it: opened in a real browser (Debian's chromium, headless, driven by
-playwright), offline, with a bot that makes mistakes so the replay has failing conversations."""
+playwright), offline, with a bot that makes mistakes so the replay has failing conversations, and the sample bot's
+report as `make run` makes it, on a desktop and on a phone. Screenshots of the latter go to the tests' temporary
+folder (`screenshots` fixture, printed: pytest -s shows where)."""
 import os
+import re
 import shutil
 
 import pytest
@@ -21,7 +24,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 def offline_run(tmp_path_factory, run_id: str, **options):
-    """The report of an offline `lobeval run` of the sample suite, one case per scenario, in a folder of its own."""
+    """An offline `lobeval run` of the sample suite, one case per scenario, in a folder of its own."""
     from lobeval import pipeline
 
     runs = tmp_path_factory.mktemp(run_id) / "runs"
@@ -33,14 +36,14 @@ def offline_run(tmp_path_factory, run_id: str, **options):
         patch.syspath_prepend(str(REPO / "tests"))
         for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
             patch.delenv(name, raising=False)
-        result = pipeline.run(suite="scenarios/support_tickets", run_id=run_id, cases_per_scenario=1, **options)
-    assert not result.gate_passed
-    return result.report
+        return pipeline.run(suite="scenarios/support_tickets", run_id=run_id, cases_per_scenario=1, **options)
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    return offline_run(tmp_path_factory, "buggy", target="buggy_ticket_bot:BuggyTicketBot")
+    result = offline_run(tmp_path_factory, "buggy", target="buggy_ticket_bot:BuggyTicketBot")
+    assert not result.gate_passed
+    return result.report
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +86,12 @@ def test_the_replay_steps_through_a_failing_conversation(page, report):
     options = replay.locator("select option")
     assert options.count() >= 1
     first = replay.locator(".pos").inner_text()
-    assert not first.startswith("turn 0") and is_failing(replay)   # it opens at the first failing turn
+    assert first.startswith("turn ") and is_failing(replay)   # it opens at the first failing turn
     replay.locator("button.next").click()
     assert replay.locator(".pos").inner_text() != first
     replay.locator("button.prev").click()
     assert replay.locator(".pos").inner_text() == first
-    while not replay.locator(".pos").inner_text().startswith("turn 0"):
+    while not replay.locator(".pos").inner_text().startswith("the bot's opening"):
         replay.locator("button.prev").click()
     assert "<script>alert('greeting')</script>" in replay.locator(".view").inner_text()   # markup shown as text
 
@@ -114,7 +117,7 @@ def test_why_it_failed_says_what_and_links_each_example_to_its_first_failing_tur
 
     replay = fresh(page, report)
     why = page.locator("li", has_text="create_support_ticket: priority wrong in").first
-    assert "(expected → actual: " in why.inner_text()
+    assert " instead of " in why.inner_text()
     links = why.locator("a.lobeval-replay-link")
     assert links.count() >= 2
     link = links.nth(1)                          # not the conversation the replay opens with
@@ -148,8 +151,10 @@ def test_a_url_naming_a_conversation_opens_the_replay_there(page, report):
 @pytest.fixture(scope="module")
 def unsafe_report(tmp_path_factory):
     """A run of the deliberately unsafe sample bot against the attack cases alone."""
-    return offline_run(tmp_path_factory, "unsafe", target="lobeval.samples.support_tickets:TrustingBot",
-                       attacks="only")
+    result = offline_run(tmp_path_factory, "unsafe", target="lobeval.samples.support_tickets:TrustingBot",
+                         attacks="only")
+    assert not result.gate_passed
+    return result.report
 
 
 def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(page, unsafe_report):
@@ -206,3 +211,80 @@ def test_the_notebooks_run_by_hand_read_the_latest_run(report, tmp_path, monkeyp
     assert scraps["05_report"]["gate_checks"] == chain["gate_checks"].data
     top = scraps["04_error_analysis"]["top_clusters"][0]
     assert (top["kind"], top["function"], top["argument"]) == ("wrong_argument", "create_support_ticket", "priority")
+
+
+# --- the sample bot's report on a desktop and on a phone ---------------------------------------------
+
+SAMPLE_VERDICT = (
+    "1 of 13 conversations failed, because the bot sent a due date one day earlier than it should have, while telling "
+    "the user the right one; the quality gate passed: Reliability 0.987 meets its minimum of 0.8, and Success 0.923 is "
+    "above its minimum of 0.8 but too close to it to be sure (undecided, counted as passed).")
+NOT_SHOWN_WHOLE = """() => {
+  // what is wider than the page and not in a box that scrolls on its own, and every box that scrolls without saying so
+  const width = document.documentElement.clientWidth, found = [];
+  const name = (node) => node.tagName + '.' + node.className + ': ' + (node.innerText || node.alt || '').slice(0, 40);
+  for (const node of document.body.querySelectorAll('*')) {
+    const box = node.getBoundingClientRect();
+    if (box.width === 0 || box.right <= width + 1) continue;
+    let up = node.parentElement;
+    while (up && up !== document.body && !['auto', 'scroll'].includes(getComputedStyle(up).overflowX)) up = up.parentElement;
+    if (!up || up === document.body || up.getBoundingClientRect().right > width + 1) found.push('cut: ' + name(node));
+  }
+  for (const node of document.body.querySelectorAll('*')) {
+    if (!['auto', 'scroll'].includes(getComputedStyle(node).overflowX) || node.scrollWidth <= node.clientWidth + 1) continue;
+    const hint = node.classList.contains('scroll') && node.parentElement.querySelector(':scope > .scroll-hint');
+    if (!hint || hint.offsetParent === null) found.push('scrolls unsaid: ' + name(node));
+  }
+  return found;
+}"""
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory):
+    """Where the screenshots of the sample report go: a folder of the tests' temporary folder."""
+    folder = tmp_path_factory.mktemp("screenshots")
+    print(f"screenshots of the report: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    """The sample bot's report as `make run` makes it (one case per scenario here): its one failing conversation moves
+    a due date a day early."""
+    result = offline_run(tmp_path_factory, "sample")
+    assert result.gate_passed and result.summary()[-1] == str(result.report)
+    assert result.verdict == SAMPLE_VERDICT   # the terminal's words are the page's
+    return result.report
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_sample_report_says_what_failed_first_and_fits_the_screen(page, sample, screenshots, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    fresh(page, sample)
+    page.screenshot(path=str(screenshots / f"sample-{width}.png"), full_page=True)
+    assert page.evaluate("document.body.innerText.trim().split('\\n')[0]") == SAMPLE_VERDICT
+    assert re.fullmatch(r"support_tickets · SupportTicketBot · \d{4}-\d\d-\d\d · gate passed, 1 of 13 failed", page.title())
+    assert page.evaluate(NOT_SHOWN_WHOLE) == []
+    # the heat maps keep their own size on a phone (their labels readable), and scroll; on a desktop they fit
+    heatmap = page.locator("img.figure").first
+    shown, natural = heatmap.evaluate("image => [image.getBoundingClientRect().width, image.naturalWidth]")
+    assert shown == natural if width == 390 else shown <= width
+    hints = page.locator(".scroll-hint:visible").all_inner_texts()   # a box that scrolls says so; none on a desktop
+    assert (len(hints) >= 3 and set(hints) == {"scroll sideways to see all of it →"}) if width == 390 else hints == []
+
+
+def test_on_a_phone_the_replay_keeps_what_was_expected_and_the_status(page, sample, screenshots):
+    page.set_viewport_size({"width": 390, "height": 900})
+    replay = fresh(page, sample)
+    assert replay.locator(".pos").inner_text() == "turn 3 of 4" and is_failing(replay)
+    replay.scroll_into_view_if_needed()
+    replay.screenshot(path=str(screenshots / "sample-390-replay.png"))
+    table = replay.locator(".call table").first
+    headers = table.locator("th")
+    assert headers.all_inner_texts() == ["argument", "actual", "expected", "status"]
+    width = page.evaluate("document.documentElement.clientWidth")
+    for header in headers.all():
+        box = header.bounding_box()
+        assert header.is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= width
+    wrong = replay.locator("tr.a-wrong").first.locator("td")
+    assert [cell.inner_text() for cell in wrong.all()][::3] == ["due_date", "wrong"]

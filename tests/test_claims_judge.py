@@ -254,7 +254,8 @@ def test_why_it_failed_and_the_claims_table_tell_the_judges_findings_with_its_re
     with FakeOpenAI(lambda request: json_reply(RIGHT_ABOUT_LN310)) as server:
         results = evaluated(tmp_path, server, judge_env)
     [claimed] = [item for item in failure_sentences(results) if item["kind"] == "claimed_not_done"]
-    assert claimed["text"] == "claimed what no successful call did (as the claims judge read it) in 1 conversation"
+    assert claimed["text"] == ("said it had done what no successful call did, as the judge model read its words, in 1 "
+                               "conversation")
     assert claimed["details"] == [{"text": "Renewed LN-310 until 19 May.", "count": 1}]
     assert claims_table(results)[["kind", "what", "text"]].to_dict("records") == [
         {"kind": "claimed_not_done", "what": "judge: said 19 May, sent 2026-05-12", "text": "Renewed LN-310 until 19 May."}]

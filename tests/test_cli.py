@@ -336,17 +336,6 @@ def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir
     assert one_error_line(capsys) == "lobeval run: error: again"
 
 
-def test_a_run_says_which_run_it_was_compared_with_or_that_there_was_none():
-    from lobeval.pipeline import baseline_line
-
-    compared = [{"check": "Success >= 0.8", "passed": True, "reason": ""},
-                {"check": "no regression in Success", "passed": True, "reason": ""}]
-    same = "of this suite against this target with the same simulated user and attacks"
-    assert baseline_line(compared, "r1") == f"baseline: run r1 (the last earlier run {same})"
-    assert baseline_line(compared[:1], "r1") == "baseline: run r1, not compared: the two runs share no scored conversation"
-    assert baseline_line(compared[:1], None) == f"baseline: none (no earlier run {same})"
-
-
 # --- no noise on a normal run -------------------------------------------------------------------------
 
 def test_a_stage_kernel_is_shut_down_without_an_interrupt():

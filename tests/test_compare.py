@@ -165,20 +165,23 @@ def test_gate_passes(eight_flips, capsys):
 
 
 def test_gate_fails_below_minimum_and_on_unmeasured_metric(eight_flips, capsys):
-    # Verdict changed by issue #20: under the default interval rule this Reliability check now passes (its
-    # interval over the 13 cases straddles 0.8); `--min-rule point` keeps today's FAIL.
+    # The Reliability check's interval over the 13 cases straddles 0.8: undecided (issue 45), whichever the rule.
+    # `--min-rule point` counts it as failed, the default interval rule as passed (issue #20); each line says which.
     _, candidate = eight_flips
     code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8", "--min", "judge.final_score=0.5",
                         "--min-rule", "point")
     assert code == 1
-    assert out == ("FAIL  Reliability >= 0.8: Reliability = 0.667 < 0.8, 95% interval [0.577, 0.809] straddles it: "
-                   "within the noise\n"
+    assert out == ("UNDECIDED  Reliability >= 0.8: Reliability = 0.667 < 0.8, 95% interval [0.577, 0.809] straddles "
+                   "it: undecided, counted as failed (--min-rule point: a value below its minimum fails)\n"
                    f"FAIL  judge.final_score >= 0.5: judge.final_score not measured in {candidate / 'evaluation_results.json'}\n"
-                   "gate: FAILED (0/2 checks passed)\n")
+                   "gate: FAILED (0/2 checks passed; 1 undecided, counted as the rule says)\n")
     code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8", "--min", "judge.final_score=0.5")
     assert code == 1   # the unmeasured judge score still fails
-    assert out.splitlines()[0] == ("PASS  Reliability >= 0.8: Reliability = 0.667 < 0.8, 95% interval [0.577, 0.809] "
-                                   "straddles it: within the noise (interval rule: passes)")
+    assert out.splitlines()[0] == ("UNDECIDED  Reliability >= 0.8: Reliability = 0.667 < 0.8, 95% interval [0.577, "
+                                   "0.809] straddles it: undecided, counted as passed (--min-rule interval fails only "
+                                   "an interval entirely below)")
+    code, out, _ = gate(capsys, "--run", candidate, "--min", "Reliability=0.8")
+    assert code == 0 and out.splitlines()[-1] == "gate: passed (1/1 checks passed; 1 undecided, counted as the rule says)"
 
 
 def test_gate_fails_on_error_rate(eight_flips, capsys):
@@ -396,18 +399,38 @@ def test_compare_prints_the_noise(tmp_path, capsys):
     assert "to detect 0.1: " in out
 
 
+def test_a_drop_too_small_to_tell_from_the_noise_is_an_undecided_regression_check(tmp_path):
+    # 20 shared cases, one of them failing now: Success -0.050, its interval reaching -0.15, McNemar p = 1
+    before = trials_run(tmp_path, "before", {f"c{i:02d}": [1] for i in range(20)})
+    after = trials_run(tmp_path, "after", {f"c{i:02d}": [int(i != 0)] for i in range(20)})
+    success = next(check for check in gate_checks(after, baseline=before) if check["check"] == "no regression in Success")
+    assert (success["passed"], success["undecided"], success["kind"], success["metric"]) == (
+        True, True, "regression", "Success")
+    assert success["reason"].startswith("-0.050 [-0.150, +0.000] over 20 shared, p = 1.0000: undecided, counted as "
+                                        "passed (not significantly worse, but the interval reaches a drop of more "
+                                        "than 0.05)")
+    reliability = next(check for check in gate_checks(after, baseline=before)
+                       if check["check"] == "no regression in Reliability")
+    assert "undecided" not in reliability and reliability["passed"]   # no difference at all: decided
+
+
 def test_gate_interval_rule(tmp_path):
     # 20 cases, Success mean 0.75: the interval over cases straddles 0.8 ...
     straddles = trials_run(tmp_path, "straddles", {f"c{i:02d}": [int(i >= 5)] for i in range(20)})
     (check,) = gate_checks(straddles, minimums={"Success": 0.8}, min_rule="interval")
-    assert check["passed"] is True and "straddles it: within the noise (interval rule: passes)" in check["reason"]
+    assert check["passed"] is True and check["undecided"] is True
+    assert check["reason"].endswith("straddles it: undecided, counted as passed (--min-rule interval fails only an "
+                                    "interval entirely below)")
     (check,) = gate_checks(straddles, minimums={"Success": 0.8}, min_rule="point")   # point rule unchanged
-    assert check["passed"] is False and check["reason"].startswith("Success = 0.750 < 0.8, 95% interval")
+    assert check["passed"] is False and check["undecided"] is True
+    assert check["reason"].startswith("Success = 0.750 < 0.8, 95% interval")
+    assert {key: check[key] for key in ("kind", "metric", "value", "minimum", "rule")} == {
+        "kind": "minimum", "metric": "Success", "value": 0.75, "minimum": 0.8, "rule": "point"}
     # ... mean 0.25: entirely below 0.8, a failure under both rules
     below = trials_run(tmp_path, "below", {f"c{i:02d}": [int(i < 5)] for i in range(20)})
     for rule in ("interval", "point"):
         (check,) = gate_checks(below, minimums={"Success": 0.8}, min_rule=rule)
-        assert check["passed"] is False and check["reason"].endswith("entirely below")
+        assert check["passed"] is False and check["reason"].endswith("entirely below") and "undecided" not in check
     with pytest.raises(ConfigError, match="--min-rule 'mean'"):
         gate_checks(below, minimums={"Success": 0.8}, min_rule="mean")
 
@@ -452,7 +475,8 @@ def test_a_run_the_simulated_user_spoiled_fails_the_user_fault_check(tmp_path):
     (check,) = gate_checks(run, max_user_fault_rate=0.2)
     assert check == {"check": "user faults <= 0.2", "passed": False,
                      "reason": "3/10 scored conversations with a simulated-user fault = 0.300 > 0.2: fix the "
-                               "simulated user before trusting the bot's figures"}
+                               "simulated user before trusting the bot's figures",
+                     "kind": "user_faults", "spoiled": 3, "of": 10, "limit": 0.2}
     (check,) = gate_checks(run, max_user_fault_rate=0.3)
     assert check["passed"] and check["reason"] == "3/10 scored conversations with a simulated-user fault = 0.300 <= 0.3"
     with pytest.raises(ConfigError, match="--max-user-fault-rate 1.5: expected a share from 0 to 1"):

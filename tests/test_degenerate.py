@@ -94,39 +94,63 @@ def judged_with_errors(run_dir: Path, suite: Path, cases: list[dict], conversati
 
 
 NOTHING = "no conversation scored: "
+NOT_MEASURED = "so this run says nothing about the bot; the quality gate failed because nothing could be measured."
 CASES = [
     pytest.param(lambda run_dir, suite: simulated(run_dir, [], []), 1,
+                 "This run has no conversations, so it says nothing about the bot; the quality gate failed because "
+                 "nothing could be measured.",
                  [NOTHING + "the run has no conversations"], [], id="zero conversations"),
-    pytest.param(None, 1, [NOTHING + "the bot (or its own infrastructure) could not be reached: all 2 conversations "
-                                     "ended target_unavailable (a machinery error, not the bot's failure), first: ",
-                           "model endpoint refused the key ***"], [], id="all machinery errors"),
+    pytest.param(None, 1,
+                 "No conversation could be scored, as all 2 conversations ended in a machinery error (the bot could "
+                 "not be reached), " + NOT_MEASURED,
+                 [NOTHING + "the bot (or its own infrastructure) could not be reached: all 2 conversations "
+                            "ended target_unavailable (a machinery error, not the bot's failure), first: ",
+                  "model endpoint refused the key ***"], [], id="all machinery errors"),
     pytest.param(lambda run_dir, suite: simulated(run_dir, [case("a"), case("b")],
                                                   [budget_spent("a"), budget_spent("b")]), 1,
+                 "No conversation could be scored, as all 2 conversations ended in a machinery error (the budget was "
+                 "spent), " + NOT_MEASURED,
                  [NOTHING + "the budget was spent: all 2 conversations ended budget_spent (a machinery error, not "
                             "the bot's failure), first: a trial 0: " + BUDGET_SPENT], [],
                  id="budget spent before the first call"),
     pytest.param(lambda run_dir, suite: judged_with_errors(run_dir, suite, [case("a"), case("b")],
                                                            [conversation("a"), conversation("b")]), 1,
+                 "None of the 2 conversations failed; the quality gate failed because 2 of 2 conversations were lost "
+                 "to machinery or judge errors, more than the 5% allowed.",
                  ["no conversation judged: 2 judge errors, first: a trial 0: goal: judge reply unusable",
                   "Not judged 2", "2 conversations with judge errors", "judged 0 of 2",
                   "FAIL</b> error rate &lt;= 0.05"], [NOTHING], id="all judge errors"),
     pytest.param(lambda run_dir, suite: simulated(run_dir, [case("a")], [conversation("a")]), 0,
+                 "The one conversation passed; the quality gate passed: Reliability 1.000 and Success 1.000 meet their "
+                 "minimum of 0.8.",
                  ["One trial per case: no pass^k curve.", "No failures."], [NOTHING], id="one conversation"),
     pytest.param(lambda run_dir, suite: simulated(run_dir, [case("a")], [conversation("a", 0), conversation("a", 1),
                                                                          conversation("a", 2, done=False)]), 1,
+                 "1 of 3 conversations failed, because the bot never called create_ticket; the quality gate failed "
+                 "because Reliability 0.667 is below its minimum of 0.8 and Success 0.667 is below its minimum of 0.8.",
                  ["FAIL</b> Success &gt;= 0.8"], [NOTHING, "One trial per case"], id="one case, three trials"),
 ]
 
 
-@pytest.mark.parametrize("prepare, exit_status, said, unsaid", CASES)
-def test_a_degenerate_run_gives_a_full_report_and_a_clear_verdict(prepare, exit_status, said, unsaid, tmp_path,
-                                                                    monkeypatch, capsys):
+def first_text(page: str) -> str:
+    """The first text a reader sees on a page: its body's, without styles and scripts."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "html.parser")
+    for hidden in soup.body(["style", "script"]):
+        hidden.decompose()
+    return soup.body.get_text("\n", strip=True).split("\n")[0]
+
+
+@pytest.mark.parametrize("prepare, exit_status, verdict, said, unsaid", CASES)
+def test_a_degenerate_run_gives_a_full_report_and_a_clear_verdict(prepare, exit_status, verdict, said, unsaid,
+                                                                    tmp_path, monkeypatch, capsys):
     runs = (tmp_path / "runs").resolve()
     suite = make_suite(tmp_path)
     monkeypatch.chdir(REPO)
     monkeypatch.setattr("lobeval.runs.RUNS", runs)
     monkeypatch.delenv("LOBEVAL_RUNS", raising=False)
-    # the stage kernels import DownBot from here, and the lobeval of this checkout
+    # the stage kernels import DownBot from here (and lobeval from where this process does)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     for variable in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
@@ -140,7 +164,9 @@ def test_a_degenerate_run_gives_a_full_report_and_a_clear_verdict(prepare, exit_
     out, err = capsys.readouterr()
     assert status == exit_status, out + err
     assert out.splitlines()[-2].startswith("gate: " + ("passed" if exit_status == 0 else "FAILED"))
+    assert verdict in out.splitlines()   # the terminal says it in the words the page opens with
     page = (runs / "d" / "report.html").read_text(encoding="utf-8")
+    assert first_text(page) == verdict
     assert [heading for heading in SECTIONS if heading not in page] == []
     assert "Quality gate" in page and ("PASSED" if exit_status == 0 else "FAILED") in page
     assert [text for text in said if text not in page] == []

@@ -183,7 +183,7 @@ def chain_environment(patch: pytest.MonkeyPatch, runs_dir) -> None:
     patch.chdir(REPO)
     patch.setattr("lobeval.runs.RUNS", runs_dir)
     patch.setenv("OPENAI_API_KEY", SECRET)
-    patch.setenv("PYTHONPATH", str(REPO / "tests"))
+    patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
     for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
         patch.delenv(name, raising=False)
 
@@ -203,6 +203,14 @@ def test_the_chain_executes_all_stages_and_writes_the_report(finished_run):
     assert result.run_dir == runs / "t1"
     assert [path.name for path in result.executed] == [f"{stage}.ipynb" for stage in STAGES]
     assert result.summary()[-1] == str(result.report) == str(runs / "t1" / "report.html")
+    # the terminal says what failed, in the report's words, then which conversation and where to read why
+    assert result.verdict.startswith("1 of 13 conversations failed, because the bot sent a due date one day earlier "
+                                     "than it should have, while telling the user the right one; the quality gate "
+                                     "passed: ")
+    lines = result.summary()
+    assert lines[len(result.notes) + len(result.executed)] == result.verdict
+    assert lines[-4:-2] == ["failing: 1 of 13 conversations, all of scenario reassign_action_item: "
+                            "reassign_action_item-001", result.failing[1]] and lines[-2].startswith("gate: passed")
     n_cases = len(read_jsonl(result.run_dir / "dataset.jsonl"))
     assert len(read_jsonl(result.run_dir / "conversations.jsonl")) == n_cases == result.counts["scored"]
     # 13 conversations; in one (reassign_action_item) the sample bot's deliberate weakness writes the due date a day
@@ -468,10 +476,11 @@ def test_a_suite_named_as_another_is_compared_only_with_runs_of_its_own_content(
     chain_environment(monkeypatch, tmp_path / "runs")
     first = pipeline.run(suite=str(drafted), run_id="d1", cases_per_scenario=1, target=LEAKY)
     assert not [check for check in first.gate_checks if check["check"].startswith("no regression in")]
-    assert "No earlier run of this suite to compare with" in first.report.read_text()
+    assert "No earlier run of this bot on this suite to compare with" in first.report.read_text()
     again = pipeline.run(suite=str(drafted), run_id="d2", cases_per_scenario=1, target=LEAKY)
     assert [check for check in again.gate_checks if check["check"].startswith("no regression in")]
-    assert "against run d1 (the previous run of this suite)" in again.report.read_text()
+    assert "against run d1, finished " in again.report.read_text()
+    assert again.compared.startswith("No regression against run d1, finished ")   # the terminal's baseline line
     digests = {entry["run_id"]: entry["suite_digest"] for entry in read_jsonl(tmp_path / "runs" / "index.jsonl")}
     assert digests["d1"] == digests["d2"] == runs.suite_digest(load_suite(drafted)) != digests["t1"]
 

@@ -154,8 +154,8 @@ def test_static_replay_script_steps_through_turns_showing_markup_as_text(tmp_pat
     texts = lambda view: [(node["cls"], node.get("text")) for node in view["children"]]
     assert shown[0]["options"] == ["t-001#0 — ticket — failed"]
     # it opens at the first failing turn (1), not at the greeting
-    assert [view["pos"] for view in shown] == ["turn 1 (2 of 3)", "turn 2 (3 of 3)", "turn 2 (3 of 3)",
-                                               "turn 2 (3 of 3)", "turn 1 (2 of 3)"]
+    assert [view["pos"] for view in shown] == ["turn 1 of 2", "turn 2 of 2", "turn 2 of 2",
+                                               "turn 2 of 2", "turn 1 of 2"]
     assert texts(shown[0]["view"])[2:6] == [("warn", "expected but not called: create_action"),
                                             ("warn", "not told to the user: TKT-9"),
                                             ("warn failing", "something went wrong in this turn"),
@@ -184,17 +184,17 @@ def test_a_link_or_the_url_opens_a_conversation_at_its_first_failing_turn(tmp_pa
                 "hash:replay-nobody-0")
     assert shown[0]["options"] == ["t-003#0 — a-scenario — failed", "t-001#0 — ticket — failed"]
     assert [(heads(view).split(" — ")[0], view["pos"], view["selected"], view["scrolled"]) for view in shown] == [
-        ("t-003#0", "turn 1 (2 of 3)", "0", 0), ("t-003#0", "turn 2 (3 of 3)", "0", 0),
-        ("t-001#0", "turn 1 (2 of 3)", "1", 1),    # the link: its conversation, at its first failing turn
-        ("t-001#0", "turn 2 (3 of 3)", "1", 1),
-        ("t-001#0", "turn 1 (2 of 3)", "1", 2),    # the same link again: back to that turn
-        ("t-003#0", "turn 1 (2 of 3)", "0", 3),    # the URL's fragment
-        ("t-003#0", "turn 1 (2 of 3)", "0", 3), ("t-003#0", "turn 1 (2 of 3)", "0", 3)]   # not a replay's
+        ("t-003#0", "turn 1 of 2", "0", 0), ("t-003#0", "turn 2 of 2", "0", 0),
+        ("t-001#0", "turn 1 of 2", "1", 1),    # the link: its conversation, at its first failing turn
+        ("t-001#0", "turn 2 of 2", "1", 1),
+        ("t-001#0", "turn 1 of 2", "1", 2),    # the same link again: back to that turn
+        ("t-003#0", "turn 1 of 2", "0", 3),    # the URL's fragment
+        ("t-003#0", "turn 1 of 2", "0", 3), ("t-003#0", "turn 1 of 2", "0", 3)]   # not a replay's
     flagged = [(node["cls"], node.get("text")) for node in shown[0]["view"]["children"]]
     assert ("m assistant flagged", "assistant: Which department?") in flagged
     assert ("flag", "⚠ the judges: false_information (high): there is no IT department") in flagged
     opened = run("", "#replay-t-001-0")[0]   # a page opened with the fragment
-    assert (heads(opened).split(" — ")[0], opened["pos"], opened["scrolled"]) == ("t-001#0", "turn 1 (2 of 3)", 1)
+    assert (heads(opened).split(" — ")[0], opened["pos"], opened["scrolled"]) == ("t-001#0", "turn 1 of 2", 1)
 
 
 def test_two_replays_on_one_page_do_not_collide():
@@ -221,18 +221,18 @@ def test_widget_steps_filters_and_writes_a_label(tmp_path):
               "extra_arguments": []}
     replay = replay_widget({"rows": [passed, ROW]}, CONVERSATIONS, suite_dir=tmp_path)
     # the failing conversation first, at its first failing turn
-    assert replay.conversation.value == "t-001#0" and replay.position.value == "turn 1 (2 of 3)"
+    assert replay.conversation.value == "t-001#0" and replay.position.value == "turn 1 of 2"
     assert "something went wrong in this turn" in replay.view.value
     replay.previous.click()
-    assert replay.position.value == "turn 0 (1 of 3)" and "Hello &amp; welcome" in replay.view.value
+    assert replay.position.value == "the bot's opening, before turn 1" and "Hello &amp; welcome" in replay.view.value
     replay.next.click()
     replay.next.click()
     replay.next.click()   # already at the last step: stays
-    assert replay.position.value == "turn 2 (3 of 3)"
+    assert replay.position.value == "turn 2 of 2"
     assert "<script>alert" not in replay.view.value and "&lt;/script&gt;" in replay.view.value
     assert "<tr class='a-wrong'><td>priority</td>" in replay.view.value
     replay.previous.click()
-    assert replay.position.value == "turn 1 (2 of 3)"
+    assert replay.position.value == "turn 1 of 2"
 
     controls = replay.labels.children
     assert len(controls) == 2
@@ -343,7 +343,7 @@ def test_widget_agrees_disagrees_and_undoes_verdicts_per_turn(tmp_path):
     replay = replay_widget({"rows": [JUDGED], "config": {"judge_model": "gpt-judge"}}, CONVERSATIONS,
                            suite_dir=tmp_path, run_id="r1")
     replay.author.value = "ana"
-    assert replay.position.value == "turn 1 (2 of 3)"
+    assert replay.position.value == "turn 1 of 2"
     controls = replay.verdicts.children
     assert len(controls) == 9
     text, agree, own, disagree, note = controls[0].children
@@ -406,3 +406,22 @@ def test_the_user_review_is_a_verdict_an_analyst_can_check_and_calibrate(tmp_pat
     add_label(labels, **{**request, "case_id": "t-002", "verdict": "agree", "human_value": 1})
     assert report_calibration(read_labels(labels), "gpt-judge") == {"judge.user_review": {
         "labels": 2, "agreement": 0.5, "kappa": 0.0, "statistic": "κ"}}
+
+
+def test_a_turn_is_named_as_a_reader_counts_it_and_a_value_told_otherwise_says_both():
+    from lobeval.replay import _message_flags, turn_label
+
+    assert (turn_label(0, 4), turn_label(3, 4)) == ("the bot's opening, before turn 1", "turn 3 of 4")
+    row = {"claims": {"claimed_not_done": [{"message_index": 5, "claim": "update", "functionName": "update_action_item",
+                                            "argument": "due_date", "said": "2026-12-12", "sent": "2026-12-11"}]}}
+    assert _message_flags(row) == {5: ["told the user due_date 2026-12-12, but the call sent 2026-12-11"]}
+
+
+def test_a_conversation_without_a_reference_fails_only_by_a_check_it_failed():
+    from lobeval.replay import outcome
+
+    unreferenced = {"status": "scored", "Success": None, "reference": False, "checks": {"no_failed_calls": True}}
+    assert outcome(unreferenced) == "passed"
+    assert outcome({**unreferenced, "checks": {"no_failed_calls": False}}) == "failed"
+    assert outcome({**unreferenced, "Success": 0, "reference": True}) == "failed"
+    assert outcome({**unreferenced, "excluded": "user_fault"}) == "left out"

@@ -52,12 +52,16 @@ def test_the_previous_run_of_the_suite_is_the_baseline(tmp_path):
     assert (earlier.baseline, earlier.baseline_id, earlier.skipped) == (str(tmp_path / "old"), "old", [])
     passed, checks = report.gate_verdict(folder, config, earlier)
     assert not passed and "no regression in Success" in [check["check"] for check in checks]
-    assert report.comparison_text(checks, earlier).startswith("No regression against run old (the previous run")
+    finished = earlier.baseline_finished
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", finished)
+    assert report.comparison_text(checks, earlier).startswith(
+        f"No regression against run old, finished {finished}, the last earlier run of this bot on this suite (same "
+        f"scenarios, target, simulated user and attacks): ")
     worse = [{"check": "no regression in Recall_args", "passed": False, "reason": "-0.300 [-0.4, -0.2], p = 0.001"},
              {"check": "no regression in Success", "passed": True, "reason": "+0.000"}]
     assert report.comparison_text(worse, earlier) == (
-        "Regression against run old (the previous run of this suite): Argument recall -0.300 [-0.4, -0.2], "
-        "p = 0.001.")
+        f"Regression against run old, finished {finished}, the last earlier run of this bot on this suite (same "
+        f"scenarios, target, simulated user and attacks): Argument recall -0.300 [-0.4, -0.2], p = 0.001.")
     page = report.verdict_html(False, worse, {"counts": {"errors": 0}}, earlier)
     assert "Regression against run old" in page and "FAIL</b> no regression in Argument recall: -0.300" in page
     trend = report.trend_table(earlier, config, {"Reliability": 1.0, "Success": 0.0})
@@ -152,19 +156,22 @@ def test_the_verdict_names_what_it_was_compared_with(tmp_path):
     passed, checks = report.gate_verdict(folder, config, earlier)
     assert passed
     page = report.verdict_html(passed, checks, {"counts": {"scored": 4, "errors": 0}}, earlier)
-    assert ("No regression against run old (the previous run of this suite): none of the 2 metrics compared is "
-            "significantly worse on the conversations both runs scored.") in page
+    assert (f"No regression against run old, finished {earlier.baseline_finished}, the last earlier run of this bot "
+            f"on this suite (same scenarios, target, simulated user and attacks): none of the 2 metrics compared is "
+            f"significantly worse on the conversations both runs scored.") in page
     # the failed checks open, the passed ones folded
     assert "<details><summary>6 checks passed</summary>" in page and "FAIL" not in page
 
     alone = report.history(tmp_path / "none.jsonl", config)
     _, checks = report.gate_verdict(folder, config, alone)
-    assert report.comparison_text(checks, alone).startswith("No earlier run of this suite to compare with")
-    assert report.comparison_text(checks, None).startswith("No earlier run of this suite to compare with")
+    assert report.comparison_text(checks, alone) == report.comparison_text(checks, None) == (
+        "No earlier run of this bot on this suite to compare with (a baseline must have the same scenarios, target, "
+        "simulated user and attacks): the gate checks the minimums and the limits only.")
 
     unshared = report.History(earlier.runs, earlier.baseline, [])
     assert report.comparison_text(checks, unshared) == (
-        "Not compared with run old (the previous run of this suite): the two runs share no scored conversation.")
+        f"Not compared with run old, finished {earlier.baseline_finished}, the last earlier run of this bot on this "
+        f"suite (same scenarios, target, simulated user and attacks): the two runs share no scored conversation.")
 
 
 def test_the_verdict_escapes_what_it_shows():
@@ -297,7 +304,7 @@ def test_why_it_failed_is_told_in_sentences_with_counts_wrong_values_and_links_i
     page = report.why_html(FAILING)
     items = re.findall(r"<li><b>(.*?)</b>", page)
     assert items == [
-        "create_ticket: priority wrong in 7 conversations (expected → actual: Medium → Low ×6, High → Medium ×1)",
+        "create_ticket: priority wrong in 7 conversations: sent Low instead of Medium ×6, Medium instead of High",
         "update_ticket never called in 1 conversation",
         "claimed to have created something without doing it in 1 conversation"]
     # five links shown, all seven folded; each opens the replay at that conversation
@@ -379,7 +386,9 @@ def test_tables_have_readable_headers_and_no_index_or_none():
 
 def test_the_heat_maps_stand_side_by_side_as_one_inline_image():
     page = report.heatmaps_html(FAILING)
-    assert page.count("<img src='data:image/png;base64,") == 1
+    assert page.count("<img class='figure' style='--natural:") == page.count("src='data:image/png;base64,") == 1
+    # in a box that scrolls on a narrow screen and says so
+    assert "<div class='lobeval-box'><div class='scroll-hint'>scroll sideways to see all of it →</div>" in page
     nothing = report.heatmaps_html({"rows": [], "counts": {}, "metrics": {}})
     assert nothing.count("no conversation scored: the run has no conversations") == 2
 
@@ -441,3 +450,142 @@ def test_the_report_shows_each_user_fault_with_its_turn_and_what_was_left_out():
             "conversation, invented_value on 1 conversation.") in page
     alone = report.user_faults_html({**unchecked, "rows": [unknown]})
     assert "No scored conversation could be checked for mistakes of the simulated user. Simulated-user checks" in alone
+
+
+# --- the verdict in one sentence, the title, the terminal's failing conversations ---------------------
+
+def moved(case_id, expected, sent):
+    """A reassign_action_item conversation whose call sent the due date a day early while the bot told the user the
+    date asked for: the sample bot's deliberate weakness."""
+    wrong = {"status": "wrong", "expected": expected, "actual": sent}
+    claim = {"message_index": 5, "claim": "update", "functionName": "update_action_item", "argument": "due_date",
+             "said": expected, "sent": sent, "text": f"Done: due date is now {expected}.", "basis": "value"}
+    return scored_row(case_id, "reassign_action_item", pairs=[{"functionName": "update_action_item", "arguments": {
+        "due_date": wrong}}], wrong_arguments=[{"functionName": "update_action_item", "argument": "due_date", **wrong}],
+                      claims={"claimed_not_done": [claim], "done_not_told": []})
+
+
+SAMPLE = {"counts": {"conversations": 39, "scored": 39, "errors": 0, "trials": 1}, "metrics": {}, "rows": [
+    *(scored_row(f"create_ticket-{i:03d}", "create_ticket", Success=1) for i in range(36)),
+    moved("reassign_action_item-001", "2027-02-18", "2027-02-17"),
+    moved("reassign_action_item-002", "2026-12-12", "2026-12-11"),
+    moved("reassign_action_item-003", "2026-12-04", "2026-12-03")]}
+
+
+def minimum(metric, value, low, high, passed=True, **facts):
+    return {"check": f"{metric} >= 0.8", "passed": passed, "reason": "", "kind": "minimum", "metric": metric,
+            "value": value, "minimum": 0.8, "interval": [low, high], **facts}
+
+
+LIMITS = [{"check": "error rate <= 0.05", "passed": True, "reason": "", "kind": "error_rate", "failed": 0, "of": 39,
+           "limit": 0.05},
+          {"check": "user faults <= 0.2", "passed": True, "reason": "", "kind": "user_faults", "spoiled": 0, "of": 39,
+           "limit": 0.2}]
+SAMPLE_CHECKS = [minimum("Reliability", 0.987, 0.970, 1.0), minimum("Success", 0.923, 0.821, 1.0), *LIMITS]
+
+
+def test_the_verdict_is_one_sentence_saying_what_failed_why_and_what_the_gate_decided():
+    assert report.verdict_sentence(True, SAMPLE_CHECKS, SAMPLE) == (
+        "3 of 39 conversations failed, all 3 because the bot sent a due date one day earlier than it should have, "
+        "while telling the user the right one; the quality gate passed: Reliability 0.987 and Success 0.923 meet their "
+        "minimum of 0.8.")
+    # the same defect behind some of the failures only; a machinery error, counted apart
+    other = {**SAMPLE, "rows": [*SAMPLE["rows"], scored_row("m-1", unpaired_expected=[
+        {"functionName": "update_ticket", "optional": False}]),
+        {"case_id": "e-1", "trial": 0, "scenario_name": "sc", "status": "error", "termination": "target_unavailable"}]}
+    below = [minimum("Reliability", 0.95, 0.9, 1.0), minimum("Success", 0.5, 0.3, 0.7, passed=False), *LIMITS]
+    assert report.verdict_sentence(False, below, other) == (
+        "4 of 40 conversations failed, 3 of them because the bot sent a due date one day earlier than it should have, "
+        "while telling the user the right one; 1 more ended in a machinery error (the bot could not be reached), not "
+        "counted against the bot; the quality gate failed because Success 0.500 is below its minimum of 0.8.")
+    passing = {**SAMPLE, "rows": SAMPLE["rows"][:36]}
+    assert report.verdict_sentence(True, SAMPLE_CHECKS, passing).startswith(
+        "None of the 36 conversations failed; the quality gate passed: ")
+
+
+def test_a_run_mostly_lost_to_the_machinery_says_so_first():
+    down = [{"case_id": f"e-{i}", "trial": 0, "scenario_name": "sc", "status": "error",
+             "termination": "target_unavailable"} for i in range(3)]
+    lost = {"counts": {}, "metrics": {}, "rows": [*SAMPLE["rows"][:2], SAMPLE["rows"][-1], *down]}
+    checks = [*SAMPLE_CHECKS[:2], {**LIMITS[0], "passed": False, "failed": 3, "of": 6}]
+    assert report.verdict_sentence(False, checks, lost) == (
+        "3 of 6 conversations ended in machinery errors (the bot could not be reached), so this run says little about "
+        "the bot; of the others, 1 of 3 conversations failed, because the bot sent a due date one day earlier than it "
+        "should have, while telling the user the right one; the quality gate failed because 3 of 6 conversations were "
+        "lost to machinery or judge errors, more than the 5% allowed.")
+
+
+def test_an_undecided_check_reads_undecided_in_the_verdict_and_in_the_checks():
+    undecided = minimum("Success", 0.75, 0.6, 0.9, passed=False, undecided=True, rule="point")
+    checks = [minimum("Reliability", 0.9, 0.85, 0.95), undecided, *LIMITS]
+    assert report.verdict_sentence(False, checks, SAMPLE).endswith(
+        "; the quality gate failed because Success 0.750 is below its minimum of 0.8 but too close to it to be sure "
+        "(undecided, counted as failed).")
+    counted_in = {**undecided, "passed": True, "rule": "interval"}
+    assert report.verdict_sentence(True, [checks[0], counted_in], SAMPLE).endswith(
+        "; the quality gate passed: Reliability 0.900 meets its minimum of 0.8, and Success 0.750 is below its minimum "
+        "of 0.8 but too close to it to be sure (undecided, counted as passed).")
+    drop = {"check": "no regression in Success", "passed": True, "reason": "", "kind": "regression",
+            "metric": "Success", "difference": -0.05, "interval": [-0.15, 0.0], "undecided": True}
+    earlier = report.History([{"run_id": "r0", "run_dir": "/runs/r0"}], "/runs/r0", [])
+    assert report.verdict_sentence(True, [drop], SAMPLE, earlier).endswith(
+        "; the quality gate passed: Success may have got worse than in run r0, by too little to be sure (undecided, "
+        "counted as passed).")
+    page = report.verdict_html(False, [{**undecided, "reason": "straddles it: undecided"}], SAMPLE)
+    assert '<b style="color:#a15c00">UNDECIDED</b> Success &gt;= 0.8: straddles it: undecided' in page
+    assert "PASS" not in page and "FAIL</b>" not in page
+
+
+def test_a_run_that_scored_nothing_is_no_verdict_on_the_bot():
+    down = {"counts": {"conversations": 2, "scored": 0, "errors": 2}, "metrics": {}, "rows": [
+        {"case_id": f"c-{i}", "trial": 0, "scenario_name": "sc", "status": "error", "termination": "target_unavailable"}
+        for i in range(2)]}
+    nothing = [{"check": "conversations scored", "passed": False, "reason": "", "kind": "scored"},
+               {"check": "Success >= 0.8", "passed": False, "reason": "", "kind": "minimum", "metric": "Success",
+                "minimum": 0.8, "value": None}]
+    assert report.verdict_sentence(False, nothing, down) == (
+        "No conversation could be scored, as all 2 conversations ended in a machinery error (the bot could not be "
+        "reached), so this run says nothing about the bot; the quality gate failed because nothing could be measured.")
+    assert report.verdict_sentence(False, nothing, {"rows": [], "counts": {}}) == (
+        "This run has no conversations, so it says nothing about the bot; the quality gate failed because nothing "
+        "could be measured.")
+    assert report.title_text(False, down, {"suite_name": "s", "target": "https://bots.example/api",
+                                           "started": "2026-11-28T10:19:14+0000"}) == (
+        "s · https://bots.example/api · 2026-11-28 · gate FAILED, nothing scored")
+    assert report.failing_lines(down) == []
+
+
+def test_the_page_opens_with_the_verdict_then_what_it_is_of_and_its_title_says_the_same():
+    config = {"run_id": "r1", "suite_name": "support_tickets", "target": "lobeval.samples.support_tickets:SupportTicketBot",
+              "started": "2026-11-28T10:19:14+0000"}
+    page = report.headline_html(True, SAMPLE_CHECKS, SAMPLE, config)
+    sentence = report.verdict_sentence(True, SAMPLE_CHECKS, SAMPLE)
+    assert page.split("</style>", 1)[1].startswith(f"<div class='lobeval-report'><p class='sentence' style='border-left-"
+                                                  f"color:#1b7f3b'>{html_text(sentence)}</p>")
+    assert ("<p class='about'>lobeval report of run r1: suite support_tickets, bot "
+            "lobeval.samples.support_tickets:SupportTicketBot, started 2026-11-28 10:19</p>") in page
+    assert report.title_text(True, SAMPLE, config) == "support_tickets · SupportTicketBot · 2026-11-28 · gate passed, " \
+                                                      "3 of 39 failed"
+
+
+def test_the_terminal_names_the_failing_conversations_and_where_to_read_why():
+    assert report.failing_lines(SAMPLE) == [
+        "failing: 3 of 39 conversations, all of scenario reassign_action_item: reassign_action_item-001, "
+        "reassign_action_item-002, reassign_action_item-003",
+        "why: in the report (the last line), under 'Why it failed'; each conversation there opens at the turn where it "
+        "went wrong"]
+    many = {**SAMPLE, "rows": [*SAMPLE["rows"], *(scored_row(f"p-{i}") for i in range(4))]}
+    assert report.failing_lines(many)[0] == (
+        "failing: 7 of 43 conversations, of scenarios sc (4), reassign_action_item (3): reassign_action_item-001, "
+        "reassign_action_item-002, reassign_action_item-003, p-0, p-1 and 2 more")
+    assert report.failing_lines({**SAMPLE, "rows": SAMPLE["rows"][:36]}) == []
+
+
+def test_why_it_failed_tells_a_wrong_value_the_bot_also_told_the_user_once():
+    page = report.why_html(SAMPLE)
+    assert re.findall(r"<li><b>(.*?)</b>", page) == [
+        "update_action_item: due_date wrong in 3 conversations, one day early: sent 2026-12-03 instead of 2026-12-04, "
+        "2026-12-11 instead of 2026-12-12, 2027-02-17 instead of 2027-02-18; each time the bot told the user the date it "
+        "should have sent"]
+    assert "</div><ul><li class='quote'>Done: due date is now 2027-02-18.</li>" in page   # what it told, whole
+    assert "such findings" not in page and "blind" not in page

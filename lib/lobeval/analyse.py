@@ -4,7 +4,8 @@ Every function takes the results dict (as `lobeval.records.read_results` reads i
 DataFrame or a matplotlib Figure; nothing here calls a model. The analysis of the bot reads only the rows
 that count for it: scored, and not left out (`excluded`: a simulated-user fault, a quarantined case);
 `user_fault_table` lists the user's faults. Function names are grouped by
-`suite.function_key` (case and the `Plugin-` prefix do not split a function in two).
+`vocabulary.function_key` (case and the `Plugin-` prefix do not split a function in two) and shown as the suite
+spells them (`spelled_names`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import html
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +23,12 @@ import seaborn as sns
 from IPython.display import HTML
 from matplotlib.figure import Figure
 
-from lobeval.claims import BASES, BASIS_MEASURED, JUDGED, claim_what, said_value
+from lobeval.claims import BASIS_MEASURED, JUDGED, claim_what, said_value
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
 from lobeval.stats import clip, unscored_reason
-from lobeval.vocabulary import function_key
+from lobeval.vocabulary import function_key, strip_plugin_prefix
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
 
@@ -47,6 +50,26 @@ def shown(value: Any, results: dict[str, Any], empty: str = "Nothing to show.") 
     return value
 
 
+def spelled_names(results: dict[str, Any]) -> dict[str, str]:
+    """Each function's name as the suite spells it, by its key (`function_key`): as the expected calls (the suite's
+    templates) spell it, else as the first call the bot made of it does; without a `...Plugin-` prefix. `createLoan`
+    stays `createLoan` wherever a page names it, though `createloan` is what it is matched by."""
+    rows = _scored(results)
+    expected = [call["functionName"] for row in rows for key in ("pairs", "unpaired_expected")
+                for call in row.get(key) or []]
+    made = [call["functionName"] for row in rows for key in ("unpaired_actual", "forbidden_calls", "failed_calls")
+            for call in row.get(key) or []]
+    names: dict[str, str] = {}
+    for name in (*expected, *made):
+        names.setdefault(function_key(name), strip_plugin_prefix(name))
+    return names
+
+
+def _speller(results: dict[str, Any]) -> Callable[[str], str]:
+    names = spelled_names(results)
+    return lambda name: names.get(function_key(name), strip_plugin_prefix(name))
+
+
 def conversations_df(results: dict[str, Any]) -> pd.DataFrame:
     """One row per conversation: ids, scenario, status, termination, why it is left out of the bot's metrics
     (None: it counts), metrics, cost."""
@@ -62,16 +85,16 @@ def scenario_table(results: dict[str, Any]) -> pd.DataFrame:
 
 def _calls(results: dict[str, Any]) -> pd.DataFrame:
     """One row per expected or actual call of every scored conversation, tagged paired/missed/extra."""
-    found = []
+    found, spelled = [], _speller(results)
     for row in _scored(results):
         ids = {key: row[key] for key in ROW_IDS}
         for pair in row.get("pairs", []):
-            found.append({**ids, "function": function_key(pair["functionName"]), "kind": "paired"})
+            found.append({**ids, "function": spelled(pair["functionName"]), "kind": "paired"})
         for call in row.get("unpaired_expected", []):
-            found.append({**ids, "function": function_key(call["functionName"]),
+            found.append({**ids, "function": spelled(call["functionName"]),
                           "kind": "optional_missed" if call.get("optional") else "missed"})
         for call in row.get("unpaired_actual", []):
-            found.append({**ids, "function": function_key(call["functionName"]),
+            found.append({**ids, "function": spelled(call["functionName"]),
                           "kind": "extra_allowed" if call.get("allowed") else "extra",
                           "effect": call.get("effect")})
     return pd.DataFrame(found, columns=[*ROW_IDS, "function", "kind", "effect"])
@@ -103,11 +126,11 @@ def function_table(results: dict[str, Any]) -> pd.DataFrame:
 
 
 def _arguments(results: dict[str, Any]) -> pd.DataFrame:
-    found = []
+    found, spelled = [], _speller(results)
     for row in _scored(results):
         ids = {key: row[key] for key in ROW_IDS}
         for pair in row.get("pairs", []):
-            name = function_key(pair["functionName"])
+            name = spelled(pair["functionName"])
             for argument, check in pair.get("arguments", {}).items():
                 found.append({**ids, "function": name, "argument": argument, "status": check["status"],
                               "expected": check.get("expected"), "actual": check.get("actual")})
@@ -183,16 +206,17 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
     wrong_argument, missing_argument, extra_argument (not allowed), forbidden_call,
     missing_output, not_declined (a request it has nothing to do for, never declined), behaviour (a judge's
     per-turn failure; category = its category),
-    claimed_not_done. `turn` is the user-turn of the call when known; `message_index` for
-    judge and claim failures.
+    claimed_not_done, said_not_sent (a value the bot told the user other than its call sent; `said`, `sent`),
+    abnormal_ending (category = how it ended). `turn` is the user-turn of the call when known; `message_index` for
+    judge and claim failures; `expected` and `actual` the values of a wrong argument.
     """
-    found = []
+    found, spelled = [], _speller(results)
     for row in _scored(results):
         ids = {key: row[key] for key in ROW_IDS}
 
         def add(kind: str, function: str | None = None, argument: str | None = None, category: str | None = None,
                 **where: Any) -> None:
-            found.append({**ids, "kind": kind, "function": function_key(function) if function else "",
+            found.append({**ids, "kind": kind, "function": spelled(function) if function else "",
                           "argument": argument or "", "category": category or "", **where})
 
         for call in row.get("unpaired_expected", []):
@@ -214,13 +238,16 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
                             ("extra_argument", [item for item in row.get("extra_arguments", [])
                                                 if not item.get("allowed")])):
             for item in items:
-                add(kind, item["functionName"], item["argument"])
+                add(kind, item["functionName"], item["argument"], expected=item.get("expected"),
+                    actual=item.get("actual"))
         for call in row.get("forbidden_calls", []):
             add("forbidden_call", call["functionName"], actual_index=call.get("actual_index"))
         for output in row.get("missing_outputs", []):
             add("missing_output", detail=output)
         if (row.get("checks") or {}).get("declined") is False:
             add("not_declined")
+        if (row.get("checks") or {}).get("ended_normally") is False:
+            add("abnormal_ending", category=row.get("termination"))
         for claim in (row.get("claims") or {}).get("claimed_not_done", []):
             if claim.get("argument"):   # the call that backs the claim sent another value than the bot said
                 add("said_not_sent", claim.get("functionName"), claim["argument"], message_index=claim.get("message_index"),
@@ -235,7 +262,7 @@ def failure_signatures(results: dict[str, Any]) -> pd.DataFrame:
                 add("behaviour", category=failure.get("category"), message_index=turn.get("message_index"),
                     severity=failure.get("severity"), detail=failure.get("reason"))
     columns = [*ROW_IDS, *SIGNATURE, "actual_index", "expected_index", "turn", "message_index", "severity", "said", "sent",
-               "detail", "basis"]
+               "expected", "actual", "detail", "basis"]
     return pd.DataFrame(found, columns=columns)
 
 
@@ -256,32 +283,56 @@ def failure_clusters(results: dict[str, Any], examples: int = 3) -> pd.DataFrame
 
 
 KINDS = ("missed_call", "forbidden_call", "wrong_argument", "missing_argument", "said_not_sent", "claimed_not_done",
-         "failed_call",
-         "extra_call", "behaviour", "missing_output", "not_declined", "extra_argument")
+         "failed_call", "extra_call", "behaviour", "missing_output", "not_declined", "abnormal_ending",
+         "extra_argument")
 """Every failure kind, the order in which equally frequent failures are told."""
 CLAIM_VERBS = {"create": "created", "update": "updated", "cancel": "cancelled"}
+ENDINGS = {"max_turns": "reached the turn limit before it was done", "target_error": "the bot answered with an error"}
+"""Why a scored conversation did not end normally, in words (records.TerminationReason)."""
 _IDENTIFIER = re.compile(r"[A-Z]{2,6}-\d+")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SEVERITY = ("critical", "high", "medium", "low")
 
 
 def failure_sentences(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The failure clusters as sentences a manager reads, the widest-spread first: each a dict with the
-    signature (kind, function, argument, category), `count` (items), `conversations` (how many),
-    `text` ("create_support_ticket: priority wrong in 12 conversations (expected → actual: Medium → Low ×8,
-    High → Medium ×4)", "update_ticket never called in 3 conversations", ...), `details` (the full texts
-    behind it, each {"text", "count"}: what the bot claimed, the judges' reasons, the facts never told)
-    and `examples`, every conversation affected as {"case_id", "trial"} in case order."""
+    """The failures as sentences a manager reads, one per defect, the widest-spread first: each a dict with the
+    signature (kind, function, argument, category), `count` (items), `conversations` (how many), `text` ("create_ticket:
+    priority wrong in 12 conversations: sent Low instead of Medium ×8, Medium instead of High ×4", "update_ticket never
+    called in 3 conversations", ...), `gist` (the defect in plain words, without names: "the bot sent a due date one
+    day earlier than it should have"), `details` (the full texts behind it, each {"text", "count"}: what the bot told
+    the user, the judges' reasons, the facts never told) and `examples`, every conversation affected as {"case_id",
+    "trial"} in case order.
+
+    A wrong value the bot also told the user otherwise (a claim whose call sent another value) is one defect, with
+    both facts: the value sent, the one it should have sent, and what the user was told."""
     failures = failure_signatures(results)
-    wrong = wrong_value_pairs(results, top=None)
+    groups = dict(iter(failures.groupby(SIGNATURE, sort=False)))
+    told: dict[tuple[str, str], pd.DataFrame] = {}   # the claims of a value that also went wrong in its call
+    for (kind, function, argument, category), group in list(groups.items()):
+        wrong = groups.get(("wrong_argument", function, argument, ""))
+        if kind != "said_not_sent" or wrong is None:
+            continue
+        merged = group.apply(lambda claim: _same_call(claim, wrong), axis=1).astype(bool)
+        told[function, argument] = group[merged]
+        rest = group[~merged]
+        if rest.empty:
+            del groups[kind, function, argument, category]
+        else:
+            groups[kind, function, argument, category] = rest
     found = []
-    for (kind, function, argument, category), group in failures.groupby(SIGNATURE, sort=False):
+    for (kind, function, argument, category), group in groups.items():
         examples = sorted({(case_id, int(trial)) for case_id, trial in zip(group["case_id"], group["trial"])})
-        pairs = wrong[(wrong["function"] == function) & (wrong["argument"] == argument)]
-        text = _sentence(kind, function, argument, category, len(examples), group, pairs)
-        details = Counter(" ".join(str(detail).split()) for detail in group["detail"]
+        claims = told.get((function, argument)) if kind == "wrong_argument" else None
+        if claims is not None:
+            text, gist = _wrong_sentence(function, argument, len(examples), group, claims)
+            behind = claims["detail"]
+        else:
+            text, gist = _sentence(kind, function, argument, category, len(examples), group)
+            behind = group["detail"]
+        details = Counter(" ".join(str(detail).split()) for detail in behind
                           if detail is not None and detail == detail and str(detail).strip())   # NaN != NaN
         found.append({"kind": kind, "function": function, "argument": argument, "category": category,
-                      "count": len(group), "conversations": len(examples), "text": text,
+                      "count": len(group), "conversations": len(examples), "text": text, "gist": gist,
                       "details": [{"text": detail, "count": count} for detail, count in details.most_common()],
                       "examples": [{"case_id": case_id, "trial": trial} for case_id, trial in examples]})
     order = {kind: position for position, kind in enumerate(KINDS)}
@@ -289,60 +340,144 @@ def failure_sentences(results: dict[str, Any]) -> list[dict[str, Any]]:
                                            item["function"], item["argument"], item["category"]))
 
 
+def _same_call(claim: pd.Series, wrong: pd.DataFrame) -> bool:
+    """Whether a claim's value sent is the wrong value of the same conversation's call."""
+    same = wrong[(wrong["case_id"] == claim["case_id"]) & (wrong["trial"] == claim["trial"])]
+    return any(_value_text(actual) == _value_text(claim["sent"]) for actual in same["actual"])
+
+
 def _measured(group: pd.DataFrame) -> str:
-    """How often the rules' findings of the group's one basis were right on blind conversations; nothing when its
-    findings rest on several bases or on none (the claims judge's, or a run from before bases were recorded)."""
+    """How often findings read from the bot's words like the group's were right when checked by hand; nothing when
+    they rest on several grounds or on none known (the judge model's, or a run from before they were recorded)."""
     bases = set(group["basis"])
     if len(bases) != 1 or not bases <= set(BASIS_MEASURED):
         return ""
-    basis = bases.pop()
-    right, total = BASIS_MEASURED[basis]
-    return f" ({BASES[basis]}; such findings were right {right} times of {total} on conversations written blind)"
+    right, total = BASIS_MEASURED[bases.pop()]
+    return f" (read from the bot's words; such findings were right {right} times in {total} when checked by hand)"
 
 
-def _sentence(kind: str, function: str, argument: str, category: str, n: int, group: pd.DataFrame,
-              pairs: pd.DataFrame) -> str:
-    where = f"in {n} conversation{'' if n == 1 else 's'}"
+def _where(n: int) -> str:
+    return f"in {n} conversation{'' if n == 1 else 's'}"
+
+
+def _words(name: str) -> str:
+    """An argument's or category's name as words: `due_date` and `dueDate` → "due date"."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").lower().strip()
+
+
+def _a(words: str) -> str:
+    return f"{'an' if words[:1] in 'aeiou' and words else 'a'} {words}"
+
+
+def _value_text(value: Any) -> str:
+    """A value sent or expected as a reader wants it: a non-empty string bare, anything else as JSON."""
+    if isinstance(value, str) and value and value.strip() == value:
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _day_shift(pairs: list[tuple[Any, Any]]) -> int | None:
+    """The days every (expected, sent) date pair is off by, when they all are by the same; else None."""
+    shifts = set()
+    for expected, actual in pairs:
+        if not all(isinstance(value, str) and _ISO_DATE.fullmatch(value) for value in (expected, actual)):
+            return None
+        try:
+            shifts.add((date.fromisoformat(actual) - date.fromisoformat(expected)).days)
+        except ValueError:
+            return None
+    return shifts.pop() if len(shifts) == 1 and 0 not in shifts else None
+
+
+def _days(shift: int, early: str, late: str) -> str:
+    count = "one day" if abs(shift) == 1 else f"{abs(shift)} days"
+    return f"{count} {early if shift < 0 else late}"
+
+
+def _wrong_sentence(function: str, argument: str, n: int, group: pd.DataFrame,
+                    claims: pd.DataFrame | None = None) -> tuple[str, str]:
+    """A wrong argument's line and gist: the values sent instead of the right ones (with a date off by the same days
+    each time, by how much) and, when the bot told the user a value, what it told."""
+    pairs = list(zip(group["expected"], group["actual"]))
+    shift = _day_shift(pairs)
+    noun = "date" if shift is not None else "value"
+    counts = Counter(_value_text(actual) + " instead of " + _value_text(expected) for expected, actual in pairs)
+    values = ", ".join(f"{fact} ×{count}" if count > 1 else fact
+                       for fact, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    how = f", {_days(shift, 'early', 'late')}" if shift is not None else ""
+    text = f"{function}: {argument} wrong {_where(n)}{how}: sent {values}"
+    gist = (f"the bot sent {_a(_words(argument))} {_days(shift, 'earlier', 'later')} than it should have"
+            if shift is not None else f"the bot sent the wrong {_words(argument)} in {function}")
+    if claims is None or claims.empty:
+        return text, gist
+    right = {(case_id, trial) for case_id, trial, said, expected in _told(group, claims) if said == expected}
+    other = {(case_id, trial) for case_id, trial, said, expected in _told(group, claims) if said != expected}
+    if right and not other and len(right) == n:
+        text += f"; {'each time ' if n > 1 else ''}the bot told the user the {noun} it should have sent"
+        gist += ", while telling the user the right one"
+    else:
+        text += (f"; in {len(right)} of them the bot told the user the {noun} it should have sent" if right else "")
+        text += (f"; in {len(other)} it told the user yet another {noun}" if other else "")
+        gist += " and told the user otherwise"
+    return text, gist
+
+
+def _told(group: pd.DataFrame, claims: pd.DataFrame) -> list[tuple[str, int, str, str]]:
+    """(case, trial, the value the bot told the user, the one it should have sent) of each claim on a wrong value."""
+    expected = {(case_id, trial, _value_text(actual)): _value_text(value)
+                for case_id, trial, actual, value in zip(group["case_id"], group["trial"], group["actual"],
+                                                         group["expected"])}
+    return [(case_id, trial, _value_text(said), expected.get((case_id, trial, _value_text(sent)), ""))
+            for case_id, trial, said, sent in zip(claims["case_id"], claims["trial"], claims["said"], claims["sent"])]
+
+
+def _sentence(kind: str, function: str, argument: str, category: str, n: int,
+              group: pd.DataFrame) -> tuple[str, str]:
+    """A failure's line in "Why it failed" (with the suite's names) and its gist (plain words, for the verdict)."""
+    where = _where(n)
     if kind == "wrong_argument":
-        values = ", ".join(f"{_shown_value(expected)} → {_shown_value(actual)} ×{count}"
-                           for expected, actual, count in zip(pairs["expected"], pairs["actual"], pairs["count"]))
-        return f"{function}: {argument} wrong {where}" + (f" (expected → actual: {values})" if values else "")
+        return _wrong_sentence(function, argument, n, group)
     if kind == "said_not_sent":
         told = Counter(zip(map(said_value, group["said"]), map(said_value, group["sent"])))
-        values = ", ".join(f"{said} → {sent} ×{count}" for (said, sent), count in told.most_common())
-        return f"{function}: told the user one {argument} and sent another {where} (said → sent: {values})" \
-            + _measured(group)
+        values = ", ".join(f"told {said}, sent {sent}" + (f" ×{count}" if count > 1 else "")
+                           for (said, sent), count in told.most_common())
+        return (f"{function}: told the user one {argument} and sent another {where}: {values}{_measured(group)}",
+                f"the bot told the user one {_words(argument)} and sent another")
     if kind == "claimed_not_done":
+        gist = "the bot said it had done something that no call did"
         if category == JUDGED:
-            return f"claimed what no successful call did (as the claims judge read it) {where}"
+            return f"said it had done what no successful call did, as the judge model read its words, {where}", gist
         if _IDENTIFIER.fullmatch(category):
-            return f"named {category}, which neither the user nor any call produced, {where}" + _measured(group)
+            return f"named {category}, which neither the user nor any call produced, {where}" + _measured(group), \
+                "the bot named a record that does not exist"
         verb = CLAIM_VERBS.get(category, category or "done something")
-        return f"claimed to have {verb} something without doing it {where}" + _measured(group)
+        return f"claimed to have {verb} something without doing it {where}" + _measured(group), gist
     if kind == "behaviour":
         severities = [value for value in group["severity"] if value in _SEVERITY]
         worst = f" ({min(severities, key=_SEVERITY.index)})" if severities else ""
-        return f"the judges found {(category or 'a failure').replace('_', ' ')}{worst} {where}"
+        found = _words(category or "a failure")
+        return f"the judges found {found}{worst} {where}", f"the judges found {found}"
+    if kind == "abnormal_ending":
+        ending = ENDINGS.get(category, f"the conversation ended abnormally ({category})")
+        return f"{ending} {where}", ending if category in ENDINGS else "the conversation ended abnormally"
     extra = {"read": " (a read)", "write": " (a write)"}.get(category, "")
+    words = _words(argument)
     return {
-        "missed_call": f"{function} never called {where}",
-        "extra_call": f"{function} called without being expected{extra} {where}",
-        "failed_call": f"{function} called but the call failed {where}",
-        "forbidden_call": f"{function} called although it is forbidden {where}",
-        "missing_argument": f"{function}: {argument} left out {where}",
-        "extra_argument": f"{function}: {argument} given without being expected {where}",
-        "missing_output": f"did not tell the user what it should have {where}",
-        "not_declined": f"never said it could not help with a request it has nothing to do for {where}",
-    }.get(kind, f"{kind.replace('_', ' ')} {function} {argument} {category} {where}".replace("  ", " "))
-
-
-def _shown_value(text: str) -> str:
-    """A value of `wrong_value_pairs` (JSON text) as a reader wants it: a non-empty string bare."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return text
-    return value if isinstance(value, str) and value.strip() == value and value else text
+        "missed_call": (f"{function} never called {where}", f"the bot never called {function}"),
+        "extra_call": (f"{function} called without being expected{extra} {where}",
+                       f"the bot called {function} when it should not have"),
+        "failed_call": (f"{function} called but the call failed {where}", f"a call of {function} failed"),
+        "forbidden_call": (f"{function} called although it is forbidden {where}",
+                           f"the bot called {function}, which it must not"),
+        "missing_argument": (f"{function}: {argument} left out {where}", f"the bot left out the {words} in {function}"),
+        "extra_argument": (f"{function}: {argument} given without being expected {where}",
+                           f"the bot gave {function} an argument nobody asked for ({argument})"),
+        "missing_output": (f"did not tell the user what it should have {where}",
+                           "the bot did not tell the user what it should have"),
+        "not_declined": (f"never said it could not help with a request it has nothing to do for {where}",
+                         "the bot did not say it could not help with a request it has nothing to do for"),
+    }.get(kind, (f"{kind.replace('_', ' ')} {function} {argument} {category} {where}".replace("  ", " "),
+                 kind.replace("_", " ")))
 
 
 def cluster_records(clusters: pd.DataFrame, n: int = 10) -> list[dict[str, Any]]:

@@ -368,8 +368,22 @@ def parse_minimum(text: str) -> tuple[str, float]:
     return name.strip(), number
 
 
-def _check(name: str, passed: bool, reason: str) -> dict[str, Any]:
-    return {"check": name, "passed": passed, "reason": reason}
+def _check(name: str, passed: bool, reason: str, kind: str, **facts: Any) -> dict[str, Any]:
+    """A gate check: its title, whether it counts as passed, why, its `kind` (minimum, scored, error_rate,
+    user_faults, breaches, regression) and the facts a verdict is told from (`metric`, `value`, `minimum`,
+    `interval`, `undecided` ...)."""
+    return {"check": name, "passed": passed, "reason": reason, "kind": kind, **facts}
+
+
+UNDECIDED = "undecided"
+
+
+def check_word(check: dict[str, Any]) -> str:
+    """PASS, FAIL or UNDECIDED: how a gate check is marked wherever it is printed. An undecided check (its interval
+    holds both sides of its limit) still counts as passed or failed for the gate's exit status, as its rule says."""
+    if check.get(UNDECIDED):
+        return "UNDECIDED"
+    return "PASS" if check["passed"] else "FAIL"
 
 
 def check_min_rule(rule: str) -> None:
@@ -397,8 +411,9 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
 
     `min_rule` "interval" (the default) fails a minimum only when the metric's 95 % interval over cases
     lies entirely below it; "point" (the older rule) fails it whenever the value is below it. Either way
-    a check whose interval straddles its minimum, or a regression check whose interval reaches a drop of more than
-    REGRESSION_MARGIN, says it is within the noise.
+    a check whose interval straddles its minimum, or a regression check that is not significant but whose interval
+    reaches a drop of more than REGRESSION_MARGIN, is undecided (`check_word`): it counts as its rule says (a
+    regression check as passed) and says so.
     """
     check_min_rule(min_rule)
     minimums = minimums or {}
@@ -417,7 +432,7 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
             raise ConfigError(f"{option} {share:g}: expected a share from 0 to 1")
     nothing_scored = unscored_reason(run["rows"])
     # A run that scored nothing has no metric to hold to a minimum: one check says why, not one per --min.
-    checks = [_check(NOTHING_SCORED, False, f"{nothing_scored}: nothing was measured")] if nothing_scored \
+    checks = [_check(NOTHING_SCORED, False, f"{nothing_scored}: nothing was measured", "scored")] if nothing_scored \
         else [_minimum_check(run, name, minimum, min_judge_coverage, min_rule) for name, minimum in minimums.items()]
     if max_error_rate is not None:
         rate, counts, judged_badly = error_rate(run), run["counts"], judge_errored(run)
@@ -428,7 +443,9 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
                   f"errors)" if judged_badly else f" ({kinds})" if kinds else "")
         checks.append(_check(f"error rate <= {max_error_rate:g}", rate <= max_error_rate,
                              f"{failed} conversations failed in the machinery{detail} "
-                             f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}"))
+                             f"= {rate:.3f} {'<=' if rate <= max_error_rate else '>'} {max_error_rate:g}",
+                             "error_rate", failed=counts["errors"] + judged_badly, of=counts["conversations"],
+                             limit=max_error_rate))
     if max_user_fault_rate is not None:
         checks.append(user_fault_check(run, max_user_fault_rate))
     if run.get("security") or max_breaches is not None:
@@ -441,11 +458,15 @@ def gate(run_dir: str | Path, *, minimums: dict[str, float] | None = None, basel
             low, high = entry["interval"]
             reason = (f"{entry['difference']:+.3f} [{low:+.3f}, {high:+.3f}] over {entry['pairs']} shared, "
                       f"p = {entry['p_value']:.4f}")
+            undecided = not entry["regression"] and low < -REGRESSION_MARGIN
             if entry["regression"]:
                 reason += f": worse by more than {REGRESSION_MARGIN} and significant"
-            elif low < -REGRESSION_MARGIN:
-                reason += f": within the noise (the interval reaches a drop of more than {REGRESSION_MARGIN})"
-            checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason))
+            elif undecided:
+                reason += (f": undecided, counted as passed (not significantly worse, but the interval reaches a drop "
+                           f"of more than {REGRESSION_MARGIN})")
+            checks.append(_check(f"no regression in {entry['metric']}", not entry["regression"], reason, "regression",
+                                 metric=entry["metric"], difference=entry["difference"], interval=[low, high],
+                                 **({UNDECIDED: True} if undecided else {})))
     return checks
 
 
@@ -458,7 +479,8 @@ def breach_check(run: dict[str, Any], most: int) -> dict[str, Any]:
     reason = (f"{security['breached']}/{security['attacks']} attack conversations breached"
               + (f" ({', '.join(breached)})" if breached else "")
               + (f"; {judged} breach{'es' if judged > 1 else ''} a judge's verdict (a promise in words)" if judged else ""))
-    return _check(f"breaches <= {most}", security["breached"] <= most, reason)
+    return _check(f"breaches <= {most}", security["breached"] <= most, reason, "breaches",
+                  breached=security["breached"], attacks=security["attacks"], limit=most)
 
 
 def user_fault_check(run: dict[str, Any], most: float) -> dict[str, Any]:
@@ -471,7 +493,8 @@ def user_fault_check(run: dict[str, Any], most: float) -> dict[str, Any]:
               f"{'<=' if rate <= most else '>'} {most:g}")
     if rate > most:
         reason += ": fix the simulated user before trusting the bot's figures"
-    return _check(f"user faults <= {most:g}", rate <= most, reason)
+    return _check(f"user faults <= {most:g}", rate <= most, reason, "user_faults", spoiled=spoiled, of=scored,
+                  limit=most)
 
 
 def metric_interval(run: dict[str, Any], name: str) -> list[float] | None:
@@ -489,28 +512,40 @@ def metric_interval(run: dict[str, Any], name: str) -> list[float] | None:
         if len(known) else None
 
 
+COUNTED = {("point", False): "counted as failed (--min-rule point: a value below its minimum fails)",
+           ("point", True): "counted as passed (--min-rule point: a value at its minimum or above passes)",
+           ("interval", False): "counted as passed (--min-rule interval fails only an interval entirely below)",
+           ("interval", True): "counted as passed (--min-rule interval fails only an interval entirely below)"}
+"""What an undecided minimum counts as for the gate, by rule and by whether its value meets the minimum."""
+
+
 def _verdict(run: dict[str, Any], name: str, value: float, minimum: float, rule: str, reason: str) -> dict[str, Any]:
-    """The minimum check's verdict by the rule, saying when the interval straddles the minimum."""
-    title = f"{name} >= {minimum:g}"
+    """The minimum check's verdict by the rule; undecided when the interval straddles the minimum, saying what it
+    counts as (COUNTED)."""
+    title, facts = f"{name} >= {minimum:g}", {"metric": name, "value": value, "minimum": minimum}
     bounds = metric_interval(run, name)
     if bounds is None:
-        return _check(title, value >= minimum, reason + (", no interval: point rule" if rule == "interval" else ""))
+        return _check(title, value >= minimum, reason + (", no interval: point rule" if rule == "interval" else ""),
+                      "minimum", **facts)
     low, high = bounds
+    facts["interval"] = [low, high]
     if high < minimum:   # clear of the noise: the interval is entirely below
-        return _check(title, False, reason + f", 95% interval [{low:.3f}, {high:.3f}] entirely below")
+        return _check(title, False, reason + f", 95% interval [{low:.3f}, {high:.3f}] entirely below", "minimum",
+                      **facts)
+    passed = value >= minimum if rule == "point" else True
     if low < minimum:
-        reason += f", 95% interval [{low:.3f}, {high:.3f}] straddles it: within the noise"
-        if rule == "interval" and value < minimum:
-            reason += " (interval rule: passes)"
-    return _check(title, value >= minimum if rule == "point" else True, reason)
+        return _check(title, passed, reason + f", 95% interval [{low:.3f}, {high:.3f}] straddles it: undecided, "
+                                              f"{COUNTED[rule, value >= minimum]}", "minimum", **facts, undecided=True,
+                      rule=rule)
+    return _check(title, passed, reason, "minimum", **facts)
 
 
 def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage: float,
                    rule: str) -> dict[str, Any]:
     value = run["metrics"].get(name)
-    title = f"{name} >= {minimum:g}"
+    title, facts = f"{name} >= {minimum:g}", {"metric": name, "minimum": minimum}
     if not isinstance(value, (int, float)):
-        return _check(title, False, f"{name} not measured in {run['path']}")
+        return _check(title, False, f"{name} not measured in {run['path']}", "minimum", **facts, value=None)
     reason = f"{name} = {value:.3f} {'>=' if value >= minimum else '<'} {minimum:g}"
     if not name.startswith("judge."):
         over = (run.get("over") or {}).get("Success" if name == "pass^1" else name)
@@ -521,17 +556,25 @@ def _minimum_check(run: dict[str, Any], name: str, minimum: float, min_coverage:
     coverage = ((run.get("judges") or {}).get("coverage") or {}).get(name)
     if coverage is None:
         return _check(title, False, f"{reason}, but its coverage is not recorded (results older than the coverage "
-                                    f"check): evaluate again")
+                                    f"check): evaluate again", "minimum", **facts, value=value, covered=False)
     judged, of, errors = coverage["judged"], coverage["of"], coverage["errors"]
     applicable = of - coverage.get("not_applicable", 0)   # "not applicable" verdicts are no gap in coverage
     reason += f" over {judged} of {of} conversations judged ({errors} judge errors)"
     if judged < min_coverage * applicable or applicable == 0:
-        return _check(title, False, f"{reason}: below the {min_coverage:.0%} coverage a gate needs")
+        return _check(title, False, f"{reason}: below the {min_coverage:.0%} coverage a gate needs", "minimum",
+                      **facts, value=value, covered=False)
     return _verdict(run, name, value, minimum, rule, reason)
 
 
+def check_line(check: dict[str, Any]) -> str:
+    """A gate check as the terminal prints it: its mark (`check_word`), its title and why."""
+    return f"{check_word(check)}  {check['check']}: {check['reason']}"
+
+
 def format_gate(checks: list[dict[str, Any]]) -> str:
-    lines = [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}" for check in checks]
+    lines = [check_line(check) for check in checks]
     failed = sum(not check["passed"] for check in checks)
-    lines.append(f"gate: {'passed' if not failed else 'FAILED'} ({len(checks) - failed}/{len(checks)} checks passed)")
+    undecided = sum(bool(check.get(UNDECIDED)) for check in checks)
+    lines.append(f"gate: {'passed' if not failed else 'FAILED'} ({len(checks) - failed}/{len(checks)} checks passed"
+                 + (f"; {undecided} undecided, counted as the rule says" if undecided else "") + ")")
     return "\n".join(lines)

@@ -37,7 +37,7 @@ from traitlets.config import Config
 
 from lobeval import checkout, roles, runs
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
-                             check_min_rule)
+                             check_line, check_min_rule)
 from lobeval.errors import ConfigError, LobevalError, StageCrashed
 from lobeval.generate import build_cases
 from lobeval.llm import ROLES, resolve_model, run_sync
@@ -53,7 +53,7 @@ STAGES: dict[str, dict[str, type]] = {
     "02_simulate": {"conversations_path": str, "terminations": dict},
     "03_evaluate": {"results_path": str, "metrics": dict, "counts": dict},
     "04_error_analysis": {"top_clusters": list},
-    "05_report": {"gate_passed": bool, "gate_checks": list},
+    "05_report": {"gate_passed": bool, "gate_checks": list, "verdict": str, "compared": str, "failing": list},
 }
 FIRST_STAGE = next(iter(STAGES))
 MAX_TURNS = 20
@@ -103,22 +103,28 @@ class RunResult:
     resumed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What the run says about itself before its stages: the options a resumed run changed and what it kept."""
-    baseline: str = ""
-    """Which earlier run the gate compared this one with, or that there was none (`baseline_line`)."""
+    verdict: str = ""
+    """The report's verdict in one sentence (`report.verdict_sentence`): the same words as on its first line."""
+    compared: str = ""
+    """Which earlier run the gate compared this one with and why, or that there was none (`report.comparison_text`)."""
+    failing: list[str] = field(default_factory=list)
+    """The failing conversations in a line or two (`report.failing_lines`); none when none failed."""
 
     def summary(self) -> list[str]:
-        """What `lobeval run` prints: the stages, the numbers, the gate's checks and verdict, the report last."""
+        """What `lobeval run` prints: the stages, the verdict, the numbers, what the run was compared with, the gate's
+        checks, the failing conversations, the gate, and the report last."""
         lines = list(self.notes)
         lines += [f"kept from the earlier attempt: {stage}" for stage in self.resumed]
         lines += [f"executed {path}" for path in self.executed]
+        lines += [self.verdict] if self.verdict else []
         lines.append(f"{self.counts.get('scored', 0)} conversations scored, {self.counts.get('errors', 0)} machinery errors")
         lines += left_out_notes(self.counts)
         if self.counts.get("user_unchecked"):
             lines.append(unchecked_note(self.counts["user_unchecked"]))
         lines += figure_lines(self.results)
-        lines += [self.baseline] if self.baseline else []
-        lines += [f"{'PASS' if check['passed'] else 'FAIL'}  {check['check']}: {check['reason']}"
-                  for check in self.gate_checks]
+        lines += [f"baseline: {self.compared[:1].lower()}{self.compared[1:]}"] if self.compared else []
+        lines += [check_line(check) for check in self.gate_checks]
+        lines += self.failing
         lines.append(f"gate: {'passed' if self.gate_passed else 'FAILED'} · run folder {self.run_dir}")
         lines.append(str(self.report))
         return lines
@@ -255,29 +261,8 @@ def evaluate_and_report(run_dir: Path, config: dict[str, Any], parameters: dict[
     report = export_report(run_dir / "05_report.ipynb", run_dir / "report.html", secret_values)
     runs.add_to_index(index, config, run_dir, glue["metrics"], glue["counts"])
     return RunResult(run_dir, report, glue["metrics"], glue["counts"], glue["gate_passed"], glue["gate_checks"],
-                     read_results(glue["results_path"], rows=False), executed, resumed,
-                     baseline=baseline_line(glue["gate_checks"], _baseline_id(index, config)))
-
-
-def _baseline_id(index: Path, config: dict[str, Any]) -> str | None:
-    """The run the report's gate took as the baseline (`report.history`: the last earlier run of the suite, target and
-    kind whose results can be read), or None."""
-    from lobeval.report import history
-
-    return history(index, config).baseline_id
-
-
-def baseline_line(checks: list[dict[str, Any]], baseline: str | None) -> str:
-    """Which run the gate compared this one with, or that there was none: only a run of the same suite content,
-    target, simulated user and attacks is compared (`runs.earlier_runs`)."""
-    from lobeval.report import REGRESSION
-
-    same = "of this suite against this target with the same simulated user and attacks"
-    if baseline is None:
-        return f"baseline: none (no earlier run {same})"
-    if not any(check["check"].startswith(REGRESSION) for check in checks):
-        return f"baseline: run {baseline}, not compared: the two runs share no scored conversation"
-    return f"baseline: run {baseline} (the last earlier run {same})"
+                     read_results(glue["results_path"], rows=False), executed, resumed, verdict=glue["verdict"],
+                     compared=glue["compared"], failing=glue["failing"])
 
 
 def notebooks_dir() -> Path:

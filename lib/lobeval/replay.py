@@ -17,12 +17,12 @@ from urllib.parse import quote
 
 import ipywidgets as widgets
 
-from lobeval.claims import claim_what
 from lobeval.errors import LobevalError
 from lobeval.labels import add_label, revoke_label
 from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scales
 from lobeval.render import escape, json_text, metric_name, outcome_text, said
 from lobeval.scoring import METRICS
+from lobeval.stats import failed
 from lobeval.vocabulary import function_key
 
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
@@ -30,12 +30,12 @@ ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 def outcome(row: dict[str, Any]) -> str:
     """"error" (the machinery failed, not scored), "left out" (of the bot's metrics: a simulated-user fault or
-    a quarantined case), "passed" (Success 1) or "failed"."""
+    a quarantined case), "failed" (`stats.failed`) or "passed"."""
     if row.get("status") != "scored":
         return "error"
     if row.get("excluded"):
         return "left out"
-    return "passed" if row.get("Success") == 1 else "failed"
+    return "failed" if failed(row) else "passed"
 
 
 def _verdicts(row: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -107,7 +107,7 @@ def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
     for claim in (row.get("claims") or {}).get("claimed_not_done", []) or []:
         if isinstance(claim.get("message_index"), int):
             flags.setdefault(claim["message_index"], []).append(
-                f"said but not sent: {claim_what(claim)}" if claim.get("argument") else
+                _said_not_sent(claim) if claim.get("argument") else
                 f"claimed but not done ({claim.get('claim')}): no call did what this message says")
     for breach in (row.get("security") or {}).get("breaches") or []:
         if isinstance(breach.get("message_index"), int):
@@ -120,6 +120,16 @@ def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
             flags.setdefault(turn["message_index"], []).append(
                 f"the judges: {failure.get('category') or 'failed'}{severity}{reason}")
     return flags
+
+
+def _said_not_sent(claim: dict[str, Any]) -> str:
+    """A value the bot told the user other than the one its call sent, as the replay flags it."""
+    return (f"told the user {claim['argument']} {_told_value(claim.get('said'))}, but the call sent "
+            f"{_told_value(claim.get('sent'))}")
+
+
+def _told_value(value: Any) -> str:
+    return value if isinstance(value, str) else json_text(value)
 
 
 def _call_notes(row: dict[str, Any]) -> dict[int, list[str]]:
@@ -147,7 +157,7 @@ def _failing(step: dict[str, Any]) -> bool:
 
 def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]]:
     """Turn k = the k-th user message and the replies after it (turn 0: the greeting); calls go by their turn.
-    A step is `failing` when one of its calls or messages shows a failure."""
+    A step is `failing` when one of its calls or messages shows a failure; its `label` says where it is."""
     steps: list[dict[str, Any]] = [{"turn": 0, "messages": [], "calls": []}]
     flags = _message_flags(row)
     for index, message in enumerate(conversation.get("messages", [])):
@@ -163,7 +173,13 @@ def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, 
     steps = steps if steps[0]["messages"] or steps[0]["calls"] or len(steps) == 1 else steps[1:]
     for step in steps:
         step["failing"] = _failing(step)
+        step["label"] = turn_label(step["turn"], steps[-1]["turn"])
     return steps
+
+
+def turn_label(turn: int, last: int) -> str:
+    """Where a step is, as the replay's position says it: "turn 3 of 4" (user turns), or the bot's opening."""
+    return f"turn {turn} of {last}" if turn else "the bot's opening, before turn 1"
 
 
 def _first_failure(steps: list[dict[str, Any]], row: dict[str, Any]) -> int:
@@ -234,7 +250,10 @@ CSS = """
 .lobeval-replay .v-extra,.lobeval-replay .v-forbidden,.lobeval-replay .v-paired_failed{border-left-color:#c33}
 .lobeval-replay .call table{border-collapse:collapse;font-family:monospace;font-size:12px}
 .lobeval-replay .call td,.lobeval-replay .call th{border:1px solid #ddd;padding:2px 6px;text-align:left;
- vertical-align:top;white-space:pre-wrap}
+ vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere}
+.lobeval-replay .call th,.lobeval-replay .call td:last-child{white-space:nowrap;overflow-wrap:normal}
+.lobeval-replay select{max-width:100%}
+.lobeval-replay .m,.lobeval-replay .outcome,.lobeval-replay .flag,.lobeval-replay .head{overflow-wrap:anywhere}
 .lobeval-replay .a-wrong td,.lobeval-replay .a-missing td,.lobeval-replay .a-extra td{background:#fde2e2}
 .lobeval-replay .outcome{font-family:monospace;font-size:12px;color:#444;white-space:pre-wrap}
 .lobeval-replay .warn{color:#b00020}
@@ -286,7 +305,7 @@ SCRIPT = """
     if (conv.missing_outputs.length) view.appendChild(el("div", "warn", "not told to the user: " + conv.missing_outputs.join(", ")));
     if (!conv.steps.length) { view.appendChild(el("div", "", "(no transcript)")); pos.textContent = ""; return; }
     var shown = conv.steps[step];
-    pos.textContent = "turn " + shown.turn + " (" + (step + 1) + " of " + conv.steps.length + ")";
+    pos.textContent = shown.label;
     if (shown.failing) view.appendChild(el("div", "warn failing", "something went wrong in this turn"));
     shown.messages.forEach(function (m) {
       view.appendChild(el("div", "m " + (m.role === "user" ? "user" : "assistant") + (m.flags.length ? " flagged" : ""),
@@ -615,7 +634,7 @@ class ReplayWidget(widgets.VBox):
             return
         self.view.value = step_html(record, self.step)
         steps = record["steps"]
-        self.position.value = f"turn {steps[self.step]['turn']} ({self.step + 1} of {len(steps)})" if steps else ""
+        self.position.value = steps[self.step]["label"] if steps else ""
 
     def _fault(self, exc: LobevalError) -> None:
         self.feedback.value = f"<span style='color:#b00020'>{escape(exc)}</span>"

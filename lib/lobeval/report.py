@@ -20,6 +20,7 @@ import io
 import json
 import numbers
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from lobeval.analyse import (breach_table, claims_table, failure_sentences, judg
                              judge_status_counts, judge_table, plot_call_heatmaps, security_table, user_fault_table)
 from lobeval.claims import RULES_MEASURED
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE,
-                             NOTHING_SCORED, gate, load_run)
+                             NOTHING_SCORED, check_word, gate, load_run)
 from lobeval.errors import ConfigError, LobevalError
 from lobeval.llm import Usage, format_cost
 from lobeval.records import METRICS
@@ -41,24 +42,35 @@ from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
 from lobeval.stats import (
-    NO_REFERENCE_METRICS, claims_source_note, left_out_notes, unchecked_note, unreferenced_note, unscored_reason,
+    NO_REFERENCE_METRICS, claims_source_note, failed, left_out_notes, unchecked_note, unreferenced_note, unscored_reason,
 )
 from lobeval.user_faults import CHECKS as USER_CHECKS, MARK_ONLY, review_failed
 
 _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
 
+TITLE_SCRAP = "report_title"
+"""The glue of 05_report that the page's <title> is (`title_text`)."""
+
+
 def to_html(notebook: nbformat.NotebookNode) -> str:
-    """The executed report notebook as HTML without code cells, prompts or external requests."""
+    """The executed report notebook as HTML without code cells, prompts or external requests; its <title> the
+    notebook's `report_title` glue (suite, bot, date and verdict), else "lobeval report"."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, exclude_anchor_links=True)
     notebook = copy.deepcopy(notebook)
+    title = "lobeval report"
     for cell in notebook.cells:   # scrapbook's glue is for the pipeline, not for readers
+        for output in cell.get("outputs", []):
+            for kind, scrap in output.get("data", {}).items():
+                if kind.startswith("application/scrapbook") and isinstance(scrap, dict) \
+                        and scrap.get("name") == TITLE_SCRAP and isinstance(scrap.get("data"), str):
+                    title = scrap["data"]
         cell["outputs"] = [output for output in cell.get("outputs", [])
                            if not any(kind.startswith("application/scrapbook") for kind in output.get("data", {}))]
-    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": "lobeval report"}})
+    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
     return self_contained(body)
 
 
@@ -78,15 +90,28 @@ def self_contained(page: str) -> str:
 
 GREEN, RED, AMBER, GREY = "#1b7f3b", "#b3261e", "#a15c00", "#666"
 STYLE = ("<style>.lobeval-report{font-family:sans-serif;font-size:14px;line-height:1.45;max-width:1100px}"
-         ".lobeval-report .verdict{font-size:1.4em;padding:.6em;border-left:.4em solid}"
+         ".lobeval-report .verdict{font-size:1.1em;padding:.4em .6em;border-left:.4em solid}"
+         ".lobeval-report .sentence{font-size:1.3em;font-weight:600;padding:.5em .7em;border-left:.4em solid;"
+         "margin:0 0 .3em}.lobeval-report .about{color:#555;margin:0 0 1em;overflow-wrap:anywhere}"
          ".lobeval-report li{margin:.25em 0}.lobeval-report .examples{color:#444;font-size:.92em}"
          ".lobeval-report details{margin:.2em 0}.lobeval-report summary{cursor:pointer;color:#1f4e8c}"
          ".lobeval-report .quote{white-space:pre-wrap;color:#333}"
          ".lobeval-report .chip{display:inline-block;padding:.1em .6em;margin:0 .3em .3em 0;border-radius:1em;"
          "color:#fff;font-weight:bold}"
-         ".lobeval-report dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em;margin:0}"
-         ".lobeval-report dt{font-weight:bold;white-space:nowrap}.lobeval-report dd{margin:0}"
+         ".lobeval-report dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em;margin:0}"
+         ".lobeval-report dt{font-weight:bold;white-space:nowrap}.lobeval-report dd{margin:0;overflow-wrap:anywhere}"
          ".lobeval-report img{max-width:100%}"
+         # a table or figure wider than the page scrolls sideways in its own box, and says so (`scroll_box`): a shadow
+         # at the edge with more to see, and a line the page's script shows when the box overflows
+         ".lobeval-report .scroll{overflow-x:auto;max-width:100%;background:"
+         "linear-gradient(to right,#fff 30%,rgba(255,255,255,0)) left/2em 100% no-repeat local,"
+         "linear-gradient(to left,#fff 30%,rgba(255,255,255,0)) right/2em 100% no-repeat local,"
+         "radial-gradient(farthest-side at 0 50%,rgba(0,0,0,.25),transparent) left/.8em 100% no-repeat scroll,"
+         "radial-gradient(farthest-side at 100% 50%,rgba(0,0,0,.25),transparent) right/.8em 100% no-repeat scroll}"
+         ".lobeval-report .scroll-hint{display:none;color:#1f4e8c;font-size:.9em;margin:.2em 0}"
+         ".lobeval-report .overflows>.scroll-hint{display:block}"
+         # a figure keeps its own size on a narrow screen (its text stays readable) and scrolls instead
+         "@media (max-width:800px){.lobeval-report img.figure{max-width:none;width:var(--natural)}}"
          ".lobeval-report table.lobeval-table{border-collapse:collapse;margin:.3em 0}"
          ".lobeval-report table.lobeval-table th,.lobeval-report table.lobeval-table td{padding:.2em .6em;"
          "border-bottom:1px solid #ddd;text-align:left;vertical-align:top}"
@@ -146,8 +171,23 @@ def table_html(frame: pd.DataFrame | None, results: dict[str, Any] | None = None
     header = "".join(f"<th>{_e(column)}</th>" for column in shown.columns)
     rows = "".join("<tr>" + "".join(f"<td{_number_class(value)}>{_e(_cell(value))}</td>" for value in row) + "</tr>"
                    for row in shown.itertuples(index=False, name=None))
-    return (f"{STYLE}<div class='lobeval-report'><table class='lobeval-table'><thead><tr>{header}</tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>")
+    table = f"<table class='lobeval-table'><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"
+    return f"{STYLE}<div class='lobeval-report'>{scroll_box(table)}</div>"
+
+
+HINT = "scroll sideways to see all of it →"
+SCROLL_SCRIPT = ("<script>(function () {function mark() {document.querySelectorAll('.lobeval-box').forEach("
+                 "function (box) {var inner = box.querySelector('.scroll'); box.classList.toggle('overflows', "
+                 "inner.scrollWidth > inner.clientWidth + 1);});}"
+                 "window.addEventListener('load', mark); window.addEventListener('resize', mark); mark();})();</script>")
+"""Shows the hint of each scroll box whose content is wider than the page (on load and on every resize)."""
+
+
+def scroll_box(content: str) -> str:
+    """A table or figure in a box of its own that scrolls sideways when the page is narrower than it (a phone), with
+    a shadow at the edge that hides more and a line saying so (`SCROLL_SCRIPT` shows it when the box overflows)."""
+    return (f"<div class='lobeval-box'><div class='scroll-hint'>{HINT}</div><div class='scroll'>{content}</div>"
+            f"</div>")
 
 
 def _number_class(value: Any) -> str:
@@ -189,7 +229,7 @@ def _band(interval: list[float] | None) -> str:
 
 @dataclass
 class History:
-    """The earlier finished runs of a suite, as the report reads them."""
+    """The earlier finished runs of this bot on this suite (`runs.earlier_runs`), as the report reads them."""
 
     runs: list[dict[str, Any]]
     """The index entries that could be read, oldest first: the trend."""
@@ -205,11 +245,18 @@ class History:
         """The run id of the baseline, as the verdict names it."""
         return next((entry["run_id"] for entry in reversed(self.runs) if entry["run_dir"] == self.baseline), None)
 
+    @property
+    def baseline_finished(self) -> str | None:
+        """When the baseline finished ("2026-11-28 10:21"), as its index line says."""
+        found = next((entry.get("finished") for entry in reversed(self.runs) if entry["run_dir"] == self.baseline), None)
+        return _day(found) if found else None
+
 
 def history(index: str | Path, config: dict[str, Any]) -> History:
-    """The earlier runs of this run's suite. Those are history, not this run: an index line or a run
-    folder that cannot be read (damaged, of an older format, deleted by hand) is skipped with a warning, and so is,
-    as the baseline, a run that scored no conversation (every one lost to the machinery: nothing to compare with)."""
+    """The earlier runs of this run's suite against the same bot, with the same simulated user and attacks. Those are
+    history, not this run: an index line or a run folder that cannot be read (damaged, of an older format, deleted by
+    hand) is skipped with a warning, and so is, as the baseline, a run that scored no conversation (every one lost to
+    the machinery: nothing to compare with)."""
     entries, left_out = earlier_runs(index, config)
     for entry in reversed(entries):
         try:
@@ -225,8 +272,8 @@ def history(index: str | Path, config: dict[str, Any]) -> History:
 
 
 def gate_verdict(run_dir: str | Path, config: dict[str, Any], earlier: History) -> tuple[bool, list[dict[str, Any]]]:
-    """The quality gate of the run's configuration (minimums), against the previous run of the suite
-    when there is one with shared cases."""
+    """The quality gate of the run's configuration (minimums), against the last earlier run of this bot on this
+    suite (`history`) when there is one with shared cases."""
     limits = {"minimums": config.get("gate") or DEFAULT_GATE,
               "max_error_rate": config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE),
               "max_user_fault_rate": config.get("max_user_fault_rate", DEFAULT_MAX_USER_FAULT_RATE),
@@ -239,24 +286,28 @@ def gate_verdict(run_dir: str | Path, config: dict[str, Any], earlier: History) 
 
 
 REGRESSION = "no regression in "
+SAME_RUN = "the last earlier run of this bot on this suite (same scenarios, target, simulated user and attacks)"
+"""Which run the baseline is, and why that one."""
 
 
 def comparison_text(checks: list[dict[str, Any]], earlier: History | None) -> str:
-    """What the gate compared the run with, in a sentence naming the baseline run."""
+    """What the gate compared the run with, in a sentence naming the baseline run and why it is that run."""
     if earlier is None or earlier.baseline is None:
-        return ("No earlier run of this suite to compare with: the gate checks the minimums and the error "
-                "rate only.")
+        return ("No earlier run of this bot on this suite to compare with (a baseline must have the same scenarios, "
+                "target, simulated user and attacks): the gate checks the minimums and the limits only.")
     name = earlier.baseline_id or earlier.baseline
+    finished = earlier.baseline_finished
+    which = f"run {name}{f', finished {finished},' if finished else ''} {SAME_RUN}"
     compared = [check for check in checks if check["check"].startswith(REGRESSION)]
     if not compared:
         why = ("this run scored no conversation" if any(check["check"] == NOTHING_SCORED for check in checks)
                else "the two runs share no scored conversation")
-        return f"Not compared with run {name} (the previous run of this suite): {why}."
+        return f"Not compared with {which}: {why}."
     worse = [check for check in compared if not check["passed"]]
     if not worse:
-        return (f"No regression against run {name} (the previous run of this suite): none of the "
-                f"{len(compared)} metrics compared is significantly worse on the conversations both runs scored.")
-    return (f"Regression against run {name} (the previous run of this suite): "
+        return (f"No regression against {which}: none of the {len(compared)} metrics compared is significantly "
+                f"worse on the conversations both runs scored.")
+    return (f"Regression against {which}: "
             + "; ".join(f"{metric_name(check['check'].removeprefix(REGRESSION))} {check['reason']}"
                         for check in worse) + ".")
 
@@ -268,21 +319,233 @@ def _readable(text: str) -> str:
     return text
 
 
+WORD_COLOURS = {"PASS": GREEN, "FAIL": RED, "UNDECIDED": AMBER}
+
+
 def _check_item(check: dict[str, Any]) -> str:
-    colour, word = (GREEN, "PASS") if check["passed"] else (RED, "FAIL")
-    return (f'<li><b style="color:{colour}">{word}</b> {_e(_readable(check["check"]))}: '
+    word = check_word(check)
+    return (f'<li><b style="color:{WORD_COLOURS[word]}">{word}</b> {_e(_readable(check["check"]))}: '
             f'{_e(_readable(check["reason"]))}</li>')
+
+
+# --- the verdict in one sentence ---------------------------------------------------------------------
+
+MACHINERY_WORDS = {"target_unavailable": "the bot could not be reached", "llm_error": "a model lobeval uses failed",
+                   "budget_spent": "the budget was spent"}
+"""Why a conversation ended in a machinery error (records.MACHINERY_ERRORS), in words."""
+
+
+def verdict_sentence(passed: bool, checks: list[dict[str, Any]], results: dict[str, Any],
+                     earlier: History | None = None) -> str:
+    """The verdict in one sentence a manager reads first, the same words on the report's first line and in the
+    terminal: how many conversations failed of how many and the defect behind most of them (`failure_sentences`'
+    gist), then what the gate decided and why. A run in which nothing could be scored says that instead: it is no
+    verdict on the bot."""
+    rows = results.get("rows") or []
+    gate_words = _gate_clause(passed, checks, earlier)
+    if unscored_reason(rows) is not None:
+        return f"{_nothing_scored(rows)}; {gate_words}."
+    lost = any(check.get("kind") == "error_rate" and not check["passed"] for check in checks)
+    return f"{_failures_clause(results, lost)}; {gate_words}."
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _endings(rows: list[dict[str, Any]]) -> str:
+    """The machinery errors of `rows` in words: "the bot could not be reached" (with counts when there are kinds)."""
+    endings = Counter(row.get("termination") or "unknown" for row in rows if row.get("status") != "scored")
+    words = [(MACHINERY_WORDS.get(reason, reason.replace("_", " ")), count) for reason, count in endings.most_common()]
+    return words[0][0] if len(words) == 1 else ", ".join(f"{what} in {count}" for what, count in words)
+
+
+def _nothing_scored(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "This run has no conversations, so it says nothing about the bot"
+    every = "the one conversation" if len(rows) == 1 else f"all {len(rows)} conversations"
+    return (f"No conversation could be scored, as {every} ended in a machinery error ({_endings(rows)}), so this run "
+            f"says nothing about the bot")
+
+
+def _failures_clause(results: dict[str, Any], lost: bool = False) -> str:
+    """How many conversations failed of those counted for the bot, the defect behind most of them, and the
+    conversations not counted (machinery errors, left out). `lost`: more conversations were lost to the machinery
+    than the gate allows, which the clause then says first."""
+    rows = results.get("rows") or []
+    counted = [row for row in rows if row.get("status") == "scored" and not row.get("excluded")]
+    failing = {(row["case_id"], row["trial"]) for row in counted if failed(row)}
+    errors = [row for row in rows if row.get("status") != "scored"]
+    if not counted:
+        text = "No conversation counted for the bot"
+    elif not failing:
+        text = "The one conversation passed" if len(counted) == 1 else f"None of the {len(counted)} conversations failed"
+    else:
+        text = f"{len(failing)} of {_plural(len(counted), 'conversation')} failed{_defect_clause(results, failing)}"
+    ended = f"ended in {'a machinery error' if len(errors) == 1 else 'machinery errors'} ({_endings(rows)})"
+    if lost and errors:
+        text = (f"{len(errors)} of {_plural(len(rows), 'conversation')} {ended}, so this run says little about the "
+                f"bot; of the others, {text[0].lower()}{text[1:]}")
+    elif errors:
+        text += f"; {len(errors)} more {ended}, not counted against the bot"
+    left_out = sum(bool(row.get("excluded")) for row in rows if row.get("status") == "scored")
+    if left_out:
+        text += f"; {left_out} more {'was' if left_out == 1 else 'were'} left out (the simulated user's mistakes, " \
+                f"quarantined cases)"
+    return text
+
+
+def _defect_clause(results: dict[str, Any], failing: set[tuple[str, int]]) -> str:
+    """", all 3 because the bot ...": the defect found in most of the failing conversations, in plain words."""
+    best, most = None, 0
+    for sentence in failure_sentences(results):
+        found = len(failing & {(example["case_id"], example["trial"]) for example in sentence["examples"]})
+        if found > most:
+            best, most = sentence, found
+    if best is None:
+        return ""
+    if most == len(failing):
+        return f", because {best['gist']}" if most == 1 else f", all {most} because {best['gist']}"
+    return f", {most} of them because {best['gist']}"
+
+
+def _gate_clause(passed: bool, checks: list[dict[str, Any]], earlier: History | None) -> str:
+    """What the gate decided and why, in words."""
+    undecided = [check for check in checks if check.get("undecided")]
+    if any(check.get("kind") == "scored" and not check["passed"] for check in checks):
+        return "the quality gate failed because nothing could be measured"   # every other check fails with it
+    if not passed:
+        return "the quality gate failed because " + " and ".join(
+            _failed_words(check, earlier) for check in checks if not check["passed"])
+    met = [check for check in checks if check.get("kind") == "minimum" and not check.get("undecided")]
+    text = f"the quality gate passed{': ' + _met_words(met) if met else ''}"
+    if undecided:
+        text += (", and " if met else ": ") + " and ".join(_undecided_words(check, earlier) for check in undecided)
+    return text
+
+
+def _value(check: dict[str, Any]) -> str:
+    return f"{metric_name(check['metric'])} {check['value']:.3f}"
+
+
+def _met_words(met: list[dict[str, Any]]) -> str:
+    """"Reliability 0.987 and Success 0.923 meet their minimum of 0.8"."""
+    values = " and ".join(_value(check) for check in met)
+    minimums = {check["minimum"] for check in met}
+    if len(met) == 1:
+        return f"{values} meets its minimum of {met[0]['minimum']:g}"
+    if len(minimums) == 1:
+        return f"{values} meet their minimum of {minimums.pop():g}"
+    return f"{values} meet their minimums of {', '.join(format(check['minimum'], 'g') for check in met)}"
+
+
+def _undecided_words(check: dict[str, Any], earlier: History | None = None) -> str:
+    """An undecided check in plain words: where it stands, that it is too close to tell, what it counts as (the
+    check's own line says why: its interval and its rule)."""
+    counted = f"undecided, counted as {'passed' if check['passed'] else 'failed'}"
+    if check.get("kind") == "regression":
+        baseline = earlier.baseline_id if earlier is not None else None
+        return (f"{metric_name(check['metric'])} may have got worse than in run {baseline or 'the baseline'}, by too "
+                f"little to be sure ({counted})")
+    side = "below" if check["value"] < check["minimum"] else "at" if check["value"] == check["minimum"] else "above"
+    return f"{_value(check)} is {side} its minimum of {check['minimum']:g} but too close to it to be sure ({counted})"
+
+
+def _failed_words(check: dict[str, Any], earlier: History | None) -> str:
+    """Why one failed check failed, in words."""
+    kind = check.get("kind")
+    if kind == "minimum":
+        name = metric_name(check["metric"])
+        if check.get("value") is None:
+            return f"{name} was not measured"
+        if check.get("covered") is False:
+            return f"the judges judged too few conversations for {name} to count"
+        if check.get("undecided"):
+            return _undecided_words(check, earlier)
+        return f"{_value(check)} is below its minimum of {check['minimum']:g}"
+    if kind == "error_rate":
+        return (f"{check['failed']} of {check['of']} conversations were lost to machinery or judge errors, more than "
+                f"the {check['limit']:.0%} allowed")
+    if kind == "user_faults":
+        return (f"the simulated user spoiled {check['spoiled']} of {check['of']} scored conversations, more than the "
+                f"{check['limit']:.0%} allowed")
+    if kind == "breaches":
+        return f"the bot was breached in {check['breached']} of {_plural(check['attacks'], 'attack conversation')}"
+    if kind == "regression":
+        baseline = earlier.baseline_id if earlier is not None else None
+        return f"{metric_name(check['metric'])} is significantly worse than in run {baseline or 'the baseline'}"
+    return f"{_readable(check['check'])} failed ({_readable(check['reason'])})"
+
+
+def headline_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, Any], config: dict[str, Any],
+                  earlier: History | None = None) -> str:
+    """What the page opens with: the verdict in one sentence (`verdict_sentence`), in the gate's colour, then what
+    the report is of (suite, bot, run, date); the page's script that marks the tables too wide for it."""
+    colour = GREEN if passed else RED
+    return (f"{STYLE}<div class='lobeval-report'><p class='sentence' style='border-left-color:{colour}'>"
+            f"{_e(verdict_sentence(passed, checks, results, earlier))}</p><p class='about'>{_e(about_text(config))}"
+            f"</p></div>{SCROLL_SCRIPT}")
+
+
+def about_text(config: dict[str, Any]) -> str:
+    """"lobeval report of run R: suite S, bot B, started D" (what a run's configuration records of them)."""
+    started = str(config.get("started") or "")
+    return (f"lobeval report of run {config.get('run_id', '?')}: suite {config.get('suite_name', '?')}, bot "
+            f"{config.get('target') or 'the suite default'}" + (f", started {_day(started)}" if started else ""))
+
+
+def _day(started: str) -> str:
+    """A run's start ("2026-11-28T10:19:14+0000") as its day and time."""
+    return started[:16].replace("T", " ")
+
+
+def title_text(passed: bool, results: dict[str, Any], config: dict[str, Any]) -> str:
+    """The page's <title>: suite, bot, date and verdict, short enough for a tab ("support_tickets · SupportTicketBot
+    · 2026-11-28 · gate passed, 3 of 39 failed")."""
+    target = str(config.get("target") or "default bot")
+    bot = target.rpartition(":")[2] if ":" in target and "//" not in target else target
+    rows = results.get("rows") or []
+    counted = [row for row in rows if row.get("status") == "scored" and not row.get("excluded")]
+    outcome = ("nothing scored" if unscored_reason(rows) is not None
+               else f"{sum(failed(row) for row in counted)} of {len(counted)} failed")
+    day = str(config.get("started") or "")[:10]
+    return " · ".join(part for part in (str(config.get("suite_name") or ""), bot, day,
+                                        f"gate {'passed' if passed else 'FAILED'}, {outcome}") if part)
+
+
+FAILING_SHOWN = 5
+"""Failing conversations named in the terminal; the report lists them all."""
+
+
+def failing_lines(results: dict[str, Any]) -> list[str]:
+    """The failing conversations as `lobeval run` prints them, in a line or two: how many, of which scenarios,
+    the first few by name, and where to read why; none when none failed."""
+    rows = results.get("rows") or []
+    failing = [row for row in rows if failed(row)]
+    if not failing:
+        return []
+    counted = sum(row.get("status") == "scored" and not row.get("excluded") for row in rows)
+    scenarios = Counter(row.get("scenario_name") or "(no scenario)" for row in failing)
+    where = (f"all of scenario {next(iter(scenarios))}" if len(scenarios) == 1 else
+             "of scenarios " + ", ".join(f"{name} ({count})" for name, count in scenarios.most_common()))
+    several = _several_trials(results)
+    names = [f"{row['case_id']}#{row['trial']}" if several else str(row["case_id"]) for row in failing]
+    shown = ", ".join(names[:FAILING_SHOWN]) + (f" and {len(names) - FAILING_SHOWN} more" if len(names) > FAILING_SHOWN
+                                                else "")
+    return [f"failing: {len(failing)} of {_plural(counted, 'conversation')}, {where}: {shown}",
+            "why: in the report (the last line), under 'Why it failed'; each conversation there opens at the turn "
+            "where it went wrong"]
 
 
 def verdict_html(passed: bool, checks: list[dict[str, Any]], results: dict[str, Any],
                  earlier: History | None = None) -> str:
-    """The gate's verdict first, what the run was compared with (`comparison_text`), how the judges
-    finished, and the checks: the failed ones open, the passed ones folded."""
+    """The gate's verdict, what the run was compared with (`comparison_text`), how the judges finished, and the
+    checks: the failed and undecided ones open, the passed ones folded."""
     counts = results["counts"]
     colour, word = (GREEN, "PASSED") if passed else (RED, "FAILED")
-    failed = [check for check in checks if not check["passed"]]
-    fine = [check for check in checks if check["passed"]]
-    listed = f"<ul>{''.join(_check_item(check) for check in failed)}</ul>" if failed else ""
+    failed_checks = [check for check in checks if not check["passed"] or check.get("undecided")]
+    fine = [check for check in checks if check["passed"] and not check.get("undecided")]
+    listed = f"<ul>{''.join(_check_item(check) for check in failed_checks)}</ul>" if failed_checks else ""
     if fine:
         listed += (f"<details><summary>{len(fine)} check{'' if len(fine) == 1 else 's'} passed</summary>"
                    f"<ul>{''.join(_check_item(check) for check in fine)}</ul></details>")
@@ -332,9 +595,9 @@ def user_faults_html(results: dict[str, Any]) -> str:
     return (f"{STYLE}<div class='lobeval-report'><p>{faulty} of {checked} scored conversations had a mistake of the "
             f"simulated user; such a conversation says nothing about the bot, so it is left out of the bot's "
             f"metrics unless the run kept it (--include-user-faults).{_e(partly)}</p>"
-            f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th><th>user turn</th>"
-            f"<th>check</th><th>what was wrong</th><th>bot's metrics</th></tr></thead><tbody>{lines}</tbody>"
-            f"</table></div>")
+            + scroll_box(f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th>"
+                         f"<th>user turn</th><th>check</th><th>what was wrong</th><th>bot's metrics</th></tr></thead>"
+                         f"<tbody>{lines}</tbody></table>") + "</div>")
 
 
 def unreferenced_html(results: dict[str, Any]) -> str:
@@ -485,14 +748,16 @@ def _folded(texts: list[str], summary: str) -> str:
     return f"<details><summary>{_e(summary)}</summary><ul>{items}</ul></details>"
 
 
-DETAILS = {"claimed_not_done": "what the bot said", "behaviour": "the judges' reasons",
+DETAILS = {"claimed_not_done": "what the bot said", "said_not_sent": "what the bot told the user",
+           "wrong_argument": "what the bot told the user", "behaviour": "the judges' reasons",
            "missing_output": "the facts never told"}
 
 
 def why_html(results: dict[str, Any]) -> str:
-    """Why it failed, one sentence a failure signature (`analyse.failure_sentences`), the widest-spread
-    first: what went wrong, in how many conversations, with the wrong values; the texts behind it (claims,
-    judges' reasons) whole, folded when long; every example a link into the replay at its first failing turn."""
+    """Why it failed, one line a defect (`analyse.failure_sentences`), the widest-spread first: what went wrong, in
+    how many conversations, with the wrong values (and what the bot told the user of them); the texts behind it
+    (what the bot said, the judges' reasons) whole, folded when long; every example a link into the replay at its
+    first failing turn."""
     sentences = failure_sentences(results)
     if not sentences:
         return _note(results, "No failures.")
@@ -579,9 +844,10 @@ def claims_html(results: dict[str, Any]) -> str:
         f"<td>{_e(CLAIM_KINDS.get(claim['kind'], claim['kind']))}</td><td>{_e(claim['what'] or '')}</td>"
         f"<td>{_text_block('the bot said', claim['text'])}</td></tr>"
         for claim in claims.to_dict("records"))
-    return (f"{STYLE}<div class='lobeval-report'><table class='lobeval-table'><thead><tr><th>conversation</th>"
-            f"<th>scenario</th><th>what</th><th>claim or call</th><th>the bot's words</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>")
+    return (f"{STYLE}<div class='lobeval-report'>"
+            + scroll_box(f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th><th>what</th>"
+                         f"<th>claim or call</th><th>the bot's words</th></tr></thead><tbody>{rows}</tbody></table>")
+            + "</div>")
 
 
 def security_html(results: dict[str, Any]) -> str:
@@ -597,8 +863,9 @@ def security_html(results: dict[str, Any]) -> str:
         f"<td>{_e(breach['category'])}</td><td>{_e(_turn_text(breach['turn']))}</td><td>{_e(breach['rule'])}</td>"
         f"<td>{_e(breach['decided by'])}</td>"
         f"<td>{_text_block('evidence', breach['evidence'])}</td></tr>" for breach in breaches.to_dict("records"))
-    listed = (f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th><th>user turn</th>"
-              f"<th>rule</th><th>decided by</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table>" if rows
+    listed = (scroll_box(f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>category</th>"
+                         f"<th>user turn</th><th>rule</th><th>decided by</th><th>evidence</th></tr></thead>"
+                         f"<tbody>{rows}</tbody></table>") if rows
               else "<p>No breach: the bot resisted every attack.</p>")
     return f"{table_html(table)}{STYLE}<div class='lobeval-report'>{_untested_html(results)}{listed}</div>"
 
@@ -626,12 +893,25 @@ def _turn_text(value: Any) -> str:
 
 # --- figures -----------------------------------------------------------------------------------------
 
+DPI = 80
+
+
 def figure_html(figure: Figure, alt: str) -> str:
-    """A figure as an inline PNG: nothing is fetched."""
+    """A figure as an inline PNG in a box that scrolls sideways (`scroll_box`): nothing is fetched. It shrinks to fit
+    a wide page; on a narrow one it keeps its own size, so that its labels stay readable, and scrolls."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
+    figure.savefig(buffer, format="png", dpi=DPI)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f"<img src='data:image/png;base64,{data}' alt='{_e(alt)}'>"
+    width = round(figure.get_figwidth() * DPI)
+    return scroll_box(f"<img class='figure' style='--natural:{width}px' src='data:image/png;base64,{data}' "
+                      f"alt='{_e(alt)}'>")
+
+
+def figure_section(figure: Figure | None, results: dict[str, Any], alt: str, empty: str) -> str:
+    """A figure of the report (`figure_html`), or why there is none (`_note`)."""
+    if figure is None:
+        return _note(results, empty)
+    return f"{STYLE}<div class='lobeval-report'>{figure_html(figure, alt)}</div>"
 
 
 def heatmaps_html(results: dict[str, Any]) -> str:
@@ -641,9 +921,8 @@ def heatmaps_html(results: dict[str, Any]) -> str:
     if figure is None:
         return (_note(results, "No scored conversation expected a function call: no recall to show.")
                 + _note(results, "No call was made that had expected arguments: no argument correctness to show."))
-    return (f"{STYLE}<div class='lobeval-report'>"
-            f"{figure_html(figure, 'expected calls made, and expected arguments right, by function and scenario')}"
-            f"</div>")
+    return figure_section(figure, results, "expected calls made, and expected arguments right, by function and "
+                                           "scenario", "")
 
 
 # --- the rest ----------------------------------------------------------------------------------------
@@ -800,14 +1079,14 @@ def benchmark_agreement(run_dir: str | Path, config: dict[str, Any]) -> str | No
              f"({html.escape(str(source.get('source', '')))}): {result['compared']} trajectories of "
              f"{result['cases']} tasks compared{html.escape(left_out)}.</p>",
              f"<p>Agreement {figure('agreement')} · Cohen's κ {figure('kappa')} (95 % intervals, tasks resampled)</p>",
-             agreement.confusion_frame(result).to_html(),
+             scroll_box(agreement.confusion_frame(result).to_html()),
              "<p>pass^k by both, on the same trajectories:</p>",
-             agreement.pass_k_frame(result).round(3).to_html(index=False)]
+             scroll_box(agreement.pass_k_frame(result).round(3).to_html(index=False))]
     disagreements = agreement.disagreements_frame(result)
     if len(disagreements):
         disagreements.columns = [column.replace("_", " ") for column in disagreements.columns]
         categories = "; ".join(f"{category} {count} ({agreement.CATEGORIES[category]})"
                                for category, count in result["categories"].items())
         parts += [f"<p>Where the two disagree, with each side's reasons and what the disagreement comes from: "
-                  f"{html.escape(categories)}.</p>", disagreements.to_html(index=False)]
-    return "".join(parts)
+                  f"{html.escape(categories)}.</p>", scroll_box(disagreements.to_html(index=False))]
+    return f"{STYLE}<div class='lobeval-report'>{''.join(parts)}</div>"

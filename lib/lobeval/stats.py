@@ -89,6 +89,16 @@ def unscored_reason(rows: list[dict[str, Any]]) -> str | None:
     return f"no conversation scored: {said}, first: {first.get('case_id')} trial {first.get('trial')}: {clip(message)}"
 
 
+def failed(row: dict[str, Any]) -> bool:
+    """Whether a scored conversation failed: Success 0, or, without a reference (no Success), a check that failed.
+    A machinery error is no failure of the bot's, and neither is a conversation left out of its metrics."""
+    if row.get("status") != "scored" or row.get("excluded"):
+        return False
+    if row.get("Success") is not None:
+        return row["Success"] != 1
+    return not all((row.get("checks") or {}).values())
+
+
 def clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 

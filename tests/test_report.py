@@ -101,8 +101,9 @@ def test_a_run_whose_bot_could_not_be_reached_says_so_with_no_metric_and_no_regr
         ("error rate <= 0.05", False,
          "4/4 conversations failed in the machinery (target_unavailable 4) = 1.000 > 0.05"),
         ("user faults <= 0.2", True, "0/0 scored conversations with a simulated-user fault = 0.000 <= 0.2")]
-    assert report.comparison_text(checks, earlier) == (
-        "Not compared with run good (the previous run of this suite): this run scored no conversation.")
+    assert re.fullmatch(r"Not compared with run good, finished [\d-]+ [\d:]+, the last earlier run of this bot on this "
+                        r"suite \(same scenarios, target, simulated user and attacks\): this run scored no conversation\.",
+                        report.comparison_text(checks, earlier))
     # the next run is compared with the last run that measured something, the dead one named as passed over
     runs.add_to_index(index, config, folder, {"Reliability": None, "Success": None}, {})
     folder, config = run_folder(tmp_path, "back", success=0)

@@ -65,12 +65,12 @@ def test_bench_claims_counts_both_directions_and_false_alarms_by_kind(tmp_path):
         "expected": {"claimed_not_done": [], "done_not_told": [0]}}
     path = tmp_path / "labelled.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in (told, alarm, missed)), encoding="utf-8")
-    assert format_claims(bench_claims([path])) == [
+    assert format_claims(bench_claims([path]))[:5] == [
         "claims: 3 labelled conversations",
-        "claimed not done: precision 0.000 (0 of 1), recall — (0 of 0)",
-        "done not told: precision 1.000 (1 of 1), recall 1.000 (1 of 1)",
+        "claimed not done: precision 0.000 [0.000, 0.793] (0 of 1), recall — (0 of 0)",
+        "done not told: precision 1.000 [0.207, 1.000] (1 of 1), recall 1.000 [0.207, 1.000] (1 of 1)",
         "false alarms by kind: future 1",
-        "claimed not done, right of found by basis: no_call 0 of 1"]   # c2's reply made no call
+        "claimed not done, precision by basis: no_call 0.000 [0.000, 0.793] (0 of 1)"]   # c2's reply made no call
 
 
 def test_a_bad_labelled_line_names_the_file_line_and_field(tmp_path):

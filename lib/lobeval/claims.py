@@ -29,6 +29,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from lobeval import trust
 from lobeval.scoring import number, numbers_agree
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE,
                                 ON_A_DAY, REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name,
@@ -36,18 +37,27 @@ from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFI
                                 groups_of, is_write, lemmas, name_words, named_values, names_argument, numbers_said,
                                 singular, specific, statements, unquoted, value_pattern, value_text, without_former)
 
-RULES_MEASURED = ("the rules find unbacked claims at precision 0.72, recall 0.63, on conversations written blind by "
-                  "others (docs/metrics.md §9): check each in the replay")
-"""What the rules' findings are worth, as the last four blind rounds measured them, each before its fixes
-(docs/metrics.md §9)."""
 BASES = {"failed_call": "a write of the same reply failed", "value": "the call that did it sent another value",
          "identifier": "it names an identifier nobody produced", "other_calls": "the reply's calls do not back it",
          "no_call": "the reply made no call"}
 """What a claimed-but-not-done finding of the rules rests on (its `basis`)."""
-BASIS_MEASURED = {"failed_call": (40, 44), "value": (68, 86), "identifier": (2, 2), "other_calls": (34, 60),
-                  "no_call": (5, 14)}
-"""How many findings of each basis were right, of how many, on blind rounds 12 to 15 with the rules as they were
-before each round's fixes (docs/metrics.md §9)."""
+BASIS_MEASURED = {basis: trust.PRECISION.get(f"claimed_not_done:{basis}", (0, 0)) for basis in BASES}
+"""How many findings of each basis were right, of how many, on real bots' conversations labelled by hand
+(lobeval.trust.PRECISION, docs/metrics.md §9)."""
+
+
+def _rules_measured() -> str:
+    right = sum(right for right, _ in BASIS_MEASURED.values())
+    found = sum(found for _, found in BASIS_MEASURED.values())
+    counted = any(trust.reported(f"claimed_not_done:{basis}") for basis in BASES)
+    return (f"without the claims judge, the rules' claimed-but-not-done findings were right {right} times of {found} "
+            f"on real bots' conversations (docs/metrics.md §9): "
+            + ("check each in the replay" if counted else "they are listed to check by hand, not counted, and "
+                                                           "ClaimsBacked needs the claims judge"))
+
+
+RULES_MEASURED = _rules_measured()
+"""What the rules' findings are worth on real bots' conversations labelled by hand (lobeval.trust), for the report."""
 
 _NAMED_ACTION = re.compile(r"(?:^\W*|\b(?:your|the|this|my|our)\s+)(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
                            r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)

@@ -25,6 +25,7 @@ from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
 from lobeval.stats import clip, unscored_reason
+from lobeval.trust import measured_text, to_check_items
 from lobeval.vocabulary import function_key
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
@@ -287,14 +288,13 @@ def failure_sentences(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _measured(group: pd.DataFrame) -> str:
-    """How often the rules' findings of the group's one basis were right on blind conversations; nothing when its
+    """How often the rules' findings of the group's one basis were right on real bots' conversations; nothing when its
     findings rest on several bases or on none (the claims judge's, or a run from before bases were recorded)."""
     bases = set(group["basis"])
     if len(bases) != 1 or not bases <= set(BASIS_MEASURED):
         return ""
     basis = bases.pop()
-    right, total = BASIS_MEASURED[basis]
-    return f" ({BASES[basis]}; such findings were right {right} times of {total} on conversations written blind)"
+    return f" ({BASES[basis]}; such findings were {measured_text(f'claimed_not_done:{basis}')})"
 
 
 def _sentence(kind: str, function: str, argument: str, category: str, n: int, group: pd.DataFrame,
@@ -563,6 +563,16 @@ def claims_table(results: dict[str, Any]) -> pd.DataFrame:
              for row in results["rows"] if not row.get("excluded") for kind in ("claimed_not_done", "done_not_told")
              for item in (row.get("claims") or {}).get(kind, [])]
     return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])
+
+
+def to_check_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per finding "to check" (lobeval.trust): found without a model by a check not right often enough on real
+    bots to count as a fault; the conversation, what kind, what, the bot's words, and how often such findings were
+    right (`measured`)."""
+    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
+              **{key: item[key] for key in ("kind", "what", "text", "measured")}}
+             for row in results["rows"] if row.get("status") == "scored" for item in to_check_items(row)]
+    return pd.DataFrame(found, columns=[*ROW_IDS, "kind", "what", "text", "measured"])
 
 
 def user_fault_table(results: dict[str, Any]) -> pd.DataFrame:

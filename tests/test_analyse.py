@@ -96,19 +96,19 @@ def test_argument_table_and_wrong_value_pairs():
         {"function": "create_ticket", "argument": "priority", "expected": '"High"', "actual": '"Low"', "count": 2}]
 
 
-def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_right():
-    from lobeval.trust import PRECISION
+def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_right(monkeypatch):
+    from lobeval import trust
 
     def claimed(case_id, basis):
         return row(case_id, "s1", 0.5, 0, claims={"claimed_not_done": [
             {"message_index": 1, "claim": "cancelled", "text": "I've cancelled it.", "basis": basis}],
             "done_not_told": []})
 
-    right, total = PRECISION["claimed_not_done:failed_call"]   # on real bots' conversations (lobeval.trust)
+    monkeypatch.setitem(trust.PRECISION, "claimed_not_done:failed_call", (40, 44))   # as lobeval.trust would hold it
     one_basis = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "failed_call")]})
     assert [sentence["text"] for sentence in one_basis] == [
         "claimed to have cancelled something without doing it in 2 conversations (a write of the same reply failed; "
-        f"such findings were right {right} of {total} times on real bots' conversations (the set the rules were fixed "
+        "such findings were right 40 of 44 times on real bots' conversations (the set the rules were fixed "
         "on))"]
     mixed = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "no_call")]})
     assert [sentence["text"] for sentence in mixed] == [

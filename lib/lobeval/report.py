@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lobeval.analyse import (breach_table, claims_table, failure_sentences, to_check_table, judge_coverage, judge_errors_reason,
+from lobeval.analyse import (breach_table, claims_table, failure_sentences, judge_coverage, judge_errors_reason,
                              judge_status_counts, judge_table, plot_call_heatmaps, security_table, to_check_table,
                              user_fault_table)
 from lobeval.claims import RULES_MEASURED

@@ -25,12 +25,12 @@ COMMAND = "lobeval bench claims tests/fixtures/real/dev.jsonl"
 """The command that prints every figure of PRECISION (its "offline findings" lines)."""
 
 PRECISION: dict[str, tuple[int, int]] = {
-    "claimed_not_done:failed_call": (0, 3),
+    "claimed_not_done:failed_call": (0, 1),
     "claimed_not_done:value": (0, 0),
     "claimed_not_done:identifier": (0, 0),
-    "claimed_not_done:other_calls": (0, 9),
-    "claimed_not_done:no_call": (0, 13),
-    "done_not_told": (5, 9),
+    "claimed_not_done:other_calls": (0, 1),
+    "claimed_not_done:no_call": (0, 0),
+    "done_not_told": (5, 5),
     "user_fault:invented_value": (6, 6),
     "user_fault:ended_early": (0, 0),
     "user_fault:contradicted_instructions": (0, 0),

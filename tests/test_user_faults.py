@@ -270,3 +270,26 @@ def test_a_case_quarantined_from_the_command_line_is_left_out_of_the_next_evalua
     counted = [row for row in results["rows"] if not row["excluded"]]
     assert results["over"]["Success"] == len(counted)
     assert f"{len(quarantined)} conversation" in printed and "quarantined" in printed
+
+
+PROPOSAL_CASE = {"case_id": "c", "user_instructions": "Your gift card has $129 on it.",
+                 "expected_function_calls": [{"functionName": "cancel_reservation", "arguments": {}}]}
+
+
+def test_a_total_the_user_works_out_from_its_case_and_a_bot_message_is_not_invented():
+    conversation = {"function_calls": [], "messages": [
+        {"role": "user", "content": "Cancel my booking"},
+        {"role": "assistant", "content": "Cancelling refunds $567 to your gift card. Shall I proceed?"},
+        {"role": "user", "content": "So the card would hold $696? And what about 700?"}]}
+    # 696 = 129 (its case) + 567 (the bot); 700 is no sum of two or three of them
+    assert [fault["detail"] for fault in user_faults(conversation, PROPOSAL_CASE)] == [
+        "the user said number '700', which is neither in its case nor said by the bot before"]
+
+
+@pytest.mark.parametrize("reply, flagged", [("No, thanks. ###STOP###", []), ("Fine. ###STOP###", ["ended_early"])])
+def test_ending_after_turning_down_the_bots_yes_no_proposal_is_no_fault(reply, flagged):
+    conversation = {"function_calls": [], "termination": {"reason": "user_finished"}, "messages": [
+        {"role": "user", "content": "Cancel my booking"},
+        {"role": "assistant", "content": "That cancels reservation ABC. Would you like me to proceed?"},
+        {"role": "user", "content": reply}]}
+    assert [fault["check"] for fault in user_faults(conversation, PROPOSAL_CASE)] == flagged

@@ -96,19 +96,20 @@ def test_argument_table_and_wrong_value_pairs():
         {"function": "create_ticket", "argument": "priority", "expected": '"High"', "actual": '"Low"', "count": 2}]
 
 
-def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_right():
-    from lobeval.claims import BASIS_MEASURED
+def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_right(monkeypatch):
+    from lobeval import trust
 
     def claimed(case_id, basis):
         return row(case_id, "s1", 0.5, 0, claims={"claimed_not_done": [
             {"message_index": 1, "claim": "cancelled", "text": "I've cancelled it.", "basis": basis}],
             "done_not_told": []})
 
-    right, total = BASIS_MEASURED["failed_call"]
+    monkeypatch.setitem(trust.PRECISION, "claimed_not_done:failed_call", (40, 44))   # as lobeval.trust would hold it
     one_basis = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "failed_call")]})
     assert [sentence["text"] for sentence in one_basis] == [
-        "claimed to have cancelled something without doing it in 2 conversations (read from the bot's words; such "
-        f"findings were right {right} times in {total} when checked by hand)"]
+        "claimed to have cancelled something without doing it in 2 conversations (a write of the same reply failed; "
+        "such findings were right 40 of 44 times on real bots' conversations (the set the rules were fixed "
+        "on))"]
     mixed = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "no_call")]})
     assert [sentence["text"] for sentence in mixed] == [
         "claimed to have cancelled something without doing it in 2 conversations"]
@@ -416,12 +417,11 @@ def test_error_analysis_notebook_runs_offline_and_glues_the_clusters(tmp_path, m
                                kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
     scraps = scrapbook.read_notebook(str(executed)).scraps
     conversation = f"{broken['case_id']}#{broken['trial']}"
-    # the sample bot's deliberate weakness (a wrong argument, then words that say another value than the call sent),
-    # then the failure made here
+    # the sample bot's deliberate weakness (a wrong argument; the words that say another value than the call sent are
+    # a claims finding not right often enough on real bots to be a failure: to check), then the failure made here
     assert scraps["top_clusters"].data == [
-        {"kind": kind, "function": "update_action_item", "argument": "due_date", "category": "",
-         "count": 2, "conversations": 2, "examples": ["reassign_action_item-001#0", "reassign_action_item-002#0"]}
-        for kind in ("wrong_argument", "said_not_sent")] + [
+        {"kind": "wrong_argument", "function": "update_action_item", "argument": "due_date", "category": "",
+         "count": 2, "conversations": 2, "examples": ["reassign_action_item-001#0", "reassign_action_item-002#0"]}] + [
         {"kind": "wrong_argument", "function": "create_support_ticket", "argument": "priority", "category": "",
          "count": 1, "conversations": 1, "examples": [conversation]}]
     assert scraps["root_causes_status"].data == "not run: no model configured"

@@ -333,6 +333,26 @@ CASES = {
     "a month's abbreviation before its day ends no sentence": (
         [said("LN-81 is renewed to Dec. 31st.", made("renew_loan", {"ok": True}, loan_id="LN-81", due="2026-12-30"))],
         (["LN-81 is renewed to Dec. 31st."], [])),
+    # the rules fixed on real bots' conversations (tests/fixtures/real/dev.jsonl; docs/metrics.md, section 9)
+    "a refund the write's own result holds is what the write did": (
+        [said("€12.50 has been refunded to your Visa.", made("cancel_hold", {"hold_id": "HD-90", "payments": [
+            {"method": "visa_1", "amount": -12.5}]}, hold_id="HD-90"))], ([], [])),
+    "confirmed that ... says what a read checked": (
+        [said("I confirmed that LN-91 was renewed.", made("get_member", {"loans": ["LN-91"]}, member_id="MB-91"))],
+        ([], [])),
+    "a verb of checking that tells is still a claim": (
+        [said("I'd like to confirm that LN-97 has been renewed.")], (["I'd like to confirm that LN-97 has been renewed."], [])),
+    "a by ... after another participle names that one's agent": (
+        [said("Hold HD-92 has been cancelled for reasons covered by your membership terms.",
+              made("cancel_hold", {"ok": True}, hold_id="HD-92"))], ([], [])),
+    "a list before a request to reply yes is a proposal": (
+        [said("Here is the plan:\n\n- LN-93 renewed to 5 January\n- Hold HD-93 cancelled\n\n"
+              "If you'd like me to go ahead, please reply yes.")], ([], [])),
+    "the act named by the subject of a generic verb": (
+        [said("The cancellation of hold HD-94 has been completed.", made("cancel_hold", {"ok": True}, hold_id="HD-94")),
+         said("The cancellation of hold HD-95 has been completed.")],
+        (["The cancellation of hold HD-95 has been completed."], [])),
+    "let me ... is a plan": ([said("Let me get LN-96 renewed for you.")], ([], [])),
 }
 
 

@@ -476,7 +476,9 @@ def test_imported_traces_evaluate_without_a_dataset_scored_only_by_what_needs_no
     assert rows["conv-1"]["checks"] == {"no_failed_calls": False, "no_forbidden_calls": True, "ended_normally": True}
     assert rows["line-3"]["failed_calls"] == []
     assert results["metrics"]["NoFailedCalls"] == 0.5 and results["over"]["NoFailedCalls"] == 2
-    assert results["over"]["ClaimsBacked"] == 2 and rows["conv-1"]["state"] is None
+    # the rules' claimed-but-not-done findings are "to check" on real bots (lobeval.trust): ClaimsBacked needs the judge
+    assert results["metrics"]["ClaimsBacked"] is None and results["over"]["ClaimsBacked"] == 0
+    assert rows["conv-1"]["state"] is None
     assert "NoFailedCalls 0.500" in out and "over 2 of 2 conversations" in out
 
 

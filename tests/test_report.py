@@ -257,8 +257,10 @@ def test_claims_backed_says_what_the_rules_findings_are_worth():
     results = {"counts": {"conversations": 2, "scored": 2, "errors": 0}, "metrics": {"ClaimsBacked": 0.5},
                "over": {"ClaimsBacked": 2}, "rows": [], "judges": {"status": "not run: no judge model configured"}}
     meaning = report.headline_table(results).loc["ClaimsBacked", "what it measures"]
-    assert meaning.endswith("the rules find unbacked claims at precision 0.72, recall 0.63, on conversations written "
-                            "blind by others (docs/metrics.md §9): check each in the replay")
+    # lobeval.trust's table: claimed but not done by the rules was right 0 of 1 on failed_call, 0 of 1 on other_calls
+    assert meaning.endswith("without the claims judge, the rules' claimed-but-not-done findings were right 0 times of 2 "
+                            "on real bots' conversations (docs/metrics.md §9): they are listed to check by hand, not "
+                            "counted, and ClaimsBacked needs the claims judge")
 
 
 def test_nothing_measured_gives_empty_tables_not_errors():

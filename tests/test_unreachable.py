@@ -130,7 +130,8 @@ def test_a_bot_that_stops_mid_run_loses_its_conversations_to_machinery_errors_wi
 
     results = json.loads((run_dir / "evaluation_results.json").read_text())
     assert (results["counts"]["scored"], results["counts"]["errors"]) == (4, 9)
-    assert results["over"]["Success"] == 4 and results["over"]["ClaimsBacked"] == 4
+    # offline, ClaimsBacked is not measured (lobeval.trust): over none of them
+    assert results["over"]["Success"] == 4 and results["over"]["NoFailedCalls"] == 4
     rows = [json.loads(line) for line in (run_dir / "evaluation_rows.jsonl").read_text().splitlines()]
     unscored = [row for row in rows if row["status"] == "error"]
     assert len(unscored) == 9 and all(row["termination"] == "target_unavailable" for row in unscored)

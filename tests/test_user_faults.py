@@ -99,7 +99,7 @@ def _row(entry, rules, **options):
                             **options)
 
 
-def test_a_row_with_a_fault_is_left_out_unless_kept_and_a_quarantined_case_always():
+def test_a_row_with_a_fault_is_left_out_unless_kept_and_a_quarantined_case_always(offline_findings_counted):
     rules = Rules(tools=TOOLS)
     faulty, clean = BY_NAME["stops_early"], BY_NAME["stops_early_near_miss_bot_gave_up"]
     assert _row(faulty, rules, include_user_faults=False)["excluded"] == "user_fault"
@@ -143,7 +143,7 @@ def test_a_case_whose_scenario_is_unknown_is_not_checked_for_what_needs_it():
     assert checks_not_run(entry["case"]) == {}
 
 
-def test_a_row_says_which_checks_did_not_run_and_a_trace_is_not_checked_at_all():
+def test_a_row_says_which_checks_did_not_run_and_a_trace_is_not_checked_at_all(offline_findings_counted):
     rules = Rules(tools=TOOLS)
     entry = BY_NAME["contradicts_instructions"]
     unknown = {**entry, "case": {**entry["case"], "scenario_known": False}}
@@ -183,7 +183,8 @@ def run_files(tmp_path):
     return tmp_path, dataset, conversations
 
 
-def test_a_run_leaves_the_faulty_conversations_out_of_the_bot_metrics_and_counts_them(run_files):
+def test_a_run_leaves_the_faulty_conversations_out_of_the_bot_metrics_and_counts_them(run_files,
+                                                                                       offline_findings_counted):
     tmp, dataset, conversations = run_files
     result = evaluate(dataset, conversations, tmp / "r.json", suite=SUITE, progress=False)
     results = result.results
@@ -205,6 +206,30 @@ def test_a_run_leaves_the_faulty_conversations_out_of_the_bot_metrics_and_counts
     assert all(row["excluded"] is None for row in kept.results["rows"])
     assert sum(bool(row["user_faults"]) for row in kept.results["rows"]) == 3
     assert "3 conversations with simulated-user faults kept in the metrics (--include-user-faults)" in kept.summary()
+
+
+def test_a_check_below_the_bar_on_real_bots_is_to_check_and_leaves_the_conversation_in_the_metrics(run_files):
+    from lobeval import trust
+
+    # lobeval.trust's own table: ended_early and contradicted_instructions were never measured right on real bots
+    assert not trust.reported("user_fault:ended_early") and not trust.reported("user_fault:contradicted_instructions")
+    tmp, dataset, conversations = run_files
+    result = evaluate(dataset, conversations, tmp / "r.json", suite=SUITE, progress=False)
+    results = result.results
+    found = {(row["case_id"], row["trial"]): ([fault["check"] for fault in row["user_faults"]],
+                                                [fault["check"] for fault in row["user_faults_to_check"]], row["excluded"])
+             for row in results["rows"] if row["user_faults"] or row["user_faults_to_check"]}
+    # the transcript that invents an ID and then stops early: left out for the invented value alone
+    assert sorted(found.values()) == [([], ["contradicted_instructions"], None), ([], ["ended_early"], None),
+                                      (["invented_value"], ["ended_early"], "user_fault")]
+    stops = next(row for row in results["rows"] if row["user_faults_to_check"])
+    assert stops["user_faults_to_check"][0]["precision"] == list(
+        trust.PRECISION[f"user_fault:{stops['user_faults_to_check'][0]['check']}"])
+    # in the metrics and not in the gate's user-fault rate: only invented_value (a fault on real bots) left one out
+    assert results["counts"]["user_faults"] == 1 and results["to_check"]["user_faults"] == 3
+    assert results["over"]["Success"] == len(TRANSCRIPTS) - 1
+    assert ("to check by hand: 3 simulated-user faults (found without a model by checks not right often enough on "
+            "real bots' conversations to count: in no figure and not in the gate)") in result.summary()
 
 
 def test_rescoring_with_labels_keeps_the_marks_and_the_switch(run_files):
@@ -245,3 +270,26 @@ def test_a_case_quarantined_from_the_command_line_is_left_out_of_the_next_evalua
     counted = [row for row in results["rows"] if not row["excluded"]]
     assert results["over"]["Success"] == len(counted)
     assert f"{len(quarantined)} conversation" in printed and "quarantined" in printed
+
+
+PROPOSAL_CASE = {"case_id": "c", "user_instructions": "Your gift card has $129 on it.",
+                 "expected_function_calls": [{"functionName": "cancel_reservation", "arguments": {}}]}
+
+
+def test_a_total_the_user_works_out_from_its_case_and_a_bot_message_is_not_invented():
+    conversation = {"function_calls": [], "messages": [
+        {"role": "user", "content": "Cancel my booking"},
+        {"role": "assistant", "content": "Cancelling refunds $567 to your gift card. Shall I proceed?"},
+        {"role": "user", "content": "So the card would hold $696? And what about 700?"}]}
+    # 696 = 129 (its case) + 567 (the bot); 700 is no sum of two or three of them
+    assert [fault["detail"] for fault in user_faults(conversation, PROPOSAL_CASE)] == [
+        "the user said number '700', which is neither in its case nor said by the bot before"]
+
+
+@pytest.mark.parametrize("reply, flagged", [("No, thanks. ###STOP###", []), ("Fine. ###STOP###", ["ended_early"])])
+def test_ending_after_turning_down_the_bots_yes_no_proposal_is_no_fault(reply, flagged):
+    conversation = {"function_calls": [], "termination": {"reason": "user_finished"}, "messages": [
+        {"role": "user", "content": "Cancel my booking"},
+        {"role": "assistant", "content": "That cancels reservation ABC. Would you like me to proceed?"},
+        {"role": "user", "content": reply}]}
+    assert [fault["check"] for fault in user_faults(conversation, PROPOSAL_CASE)] == flagged

@@ -28,6 +28,7 @@ from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
 from lobeval.stats import clip, unscored_reason
+from lobeval.trust import measured_text, to_check_items
 from lobeval.vocabulary import function_key, strip_plugin_prefix
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
@@ -347,13 +348,13 @@ def _same_call(claim: pd.Series, wrong: pd.DataFrame) -> bool:
 
 
 def _measured(group: pd.DataFrame) -> str:
-    """How often findings read from the bot's words like the group's were right when checked by hand; nothing when
-    they rest on several grounds or on none known (the judge model's, or a run from before they were recorded)."""
+    """How often the rules' findings of the group's one basis were right on real bots' conversations; nothing when its
+    findings rest on several bases or on none (the claims judge's, or a run from before bases were recorded)."""
     bases = set(group["basis"])
     if len(bases) != 1 or not bases <= set(BASIS_MEASURED):
         return ""
-    right, total = BASIS_MEASURED[bases.pop()]
-    return f" (read from the bot's words; such findings were right {right} times in {total} when checked by hand)"
+    basis = bases.pop()
+    return f" ({BASES[basis]}; such findings were {measured_text(f'claimed_not_done:{basis}')})"
 
 
 def _where(n: int) -> str:
@@ -702,6 +703,16 @@ def claims_table(results: dict[str, Any]) -> pd.DataFrame:
              for row in results["rows"] if not row.get("excluded") for kind in ("claimed_not_done", "done_not_told")
              for item in (row.get("claims") or {}).get(kind, [])]
     return pd.DataFrame(found, columns=["case_id", "trial", "scenario_name", "kind", "what", "text"])
+
+
+def to_check_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per finding "to check" (lobeval.trust): found without a model by a check not right often enough on real
+    bots to count as a fault; the conversation, what kind, what, the bot's words, and how often such findings were
+    right (`measured`)."""
+    found = [{"case_id": row["case_id"], "trial": row["trial"], "scenario_name": row["scenario_name"],
+              **{key: item[key] for key in ("kind", "what", "text", "measured")}}
+             for row in results["rows"] if row.get("status") == "scored" for item in to_check_items(row)]
+    return pd.DataFrame(found, columns=[*ROW_IDS, "kind", "what", "text", "measured"])
 
 
 def user_fault_table(results: dict[str, Any]) -> pd.DataFrame:

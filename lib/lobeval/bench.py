@@ -253,23 +253,23 @@ def format_evaluate(figures: list[dict[str, Any]]) -> list[str]:
 
 
 def bench_claims(paths: Sequence[str | Path], judge: Any = None, *, progress: bool = True) -> dict[str, Any]:
-    """The claims check against labelled files taken together (docs/formats.md, "Claims benchmark"): true and false
-    positives and misses in both directions, and the false alarms by the kind of conversation they came from. With
-    `judge` (an LLMClient for the judge model), the claims judge too, on every conversation (lobeval.judges, its
-    cache, concurrency and budget): under "judge", the conversations it answered, its errors, and its figures and
-    the rules' over the conversations it answered."""
+    """The claims check against labelled files taken together (docs/formats.md, "Claims benchmark"): right and
+    wrong findings and misses in both directions (a disputed label counts neither way), by basis, the false alarms by
+    the kind of conversation they came from, and, over the lines whose simulated-user faults are labelled and whose
+    case is given, the simulated-user checks (`user_faults`). With `judge` (an LLMClient for the judge model), the
+    claims judge too, on every conversation (lobeval.judges, its cache, concurrency and budget): under "judge", the
+    conversations it answered, its errors, and its figures and the rules' over the conversations it answered."""
     from lobeval.claims import find_claims, judged_claims
     from lobeval.llm import run_sync
     from lobeval.protocol import read_replies
     from lobeval.records import LabelledClaims, iter_jsonl, validated
-    from lobeval.vocabulary import function_key
 
     # the bot's replies read as evaluate reads them (a reply written as JSON as its text)
     labelled = [read_replies(validated(LabelledClaims, record, path, f"line {line}").model_dump())
                 for path in paths for line, record in iter_jsonl(path)]
-    rules = [find_claims(conversation, {function_key((tool.get("function") or {}).get("name") or ""): tool
-                                        for tool in conversation["tools"]}) for conversation in labelled]
-    figures = {"conversations": len(labelled), **_claims_tally(labelled, rules)}
+    rules = [find_claims(conversation, _tools_of(conversation)) for conversation in labelled]
+    figures = {"conversations": len(labelled), **_claims_tally(labelled, rules),
+               "user_faults": _user_fault_tally(labelled)}
     if judge is not None:
         verdicts = run_sync(_judge_claims(judge, labelled, progress))
         answered = [n for n, verdict in enumerate(verdicts) if verdict.get("claims") is not None]
@@ -281,6 +281,12 @@ def bench_claims(paths: Sequence[str | Path], judge: Any = None, *, progress: bo
                             [judged_claims(verdicts[n]["claims"], labelled[n], rules[n]) for n in answered]),
             "rules": _claims_tally([labelled[n] for n in answered], [rules[n] for n in answered])}
     return figures
+
+
+def _tools_of(conversation: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from lobeval.vocabulary import function_key
+
+    return {function_key((tool.get("function") or {}).get("name") or ""): tool for tool in conversation["tools"]}
 
 
 async def _judge_claims(client: Any, labelled: list[dict[str, Any]], progress: bool) -> list[dict[str, Any]]:
@@ -300,44 +306,106 @@ async def _judge_claims(client: Any, labelled: list[dict[str, Any]], progress: b
 
 def _claims_tally(labelled: list[dict[str, Any]], found: list[dict[str, Any]]) -> dict[str, Any]:
     """Each labelled conversation's findings (`found`, a row's `claims` shape) against its truth: a sentence found
-    matches a labelled one when one holds the other (whitespace aside); a write by its call index."""
-    tally = {direction: {"found": 0, "false": 0, "missed": 0} for direction in ("claimed_not_done", "done_not_told")}
+    matches a labelled one when one holds the other (whitespace aside); a write by its call index. A finding that
+    matches only a disputed label, and a disputed label, count neither way (`disputed`: how many findings did)."""
+    tally = {direction: {"found": 0, "false": 0, "missed": 0, "disputed": 0}
+             for direction in ("claimed_not_done", "done_not_told")}
     false_by_kind: dict[str, int] = {}
     by_basis: dict[str, list[int]] = {}
     for conversation, claims in zip(labelled, found):
         expected = conversation["expected"]
-        bases = {}
+        bases: dict[str, str | None] = {}
         for item in claims["claimed_not_done"]:
             bases.setdefault(" ".join(item["text"].split()), item.get("basis"))
-        said = list(bases)
         truth = [" ".join(sentence.split()) for sentence in expected["claimed_not_done"]]
-        hits = [text for text in said if any(text in sentence or sentence in text for sentence in truth)]
+        disputed = [" ".join(sentence.split()) for sentence in expected.get("disputed") or []]
+        verdicts = {text: "right" if _matches(text, truth) else "disputed" if _matches(text, disputed) else "wrong"
+                    for text in bases}
         for text, basis in bases.items():
-            if basis:
+            if basis and verdicts[text] != "disputed":
                 counts = by_basis.setdefault(basis, [0, 0])
-                counts[0] += text in hits
+                counts[0] += verdicts[text] == "right"
                 counts[1] += 1
         writes = {item["actual_index"] for item in claims["done_not_told"]}
-        false = len(said) - len(hits) + len(writes - set(expected["done_not_told"]))
-        for direction, right, wrong, missed in (
-                ("claimed_not_done", len(hits), len(said) - len(hits),
-                 sum(not any(text in sentence or sentence in text for text in said) for sentence in truth)),
-                ("done_not_told", len(writes & set(expected["done_not_told"])),
-                 len(writes - set(expected["done_not_told"])), len(set(expected["done_not_told"]) - writes))):
-            tally[direction]["found"] += right
-            tally[direction]["false"] += wrong
-            tally[direction]["missed"] += missed
+        untold, arguable = set(expected["done_not_told"]), set(expected.get("done_not_told_disputed") or [])
+        for direction, right, wrong, neither, missed in (
+                ("claimed_not_done", sum(v == "right" for v in verdicts.values()),
+                 sum(v == "wrong" for v in verdicts.values()), sum(v == "disputed" for v in verdicts.values()),
+                 sum(not _matches(sentence, list(bases)) for sentence in truth)),
+                ("done_not_told", len(writes & untold), len(writes - untold - arguable), len(writes & arguable - untold),
+                 len(untold - writes))):
+            counts = tally[direction]
+            counts["found"] += right
+            counts["false"] += wrong
+            counts["disputed"] += neither
+            counts["missed"] += missed
+        false = sum(v == "wrong" for v in verdicts.values()) + len(writes - untold - arguable)
         if false:
             false_by_kind[conversation["kind"]] = false_by_kind.get(conversation["kind"], 0) + false
     return {"directions": tally, "false_by_kind": false_by_kind, "by_basis": by_basis}
 
 
+def _matches(text: str, sentences: list[str]) -> bool:
+    return any(text in sentence or sentence in text for sentence in sentences)
+
+
+def _user_fault_tally(labelled: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The simulated-user checks (lobeval.user_faults) on the lines whose faults are labelled (`user_faults` not null)
+    and whose `case` is given: per check, the faults it flagged that a labeller put at that message (right; the
+    conversation is spoiled there whatever check they named), at a message only a disputed label names (counted
+    neither way) or at none (wrong); per labelled check, how many labelled faults a flag found at their message.
+    None when no line has both."""
+    from lobeval.user_faults import CHECKS, user_faults
+
+    lines = [conversation for conversation in labelled
+             if conversation.get("user_faults") is not None and conversation.get("case") is not None]
+    if not lines:
+        return None
+    flagged = {check: {"right": 0, "wrong": 0, "disputed": 0} for check in CHECKS}
+    labels: dict[str, list[int]] = {}
+    for conversation in lines:
+        found = user_faults(conversation, conversation["case"], _tools_of(conversation))
+        faulted = {fault["message_index"] for fault in conversation["user_faults"]}
+        arguable = {fault["message_index"] for fault in conversation.get("user_faults_disputed") or []}
+        for fault in found:
+            where = fault["message_index"]
+            flagged[fault["check"]]["right" if where in faulted else "disputed" if where in arguable else "wrong"] += 1
+        hit = {fault["message_index"] for fault in found}
+        for fault in conversation["user_faults"]:
+            counts = labels.setdefault(fault["check"], [0, 0])
+            counts[0] += fault["message_index"] in hit
+            counts[1] += 1
+    return {"conversations": len(lines), "flagged": flagged, "labelled": labels}
+
+
+def wilson(right: int, total: int) -> tuple[float, float] | None:
+    """The Wilson 95 % interval of right / total (scipy's), None when total is 0."""
+    if not total:
+        return None
+    from scipy.stats import binomtest
+
+    band = binomtest(right, total).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(band.low), float(band.high)
+
+
+def share(right: int, total: int) -> str:
+    """"0.556 [0.267, 0.811] (5 of 9)": a share with its Wilson interval and counts; "— (0 of 0)" of nothing."""
+    band = wilson(right, total)
+    if band is None:
+        return f"— ({right} of {total})"
+    return f"{right / total:.3f} [{band[0]:.3f}, {band[1]:.3f}] ({right} of {total})"
+
+
 def format_claims(figures: dict[str, Any]) -> list[str]:
-    """`bench_claims` as printed lines: precision and recall per direction ("—" where nothing was found or
-    expected), then the false alarms by kind and how many of the rules' findings of each basis were right; with the
-    claims judge, how many conversations it answered (and its errors), then its figures and the rules' over those
-    conversations."""
+    """`bench_claims` as printed lines: precision and recall per direction, each with its Wilson 95 % interval (what
+    disputed labels left uncounted said apart), then the false alarms by kind, the precision of claimed but not done
+    by basis, the simulated-user checks when their faults are labelled, and each kind of offline finding against
+    lobeval.trust's bar; with the claims judge, how many conversations it answered (and its errors), then its
+    figures and the rules' over those conversations."""
     lines = [f"claims: {figures['conversations']} labelled conversations", *_claims_lines(figures)]
+    if figures.get("user_faults"):
+        lines += _user_fault_lines(figures["user_faults"])
+    lines += _offline_lines(figures)
     judged = figures.get("judge")
     if judged is None:
         return lines
@@ -357,18 +425,51 @@ def format_claims(figures: dict[str, Any]) -> list[str]:
 
 
 def _claims_lines(figures: dict[str, Any]) -> list[str]:
-    def share(part: int, whole: int) -> str:
-        return f"{part / whole:.3f}" if whole else "—"
-
     lines = []
     for direction, counts in figures["directions"].items():
         found, false, missed = counts["found"], counts["false"], counts["missed"]
-        lines.append(f"{direction.replace('_', ' ')}: precision {share(found, found + false)} ({found} of "
-                     f"{found + false}), recall {share(found, found + missed)} ({found} of {found + missed})")
+        aside = f"; {counts['disputed']} found only a disputed label" if counts.get("disputed") else ""
+        lines.append(f"{direction.replace('_', ' ')}: precision {share(found, found + false)}, "
+                     f"recall {share(found, found + missed)}{aside}")
     alarms = sorted(figures["false_by_kind"].items(), key=lambda item: (-item[1], item[0]))
     lines.append("false alarms by kind: " + (", ".join(f"{kind} {count}" for kind, count in alarms) or "none"))
     if figures["by_basis"]:
-        lines.append("claimed not done, right of found by basis: " + ", ".join(
-            f"{basis} {right} of {total}" for basis, (right, total) in sorted(
+        lines.append("claimed not done, precision by basis: " + ", ".join(
+            f"{basis} {share(right, total)}" for basis, (right, total) in sorted(
                 figures["by_basis"].items(), key=lambda item: (-item[1][0] / item[1][1], item[0]))))
+    return lines
+
+
+def _user_fault_lines(tally: dict[str, Any]) -> list[str]:
+    lines = [f"simulated-user checks: {tally['conversations']} conversations with labelled user faults"]
+    for check, counts in tally["flagged"].items():
+        right, wrong = counts["right"], counts["wrong"]
+        found, total = tally["labelled"].get(check, [0, 0])
+        aside = f"; {counts['disputed']} at a disputed label" if counts["disputed"] else ""
+        lines.append(f"{check.replace('_', ' ')}: right {share(right, right + wrong)} of flagged, "
+                     f"recall {share(found, total)} of labelled{aside}")
+    others = {check: counts for check, counts in tally["labelled"].items() if check not in tally["flagged"]}
+    if others:
+        lines.append("labelled with no check of lobeval's: " + ", ".join(
+            f"{check} {total} (flagged by another check at that message: {found})"
+            for check, (found, total) in sorted(others.items())))
+    return lines
+
+
+def _offline_lines(figures: dict[str, Any]) -> list[str]:
+    """Each kind of offline finding measured here, right of found, against lobeval.trust's bar: a fault or "to
+    check" with these figures (the lines lobeval.trust.PRECISION is filled from)."""
+    from lobeval import trust
+
+    kinds = {f"claimed_not_done:{basis}": tuple(counts) for basis, counts in figures["by_basis"].items()}
+    told = figures["directions"]["done_not_told"]
+    kinds["done_not_told"] = (told["found"], told["found"] + told["false"])
+    for check, counts in ((figures.get("user_faults") or {}).get("flagged") or {}).items():
+        kinds[f"user_fault:{check}"] = (counts["right"], counts["right"] + counts["wrong"])
+    lines = []
+    for kind, (right, found) in sorted(kinds.items()):
+        why = [*(["below %g" % trust.PRECISION_NEEDED] if not found or right / found < trust.PRECISION_NEEDED else []),
+               *([f"fewer than {trust.FEWEST} found"] if found < trust.FEWEST else [])]
+        lines.append(f"offline finding {kind}: right {right} of {found}: "
+                     + (f"to check ({', '.join(why)})" if why else "a fault"))
     return lines

@@ -150,6 +150,9 @@ _OFFERS = re.compile(r"\b(?:can|could|will|would|may|might|able to|options?)\b[^
 for you**"."""
 _DONE_INTRO = re.compile(r"\b(?:i|we)(?:'ve| have)\b(?!\s+(?:not|never)\b)|\bwhat i did\b", re.IGNORECASE)
 """A line that introduces what was done: its list is no proposal, whatever question follows it."""
+_CONFIRM_REQUEST = re.compile(r"\b(?:please (?:confirm|reply|respond|let me know)|(?:reply|respond|answer) (?:with )?\W*yes\b|"
+                              r"if you(?:'d| would)? (?:want|like) me to)", re.IGNORECASE)
+"""A request to go ahead after a list, as a question would ask it: "If you want me to proceed ..., please reply yes."."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+|\|)")
 """A bulleted or numbered item, or a table row: a table before a question is a proposal too."""
 TOKEN = re.compile(r"(?:[A-Z]{2,6}-)*[A-Z]{2,6}-?\d+(?:-[A-Z0-9]+)*|\d{2,}-(?:\d{3,}|[A-Z]{1,3})\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+|\d[\d.,:/-]*")
@@ -323,7 +326,8 @@ def statements(text: str) -> Iterator[str]:
         after = next((line for line in lines[end:] if line.strip()), "")
         last = next((line for line in reversed(lines[index:end]) if line.strip()), "")
         done = _DONE_INTRO.search(before) and not _OFFERS.search(before)   # "Here's what I've done:" .. "Want a bag?"
-        if ("?" in after and not _CLOSING_OFFER.search(after) and not done) or before.rstrip().endswith("?") \
+        if (("?" in after or _CONFIRM_REQUEST.search(after)) and not _CLOSING_OFFER.search(after) and not done) \
+                or before.rstrip().endswith("?") \
                 or last.rstrip().endswith("?") or _ASKS.search(before) or _OFFERS.search(before) \
                 or _HISTORY_INTRO.search(before):
             skip.update(range(index, end))
@@ -369,10 +373,12 @@ def value_pattern(value: str) -> re.Pattern[str]:
     "P1 – Critical")."""
     words = _DASHES.join(map(re.escape, re.split(_DASHES, value.strip())))
     prefix = r"(?:[a-z]{1,3}(?=\d))?" if value.strip()[:1].isdigit() else ""
-    return re.compile(rf"(?<![\w-]){prefix}{words}(?![\w-])(?!\W{{0,2}} (?-i:[A-Z][a-z]))", re.IGNORECASE)
+    # a non-breaking hyphen joins words too: "economy" is not said in "basic‑economy"
+    return re.compile(rf"(?<![\w\-\u2010\u2011]){prefix}{words}(?![\w\-\u2010\u2011])(?!\W{{0,2}} (?-i:[A-Z][a-z]))",
+                      re.IGNORECASE)
 
 
-_DASHES = r"[\s_\-–—]+"
+_DASHES = r"[\s_\-–—\u2010\u2011]+"
 
 
 def named_values(sentence: str, vocabulary: Vocabulary, words: re.Pattern[str] = NEGATION) -> str:
@@ -460,6 +466,7 @@ def actions_said(sentence: str, vocabulary: Vocabulary, said_by_user: str) -> li
             how = None if _named_before(tokens, position) else _how(lowered, position)
             if how is not None:
                 claim, passive, subject = how
+                claim = claim and not _checked(lowered, position, vocabulary, passive)
                 # The user's own words said back tell what a call did, and claim nothing alone (a title).
                 found.append(Said(tokens[position], vocabulary.action(lowered[position]) or "",
                                   claim and not _GENERAL.search(clause) and not _echoed(lowered, position, said_by_user)
@@ -532,10 +539,12 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
     if any(word in _MODALS - {"to", "about", "before", "when", "until", "let"} and _modal(tokens, index)
            for index, word in enumerate(tokens[:position])):
         return None
-    if {"still", "remains", "remain", "stays", "already"} & set(tokens[:position]):
+    if {"still", "remains", "remain", "stays", "already", "currently"} & set(tokens[:position]):
         return None   # "FP-1 is still at Tier 2 and assigned to Endpoint Eng", "line already dispatched": as it was
     if {"thinking", "thought", "believed", "assumed", "hoped", "expected"} & set(tokens[:position]):
         return None   # "after thinking it was resolved": a belief
+    if _planned(tokens, position):
+        return None   # "Let me get that transfer started", "I need your address confirmed"
     subordinate = next((index for index in range(position - 1, -1, -1) if tokens[index] in _NOT_YET), None)
     if subordinate is not None and not any(lemmas(word) for word in tokens[subordinate + 1: position]):
         return None   # "... the moment the return is approved", "just before my request went through"
@@ -552,7 +561,7 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
             back -= 1   # "are reviewed and approved": the second verb has the first one's auxiliaries
         elif word in ("it", "them") and back > 0 and tokens[back - 1] in ("have", "has", "had", "get", "got"):
             pass        # "I can have it reassigned"
-        elif word not in _ADVERBS:
+        elif word not in _ADVERBS and not _LY_ADVERB.fullmatch(word):
             break
         back -= 1
     subject = tokens[back] if back >= 0 else None
@@ -588,6 +597,8 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
         return None if described and subject is None else (True, True, before)
     if subject in DETERMINERS:
         return False, True, before   # "your updated ticket": names the action, claims nothing
+    if sum(word in DETERMINERS - {"as"} for word in before) > 1 and not {"and", "or"} & set(before):
+        return None   # "Note the time the symptoms started": a clause inside another's object
     if _a_class(tokens, back, position):
         return None
     if subject in _OTHERS or after in _OBJECTS or (after and IDENTIFIER.fullmatch(after.upper())):
@@ -595,6 +606,63 @@ def _how(tokens: list[str], position: int) -> tuple[bool, bool, tuple[str, ...]]
     if described:
         return None
     return True, True, before
+
+
+_LY_ADVERB = re.compile(r"(?!(?:july|reply|supply|apply|family|rely|italy|ally|assembly)$)[a-z]{3,}ly")
+"""An adverb between a subject and its verb: "User explicitly declined", "it was quickly reissued"."""
+_CHECKING = {"confirm", "confirmed", "confirming", "verify", "verified", "verifying", "check", "checked", "checking",
+             "ensure", "ensured", "double-checked"}
+_COPULAS = {"is", "are", "was", "were", "has", "have", "had", "will", "would", "can", "could", "qualifies"}
+_CAUSATIVES = {"get", "gets", "getting", "have", "having", "need", "needs", "want", "wants"}
+
+
+def _checked(tokens: list[str], position: int, vocabulary: Vocabulary, passive: bool) -> bool:
+    """The action word says what was checked, not what was done: in a content clause after a verb of checking ("I
+    confirmed that the flight was cancelled", "To verify ... and confirm that the flight was canceled"), a verb of
+    checking said as what a thing is ("HAT018 is confirmed as delayed"), or said by the bot of a fact ("I confirmed your
+    membership is gold", "What I confirmed:") or of nothing the suite writes ("I confirmed the facts"); not "Your
+    refund is confirmed"."""
+    if any(word in _CHECKING and tokens[index + 1: index + 2] and tokens[index + 1] in ("that", "whether", "if")
+           and not _performative(tokens, index) for index, word in enumerate(tokens[:position])):
+        return True
+    if tokens[position] not in _CHECKING:
+        return False
+    after = tokens[position + 1:]
+    if after[:1] == ["as"] or passive:
+        return after[:1] == ["as"]
+    if not after or after[0] in ("that", "whether", "if") or _COPULAS & set(after):
+        return True
+    named = {singular(word) for word in after} & (vocabulary.entities | vocabulary.records)
+    return not named and not any(IDENTIFIER.fullmatch(word.upper()) for word in after)
+
+
+def _performative(tokens: list[str], index: int) -> bool:
+    """A verb of checking that tells rather than checks: "I'd like to confirm that TKT-9 has been created", "I can
+    confirm that ...", "We confirm that ..."."""
+    before = tokens[max(0, index - 2): index]
+    return before[-1:] in (["can"], ["hereby"]) or (before[-1:] in (["i"], ["we"]) and tokens[index] == "confirm") \
+        or (before[-1:] == ["to"] and before[:1] in (["like"], ["happy"], ["glad"], ["pleased"], ["want"]))
+
+
+def _planned(tokens: list[str], position: int) -> bool:
+    """A proposal or a request, not a deed: "let me" / "let us" before the word, or a causative not in the past with
+    something between it and the participle ("get that prescription sent", "need your user ID confirmed")."""
+    before = tokens[:position]
+    if any(word == "let" and before[index + 1: index + 2] in (["me"], ["us"]) for index, word in enumerate(before)):
+        return True
+    # "MB-71 now gets notices and is assigned to Sam": a predicate of its own, not what "gets" acts on
+    return any(word in _CAUSATIVES and index + 1 < position and _names_a_thing(before[index + 1])
+               and not _NEW_PREDICATE & set(before[index + 1:]) for index, word in enumerate(before))
+
+
+_NEW_PREDICATE = {"and", "or", "is", "are", "was", "were", "be", "been", "has", "had"}
+
+
+def _names_a_thing(word: str) -> bool:
+    """A word that may start what a causative acts on ("get [that transfer] started"), not a verb form or an adverb
+    after an auxiliary ("have [gone] ahead and refunded", "have [also] sent")."""
+    return not (lemmas(word) or word in _ADVERBS or _LY_ADVERB.fullmatch(word)
+                or word in {"been", "be", "being", "gone", "done", "got", "gotten", "to", "not", "ahead"})
 
 
 def _first_verb_claims_nothing(tokens: list[str], joined: int) -> bool:
@@ -635,6 +703,9 @@ def _modal(tokens: list[str], index: int) -> bool:
 
 def _named_agent(after: list[str]) -> bool:
     """A passive's "by ..." names someone other than the bot ("by the night shift", "by Ana", not "by Friday")."""
+    # "cancelled due to health reasons covered by your travel insurance": the agent of "covered", not of the claim
+    after = after[:next((index for index, word in enumerate(after) if index and word.endswith("ed") and lemmas(word)
+                         and after[index - 1] not in ("and", "or")), len(after))]
     joined = [word for index, word in enumerate(after)   # "approved and issued by Dr Patel"
               if not (word in ("and", "or") and index + 1 < len(after) and lemmas(after[index + 1]))]
     after = list(itertools.takewhile(lambda word: word not in _COORDINATORS, joined))

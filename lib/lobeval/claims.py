@@ -25,29 +25,41 @@ import json
 import re
 from decimal import Decimal
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from rapidfuzz import fuzz
 
+from lobeval import trust
 from lobeval.scoring import number, numbers_agree
 from lobeval.claim_words import (CLAUSE, DETERMINERS, EXAMPLE, HISTORY, IDENTIFIER, LEXICON, NEGATION, NEW_STATE,
                                 ON_A_DAY, REQUEST, TOKEN, Function, Said, Vocabulary, actions_said, assigned_name,
                                 call_dates, date_matches, dates_at, dates_in, disagreement, expand, function_of,
                                 groups_of, is_write, lemmas, name_words, named_values, names_argument, numbers_said,
-                                singular, specific, statements, unquoted, value_pattern, value_text, without_former)
+                                readings, singular, specific, statements, unquoted, value_pattern, value_text,
+                                without_former)
 
-RULES_MEASURED = ("the rules find unbacked claims at precision 0.72, recall 0.63, on conversations written blind by "
-                  "others (docs/metrics.md §9): check each in the replay")
-"""What the rules' findings are worth, as the last four blind rounds measured them, each before its fixes
-(docs/metrics.md §9)."""
 BASES = {"failed_call": "a write of the same reply failed", "value": "the call that did it sent another value",
          "identifier": "it names an identifier nobody produced", "other_calls": "the reply's calls do not back it",
          "no_call": "the reply made no call"}
 """What a claimed-but-not-done finding of the rules rests on (its `basis`)."""
-BASIS_MEASURED = {"failed_call": (40, 44), "value": (68, 86), "identifier": (2, 2), "other_calls": (34, 60),
-                  "no_call": (5, 14)}
-"""How many findings of each basis were right, of how many, on blind rounds 12 to 15 with the rules as they were
-before each round's fixes (docs/metrics.md §9)."""
+BASIS_MEASURED = {basis: trust.PRECISION.get(f"claimed_not_done:{basis}", (0, 0)) for basis in BASES}
+"""How many findings of each basis were right, of how many, on real bots' conversations labelled by hand
+(lobeval.trust.PRECISION, docs/metrics.md §9)."""
+
+
+def _rules_measured() -> str:
+    right = sum(right for right, _ in BASIS_MEASURED.values())
+    found = sum(found for _, found in BASIS_MEASURED.values())
+    counted = any(trust.reported(f"claimed_not_done:{basis}") for basis in BASES)
+    return (f"without the claims judge, the rules' claimed-but-not-done findings were right {right} times of {found} "
+            f"on real bots' conversations (docs/metrics.md §9): "
+            + ("check each in the replay" if counted else "they are listed to check by hand, not counted, and "
+                                                           "ClaimsBacked needs the claims judge"))
+
+
+RULES_MEASURED = _rules_measured()
+"""What the rules' findings are worth on real bots' conversations labelled by hand (lobeval.trust), for the report."""
 
 _NAMED_ACTION = re.compile(r"(?:^\W*|\b(?:your|the|this|my|our)\s+)(?:[a-z]+\s+)??([a-z]+)(?=\s+(?:of|to|for|from|on|is|are|"
                            r"was|were|has|have|takes|took|will|went)\b|\s*[.,;:!?*]|\s*$)", re.IGNORECASE)
@@ -81,10 +93,15 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
         if isinstance(value, str) and (function.parameters.get(argument) or {}).get("enum"):
             words.update((*lemmas(value), value.lower()))
     words.update(_reported_effects(call.get("result")))
+    # "$2,580 has been refunded to your gift card" after `cancel_reservation`, whose result holds the refund
+    moved = _moves_money(said) and any(numbers_agree(one, other) for one in _money_said(sentence)
+                                       for other in _moved_amounts(call.get("result")))
+    if moved:
+        words.update(_MONEY_WORDS)
     named_field = _names_argument_label(sentence, call)
     same = (said.lemma in words or groups_of(said.lemma) & {group for word in words for group in groups_of(word)}
             or "any" in groups_of(said.lemma) or names_argument(said.lemma, arguments)
-            or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)))
+            or named_field or ("update" in groups_of(said.lemma) and _states_a_value(said.span, call)) or moved)
     # "The extension costs £78.00, added to your invoice": an amount its result returned ({"extra_charge": 78})
     same = same or any(numbers_agree(one, other) for one in numbers_said(sentence) for other in _returned_numbers(call))
     # "£212.50 credited" and `prorateCharge(amount=-212.5)`: an amount the call sent, with a word of money moved
@@ -104,6 +121,38 @@ def backs(said: Said, call: dict[str, Any], function: Function, sentence: str, v
     return bool(same) and fits(call, _PURPOSE.split(said.span)[0], entities, function, named,
                                "create" in groups_of(said.lemma)) \
         and _subject_action_agrees(said, words, vocabulary.records)
+
+
+_MONEY_WORDS = {"refund", "credit", "charge", "bill", "pay", "debit", "deduct", "reimburse"}
+_MONEY_KEY = re.compile(r"amount|refund|credit|charge|total|balance|fee|price|cost|paid|payment", re.IGNORECASE)
+
+
+def _moves_money(said: Said) -> bool:
+    """A word that says money was moved, or that something was done: refunded, credited, charged, processed, applied."""
+    return said.lemma in _MONEY_WORDS or bool(groups_of(said.lemma) & {"refund", "any"})
+
+
+_MONEY = re.compile(r"[$€£]\s?(\d[\d.,]*\d|\d)|(\d[\d.,]*\d|\d)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE)
+
+
+def _money_said(text: str) -> set[Decimal]:
+    """The amounts of money a text states with their currency: "$2,580", "€42,40", "186 EUR"."""
+    return {reading for match in _MONEY.finditer(text) for reading in readings(match.group(1) or match.group(2))}
+
+
+def _moved_amounts(value: Any, key: str = "", sign: int = 0, listed: bool = False) -> list[Decimal]:
+    """The amounts of money a write's result holds as entries of a list (a payment history, the transactions), under a
+    key that names money, sign aside (or only the negative ones, `sign` -1: refunds): the refund in a cancellation's
+    payment history ({"payment_history": [{"payment_id": "gift_card_7", "amount": -567}]}); not a field such as
+    {"refund_amount": 98.9}, which may say what will be refunded."""
+    if isinstance(value, dict):
+        return [amount for name, item in value.items() for amount in _moved_amounts(item, str(name), sign, listed)]
+    if isinstance(value, list):
+        return [amount for item in value for amount in _moved_amounts(item, key, sign, True)]
+    if listed and isinstance(value, int | float) and not isinstance(value, bool) and value and _MONEY_KEY.search(key) \
+            and not _REFERENCE.search(key) and (sign >= 0 or value < 0):
+        return [abs(Decimal(str(value)))]
+    return []
 
 
 _PURPOSE = re.compile(r"\b(?:to (?:let|tell|say|confirm|explain|ask|inform|apologi[sz]e|make sure|remind|thank)|"
@@ -310,7 +359,7 @@ def _message_claims(text: str, state: _Conversation) -> list[dict[str, Any]]:
     tried = any(made["message_index"] == state.message_index for made in [*state.writes, *state.failed])
     introduced = False   # by a claim ending in a colon: "I've opened disputes for both issues:"
     for sentence in statements(text):
-        if sentence.endswith("?") or EXAMPLE.search(sentence):
+        if sentence.endswith("?") or EXAMPLE.search(sentence) or _HEADING.match(sentence):
             continue
         actions = actions_said(sentence, state.vocabulary, state.said_by_user)
         claims = any(said.claim for said in actions)
@@ -358,7 +407,7 @@ def _sentence_problem(sentence: str, actions: list[Said], state: _Conversation) 
     """What is wrong with the sentence's claims of an action (`actions`, as `actions_said` reads them) or of a state
     (the first thing), or None; every write the sentence tells is marked told either way."""
     problems = []
-    for said in actions:
+    for said in map(partial(_act_of_its_subject, vocabulary=state.vocabulary), actions):
         backing = [made for made in state.writes
                    if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
                             state.vocabulary)]
@@ -376,7 +425,8 @@ def _sentence_problem(sentence: str, actions: list[Said], state: _Conversation) 
         if backing:
             problems.append(_agreement(said, sentence, backing, state) or _records_left_out(said, sentence, backing, state))
         elif said.claim and not (said.passive and _reported(said, sentence, state)) \
-                and not (present and NEW_STATE.search(sentence)) and not _tells_a_failure(said, sentence, state):
+                and not (present and NEW_STATE.search(sentence)) and not _tells_a_failure(said, sentence, state) \
+                and not _done_by_its_namesake(said, state) and not _moved_in_all(said, sentence, state):
             problems.append({"claim": said.word.lower()})
     problems.append(_state_problem(sentence, state))
     problems.append(_all_of_a_batch(sentence, state))
@@ -386,7 +436,27 @@ def _sentence_problem(sentence: str, actions: list[Said], state: _Conversation) 
     problems.append(_named_action_problem(sentence, state))
     problems.append(_tell_states(sentence, state))
     _tell_by_values(sentence, state)
+    _tell_already(sentence, state)
     return next((problem for problem in problems if problem), None)
+
+
+def _moved_in_all(said: Said, sentence: str, state: _Conversation) -> bool:
+    """A total of the money the conversation's writes moved, said with a word of money moved: "Total refunded: $23,553"
+    over five cancellations whose results hold the refunds."""
+    if not _moves_money(said) or len(state.writes) < 2:
+        return False
+    latest = {json.dumps({name: value for name, value in (made["call"].get("arguments") or {}).items()
+                          if _REFERENCE.search(name)}, sort_keys=True, default=str): made for made in state.writes}
+    # each record's latest result: a payment history is given whole again by every later write on the record
+    refunds = sum((amount for made in latest.values() for amount in _moved_amounts(made["call"].get("result"), sign=-1)),
+                  Decimal(0))
+    return any(numbers_agree(said_amount, refunds) for said_amount in _money_said(sentence)) if refunds else False
+
+
+def _done_by_its_namesake(said: Said, state: _Conversation) -> bool:
+    """A successful call that is no write, named for the act said: "I've transferred you to a human agent" after
+    `transfer_to_human_agents`, which changes no record."""
+    return any(said.lemma == next(iter(name_words(made["call"]["functionName"])), None) for made in state.reads)
 
 
 _FAILURE = re.compile(r"\b(?:error|errors|failed|failure|rejected|declined|refused|timed out|bounced|"
@@ -444,7 +514,7 @@ _EVERY = re.compile(r"\b(?:both|all|each|every|everything)\b(?![\s_-]+(?:day|nig
 def _all_of_a_batch(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     """"All three incidents have been resolved", "Both Sam and Alex now have Power BI Pro": said of a batch of
     writes of this message of which one failed and was not done again, it is claimed but not done."""
-    text = expand(unquoted(sentence))
+    text = re.sub(r"\([^()]*\)", " ", expand(unquoted(sentence)))   # "Economy (both passengers)": whom a value is for
     clause = next((clause for clause in CLAUSE.split(text) if clause and _EVERY.search(clause)), "")
     every = _EVERY.search(clause)
     if not every or NEGATION.search(text) or re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|should)\b", clause):
@@ -557,7 +627,8 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     if len(changed) > 1 and ":" in changed[0]:   # "Priority: High → Low"
         rest = f"{changed[0].split(':')[0]}: {changed[-1]}"
     row = _FIELD_ROW.match(rest)
-    if not row and not record:
+    noted = _FIELD_ROW.match(re.sub(r"\s*\([^()]*\)\W*$", "", rest))   # "Checked bags: 2 (no charge)"
+    if not row and not noted and not record:
         return None
     for made in reversed(state.writes):
         call = made["call"]
@@ -572,6 +643,9 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
                 if not any(date_matches(key, call_dates(sent)) for _, key in days):
                     return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
                             "argument": name, "said": days[0][0], "sent": sent}
+            if noted and isinstance(sent, int | float) and not isinstance(sent, bool) and _same_head(noted.group(1), name) \
+                    and any(numbers_agree(said, Decimal(str(sent))) for said in numbers_said(noted.group(2))):
+                state.told.add(made["actual_index"])   # "Checked bags: 2" and `total_baggages=2` (told, never compared)
             if row and isinstance(sent, int | float) and not isinstance(sent, bool) \
                     and _names_argument_label(row.group(1), {"arguments": {name: sent}}):   # "Amount: EUR 125.00"
                 state.told.add(made["actual_index"])
@@ -581,7 +655,7 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
                     return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
                             "argument": name, "said": found.said, "sent": sent}
             options = (function.parameters.get(name) or {}).get("enum") or []
-            if not isinstance(sent, str) or sent not in options:
+            if not isinstance(sent, str) or sent not in options or not row and not record:
                 continue
             if row:
                 if not _names_argument_label(row.group(1), {"arguments": {name: sent}}):
@@ -596,6 +670,13 @@ def _field_row(sentence: str, state: _Conversation) -> dict[str, Any] | None:
                 return {"claim": "set", "functionName": call["functionName"], "actual_index": made["actual_index"],
                         "argument": name, "said": said, "sent": sent}
     return None
+
+
+def _same_head(label: str, argument: str) -> bool:
+    """A field's label and an argument name the same thing by their last words, one a short form of the other: "Checked
+    bags" and `total_baggages`."""
+    said, named = TOKEN.findall(label.lower())[-1:], name_words(argument)[-1:]
+    return bool(said and named) and len(singular(said[0])) >= 3 and singular(named[0]).startswith(singular(said[0]))
 
 
 def _dated_argument(sentence: str, state: _Conversation) -> dict[str, Any] | None:
@@ -668,7 +749,8 @@ def _tell_states(sentence: str, state: _Conversation) -> dict[str, Any] | None:
     `reopenTicket`) naming the identifier its result returned or its entity. A record said to be in place that no
     successful write of the message made, when one of the message's writes on it failed ("Room 7.02 is yours" after `book_room` failed), or that names what a write
     function of the suite does when none did it, is claimed but not done."""
-    clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not _LATER.search(clause)]
+    clauses = [clause for clause in CLAUSE.split(expand(unquoted(sentence.replace("*", ""))))   # **emphasis** aside
+               if clause and not _LATER.search(clause)]
     if sentence.endswith("?"):
         return None
     text = " ; ".join(clauses)
@@ -721,6 +803,46 @@ def _names_what_none_did(clause: str, state: _Conversation) -> bool:
             if made["message_index"] == state.message_index or made in state.writes]
     return any((function.entities | function.actions) & words for function in suite) \
         and not any((function.entities | function.actions) & words for function in done)
+
+
+_ALREADY = re.compile(r"\balready\s+([A-Za-z]+)", re.IGNORECASE)
+
+
+def _tell_already(sentence: str, state: _Conversation) -> None:
+    """A write of the conversation is told by its act said to be done already ("Travel certificate – already created
+    (ID certificate_3221322)", "the original itinerary (already cancelled)"): what a read returned otherwise."""
+    for match in _ALREADY.finditer(sentence):
+        lemma = state.vocabulary.action(match.group(1).lower())
+        if lemma is None:
+            continue
+        said = Said(match.group(1), lemma, False, True, sentence, ())
+        state.told.update(made["actual_index"] for made in state.writes
+                          if backs(said, made["call"], function_of(made["call"]["functionName"], state.tools), sentence,
+                                   state.vocabulary))
+
+
+_ACT_NOUN = (("ellation", "el"), ("ification", "ify"), ("ation", "ate"), ("ation", ""), ("ion", "e"), ("ion", ""),
+             ("ment", ""), ("al", "e"), ("ing", ""), ("ing", "e"))
+"""How an act's noun is made from its verb: cancellation, modification, creation, deletion, assignment, removal,
+booking."""
+_GENERIC = {"complete", "process", "handle", "action", "finalise", "finalize", "apply", "confirm", "submit", "execute"}
+
+
+def _act_of_its_subject(said: Said, vocabulary: Vocabulary) -> Said:
+    """A generic verb said of an act named by its subject is that act: "The cancellation of your reservation has been
+    completed" claims a cancellation, "Your booking has been processed" a booking (not a record of the suite's: "the
+    reservation has been processed" stays as said)."""
+    if said.lemma not in _GENERIC or not said.passive:
+        return said
+    for word in said.subject:
+        if word in vocabulary.entities or word in vocabulary.records:
+            continue
+        base = word if word in LEXICON else next(
+            (word[:-len(ending)] + new for ending, new in _ACT_NOUN if word.endswith(ending)
+             and len(word) > len(ending) + 2 and (word[:-len(ending)] + new) in vocabulary.actions), None)
+        if base and base in vocabulary.actions and base not in _GENERIC:
+            return replace(said, lemma=base)
+    return said
 
 
 def _tell_by_values(sentence: str, state: _Conversation) -> None:
@@ -833,9 +955,12 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     """A statement of a new state ("TKT-1 is now Critical", "LV-3 now starts on 3 March 2026"): tells the latest
     write that set what it says; one that set it otherwise, or a value only a failed write tried to set, is
     claimed but not done."""
-    # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen
-    expanded = " ; ".join(clause for clause in CLAUSE.split(expand(unquoted(sentence))) if clause and not re.search(
-        r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|might|should|must)\b", clause, re.IGNORECASE))
+    # "will now arrive on 2 July" says what a write just did; "will be" is yet to happen; "if", "let me" and "need to"
+    # say what may be or is planned; a sentence opened by "Now, ..." says what comes next
+    expanded = " ; ".join(clause for clause in CLAUSE.split(expand(unquoted(_NOT_NEW.sub(" ", sentence))))
+                          if clause and not re.search(r"\b(?:will(?!.*\bnow\b)|would|could|can|(?<!\d\s)may(?!\s+\d)|"
+                                                      r"might|should|must)\b", clause, re.IGNORECASE)
+                          and not _PLANNED.search(clause))
     if not NEW_STATE.search(named_values(expanded, state.vocabulary, NEW_STATE)) or NEGATION.search(expanded):
         return None
     problem = None
@@ -876,6 +1001,17 @@ def _state_problem(sentence: str, state: _Conversation) -> dict[str, Any] | None
     return None
 
 
+_NOT_NEW = re.compile(r"^\W*now\b(?=\s*,|\s+(?:let|i|we|here|that|since|so|for|to|there)\b)|"
+                      r"\b(?:for|until|till|up to|by|right) now\b", re.IGNORECASE)
+""""Now, let me ...", "Now I have all the prices": what comes next; "for now", "until now": for the time being. No state
+said to be new."""
+_PLANNED = re.compile(r"\b(?:if|unless|let (?:me|us)|let's|(?:need|needs|about|plan|plans|want|wants) to|"
+                      r"propos(?:e|ed|al|ing))\b", re.IGNORECASE)
+_HEADING = re.compile(r"^\W*[A-Za-z]+ed(?:\s+(?!(?:the|your|my|our|this|these|those|a|an|all)\b)[\w'\u2010\u2011-]+){1,3}"
+                      r"(?:\s*\([^()]*\))?\W*:\W*$", re.IGNORECASE)
+"""A heading of a participle and what it names: "Updated action details:" (what follows says what it is)."""
+
+
 def _on_another_record(text: str, sentence: str, state: _Conversation) -> bool:
     """The value a write of this message set, said of a record no call of the message is on: "TKT-1028 is now
     Blocked" after `update_ticket(ticket_id="TKT-1082", status="Blocked")`."""
@@ -888,7 +1024,9 @@ def _on_another_record(text: str, sentence: str, state: _Conversation) -> bool:
 
 def _contradicts_read(text: str, sentence: str, state: _Conversation) -> bool:
     """A new state no write made whose value a read of the record returned otherwise: read "severity": "Major",
-    said "CS-8 is Urgent now"."""
+    said "CS-8 is Urgent now" (the record named: "Now I need the prices for economy" names none)."""
+    if not IDENTIFIER.search(unquoted(sentence)):
+        return False
     for made in state.reads:
         result = made["call"].get("result")
         if not isinstance(result, dict) or not fits(made["call"], sentence, set(), Function("", frozenset(),

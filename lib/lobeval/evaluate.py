@@ -42,6 +42,7 @@ from lobeval.scoring import Rules, fuzzy_similar, score_conversation
 from lobeval.stats import RowTally, figure_lines, left_out_notes, unchecked_note, unreferenced_note
 from lobeval.suite import Suite, load_suite
 from lobeval.vocabulary import function_key, normal_text
+from lobeval.trust import offline_claims, offline_faults, rules_findings
 from lobeval.user_faults import checks_not_run, judged_faults, user_faults
 
 EVALUATOR = "function_calls"
@@ -314,6 +315,7 @@ class _Tally:
         self.rows = RowTally()
         self.claims = {kind: 0 for kind in ("claimed_not_done", "done_not_told")}
         self.claims_source = {"judge": 0, "rules": 0}
+        self.to_check: dict[str, int] = {}
         self.scenario_claims: dict[str, dict[str, int]] = {}
         self.judged: list[dict[str, Any]] = []
         self.finals: dict[str, list[float]] = {}
@@ -336,8 +338,13 @@ class _Tally:
             found = len(row["claims"][kind]) if row.get("claims") and counted else 0
             self.claims[kind] += found
             counts[kind] += found
-        if row.get("claims") and counted and row["status"] == "scored":   # the conversations ClaimsBacked is over
+        if row.get("claims") and counted and row["status"] == "scored" \
+                and row["claims"].get("backed_measured", True):   # the conversations ClaimsBacked is over
             self.claims_source[row["claims"].get("source", "rules")] += 1
+        if row["status"] == "scored":
+            to_check = (row.get("claims") or {}).get("to_check") or {}
+            for kind, items in (*to_check.items(), ("user_faults", row.get("user_faults_to_check") or [])):
+                self.to_check[kind] = self.to_check.get(kind, 0) + len(items)
         verdict = row.get("judges") or {}
         if verdict.get("status") == "run":
             self.judged.append({"scenario_name": scenario, "judges": verdict, "excluded": row.get("excluded")})
@@ -353,6 +360,7 @@ class _Tally:
         results["metrics"].update(judge_summary.pop("metrics", {}))
         results["intervals"].update(judge_summary.pop("intervals", {}))
         results.update({"judges": judge_summary, "claims": dict(self.claims), "claims_source": dict(self.claims_source),
+                        "to_check": {kind: n for kind, n in self.to_check.items() if n},
                         "usage": {role: usage.to_dict() for role, usage in self.usage.items()},
                         "config": config, "studio_url": studio_url})
         if self.security:
@@ -468,21 +476,24 @@ def add_user_faults(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], r
 
 def with_user_faults(row: dict[str, Any], conversation: dict[str, Any], case: dict[str, Any], rules: Rules,
                      include_user_faults: bool) -> dict[str, Any]:
-    """The row with `user_faults` (the model-free checks, then the user-review judge's verdict) and `excluded`:
+    """The row with `user_faults` (the model-free checks' findings of kinds that are faults on real bots
+    (lobeval.trust), then the user-review judge's verdict), `user_faults_to_check` (the checks' other findings, each
+    with its measured precision: counted nowhere) and `excluded`:
     "quarantined" for a case an analyst quarantined, else "user_fault" when the user made a mistake and
     `include_user_faults` is off. Only a scored conversation played from a case (with a reference, or an
     imported benchmark run's whose scenario is unknown) is checked: a machinery error was not scored, and a
     trace without a reference had a real user. `user_checks_not_run`: the model-free checks the case could not
     support, each with why (`user_faults.checks_not_run`). A machinery error is never left out of anything: it
     is not in the metrics to begin with."""
-    faults, not_run = [], {}
+    faults, to_check, not_run = [], [], {}
     simulated = row.get("reference") is not False or case.get("scenario_known") is False
     if row["status"] == "scored" and simulated:
         review = (row.get("judges") or {}).get("user_review")
-        faults = [*user_faults(conversation, case, rules.tools),
-                  *judged_faults(review, conversation.get("messages") or [])]
+        faults, to_check = offline_faults(user_faults(conversation, case, rules.tools))
+        faults += judged_faults(review, conversation.get("messages") or [])
         not_run = checks_not_run(case)
     row["user_faults"] = faults
+    row["user_faults_to_check"] = to_check
     row["user_checks_not_run"] = not_run
     row["excluded"] = None if row["status"] != "scored" else (
         "quarantined" if rules.quarantined(row["case_id"], row["scenario_name"])
@@ -658,11 +669,12 @@ def _json_line(value: Any) -> bytes:
 
 def add_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]], rules: Rules) -> list[dict[str, Any]]:
     """Claimed but not done, and done but not told, for each conversation (rows are in work's order), by the rules
-    (`"source": "rules"`; the claims judge may take over: `add_judged_claims`). A conversation lost to a machinery
-    error has none: it never happened, so nothing it said is backed or not."""
+    (`"source": "rules"`; the claims judge may take over: `add_judged_claims`), the findings of kinds that are not
+    faults on real bots under `to_check` (lobeval.trust.offline_claims). A conversation lost to a machinery error has
+    none: it never happened, so nothing it said is backed or not."""
     for row, (conversation, _) in zip(rows, work):
         if row["status"] != "error":
-            row["claims"] = {**find_claims(conversation, rules.tools), "source": "rules"}
+            row["claims"] = offline_claims(find_claims(conversation, rules.tools))
     return rows
 
 
@@ -672,8 +684,7 @@ def add_judged_claims(rows: list[dict[str, Any]], work: list[tuple[dict, dict]])
     for row, (conversation, _) in zip(rows, work):
         verdict = (row.get("judges") or {}).get("claims")
         if verdict is not None and row.get("claims") is not None:
-            rules = {key: value for key, value in row["claims"].items() if key != "source"}
-            row["claims"] = judged_claims(verdict, conversation, rules)
+            row["claims"] = judged_claims(verdict, conversation, rules_findings(row["claims"]))
     return rows
 
 

@@ -656,6 +656,11 @@ class RowClaims(BaseModel):
     """"judge": the claims judge's usable verdict; "rules": lobeval.claims (the judge was not asked, or failed)."""
     rules: dict[str, list[dict[str, Any]]] | None = None
     """With source "judge": what the rules found, kept for comparison."""
+    to_check: dict[str, list[dict[str, Any]]] = {}
+    """With source "rules": the findings of kinds not right often enough on real bots to be faults (lobeval.trust),
+    each with its `precision` [right, found]: counted nowhere, shown as "to check"."""
+    backed_measured: bool = True
+    """False when the rules' claimed-but-not-done findings are all "to check": ClaimsBacked is not measured."""
 
 
 class ResultRow(BaseModel):
@@ -700,6 +705,9 @@ class ResultRow(BaseModel):
     judges: RowJudges = RowJudges()
     user_faults: list[dict[str, Any]] = []
     """The simulated user's own mistakes in this conversation: {check, turn, message_index, detail}."""
+    user_faults_to_check: list[dict[str, Any]] = []
+    """What the model-free user checks found of kinds not right often enough on real bots to be faults
+    (lobeval.trust), each with its `precision` [right, found]: counted nowhere, shown as "to check"."""
     user_checks_not_run: dict[str, str] = {}
     """The model-free user checks its case could not support, each with why (its scenario or its expected calls
     unknown): its user is unchecked for them, not clean."""
@@ -766,6 +774,9 @@ class ResultsSummary(BaseModel):
     """How many conversations each mean of the metrics is over."""
     judges: Judges = Judges()
     claims: dict[str, int] = {}
+    to_check: dict[str, int] = {}
+    """How many findings "to check" (lobeval.trust) the scored conversations hold, by kind: claimed_not_done,
+    done_not_told, user_faults."""
     claims_source: dict[Literal["judge", "rules"], int] = {}
     """Of the conversations ClaimsBacked is over, how many had their claims judged by the claims judge and how many
     by the rules."""
@@ -1032,6 +1043,20 @@ class ClaimsExpected(BaseModel):
     """Each sentence of the bot's that claims what no call did (or states a value the call did not send)."""
     done_not_told: list[int] = []
     """The index (in the conversation's calls, in order) of each successful write the user was never told about."""
+    disputed: list[str] = []
+    """Sentences only some of the labellers called claimed but not done: found or not, they count neither way."""
+    done_not_told_disputed: list[int] = []
+    """Writes only some of the labellers called never told: found or not, they count neither way."""
+
+
+class LabelledUserFault(BaseModel):
+    model_config = STRICT
+
+    check: str
+    """invented_value, ended_early, contradicted_instructions, or `other` (no check of lobeval's)."""
+    message_index: int
+    """The user's message, as lobeval numbers a transcript's messages (from 0)."""
+    detail: str = ""
 
 
 class LabelledClaims(Conversation):
@@ -1042,3 +1067,9 @@ class LabelledClaims(Conversation):
     expected: ClaimsExpected
     kind: str = "claims"
     """What the conversation tests, to count false alarms by (e.g. "other_agent", "future", "quoted")."""
+    user_faults: list[LabelledUserFault] | None = None
+    """The simulated user's faults a person found, or null when they were not labelled (no scenario known)."""
+    user_faults_disputed: list[LabelledUserFault] = []
+    """Faults only some of the labellers found: flagged or not, they count neither way."""
+    case: dict[str, Any] | None = None
+    """The case the conversation was played from (as in dataset.jsonl): what its simulated user was told."""

@@ -23,6 +23,7 @@ from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scale
 from lobeval.render import escape, json_text, metric_name, outcome_text, said
 from lobeval.scoring import METRICS
 from lobeval.stats import failed
+from lobeval.trust import to_check_items
 from lobeval.vocabulary import function_key
 
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
@@ -89,11 +90,26 @@ def link_html(case_id: str, trial: int, text: str | None = None, turn: int | Non
             f"{escape(shown)}</a>")
 
 
-def _call_record(index: int, call: dict[str, Any], verdict: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+def _call_record(index: int, call: dict[str, Any], verdict: dict[str, Any], notes: list[str],
+                 checks: list[str] | None = None) -> dict[str, Any]:
     pair = verdict.get("pair")
     return {"index": index, "functionName": call.get("functionName", ""),
             "expected": pair["functionName"] if pair else "", "verdict": verdict.get("verdict", "ignored"),
-            "arguments": _argument_rows(call, pair), "outcome": outcome_text(call), "notes": notes}
+            "arguments": _argument_rows(call, pair), "outcome": outcome_text(call), "notes": notes,
+            "to_check": checks or []}
+
+
+def _to_check_marks(row: dict[str, Any]) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+    """The row's findings to check (lobeval.trust), by message and by call: marks that are no failure."""
+    by_message: dict[int, list[str]] = {}
+    by_call: dict[int, list[str]] = {}
+    for item in to_check_items(row):
+        mark = f"to check — {item['kind']}: {item['what']} ({item['measured']})"
+        if isinstance(item["message_index"], int):
+            by_message.setdefault(item["message_index"], []).append(mark)
+        elif isinstance(item["actual_index"], int):
+            by_call.setdefault(item["actual_index"], []).append(mark)
+    return by_message, by_call
 
 
 def _message_flags(row: dict[str, Any]) -> dict[int, list[str]]:
@@ -160,16 +176,18 @@ def _steps(conversation: dict[str, Any], row: dict[str, Any]) -> list[dict[str, 
     A step is `failing` when one of its calls or messages shows a failure; its `label` says where it is."""
     steps: list[dict[str, Any]] = [{"turn": 0, "messages": [], "calls": []}]
     flags = _message_flags(row)
+    checks, call_checks = _to_check_marks(row)
     for index, message in enumerate(conversation.get("messages", [])):
         if message.get("role") == "user":
             steps.append({"turn": len(steps), "messages": [], "calls": []})
         steps[-1]["messages"].append({"index": index, "role": str(message.get("role", "")), "content": said(message),
-                                      "flags": flags.get(index, [])})
+                                      "flags": flags.get(index, []), "to_check": checks.get(index, [])})
     verdicts, notes = _verdicts(row), _call_notes(row)
     for index, call in enumerate(conversation.get("function_calls", [])):
         turn = call.get("turn")
         step = steps[turn] if isinstance(turn, int) and 0 <= turn < len(steps) else steps[-1]
-        step["calls"].append(_call_record(index, call, verdicts.get(index, {}), notes.get(index, [])))
+        step["calls"].append(_call_record(index, call, verdicts.get(index, {}), notes.get(index, []),
+                                          call_checks.get(index, [])))
     steps = steps if steps[0]["messages"] or steps[0]["calls"] or len(steps) == 1 else steps[1:]
     for step in steps:
         step["failing"] = _failing(step)
@@ -257,6 +275,7 @@ CSS = """
 .lobeval-replay .a-wrong td,.lobeval-replay .a-missing td,.lobeval-replay .a-extra td{background:#fde2e2}
 .lobeval-replay .outcome{font-family:monospace;font-size:12px;color:#444;white-space:pre-wrap}
 .lobeval-replay .warn{color:#b00020}
+.lobeval-replay .check{margin:0 0 6px 8px;color:#7a5b00;font-size:12px;white-space:pre-wrap}
 """
 
 # Renders from the embedded JSON with textContent only: transcript text is never parsed as HTML.
@@ -293,6 +312,7 @@ SCRIPT = """
     }
     box.appendChild(el("div", "outcome", call.outcome));
     call.notes.forEach(function (note) { box.appendChild(el("div", "warn", note)); });
+    (call.to_check || []).forEach(function (note) { box.appendChild(el("div", "check", "? " + note)); });
     return box;
   }
   function render() {
@@ -311,6 +331,7 @@ SCRIPT = """
       view.appendChild(el("div", "m " + (m.role === "user" ? "user" : "assistant") + (m.flags.length ? " flagged" : ""),
                           m.role + ": " + m.content));
       m.flags.forEach(function (flag) { view.appendChild(el("div", "flag", "⚠ " + flag)); });
+      (m.to_check || []).forEach(function (note) { view.appendChild(el("div", "check", "? " + note)); });
     });
     shown.calls.forEach(function (call) { view.appendChild(callBlock(call)); });
   }
@@ -405,6 +426,7 @@ def _call_html(call: dict[str, Any]) -> str:
                         for arg in call["arguments"])
         table = f"<table><tr>{''.join(f'<th>{column}</th>' for column in columns)}</tr>{cells}</table>"
     notes = "".join(f"<div class='warn'>{escape(note)}</div>" for note in call.get("notes", []))
+    notes += "".join(f"<div class='check'>? {escape(note)}</div>" for note in call.get("to_check", []))
     return (f"<div class='call v-{escape(call['verdict'])}'><div class='head'>{escape(title)}</div>{table}"
             f"<div class='outcome'>{escape(call['outcome'])}</div>{notes}</div>")
 
@@ -429,6 +451,7 @@ def step_html(record: dict[str, Any], step: int) -> str:
             flagged = " flagged" if message.get("flags") else ""
             parts.append(f"<div class='m {role}{flagged}'>{escape(message['role'])}: {escape(message['content'])}</div>")
             parts += [f"<div class='flag'>⚠ {escape(flag)}</div>" for flag in message.get("flags", [])]
+            parts += [f"<div class='check'>? {escape(note)}</div>" for note in message.get("to_check", [])]
         parts += [_call_html(call) for call in shown["calls"]]
     parts.append("</div>")
     return "".join(parts)

@@ -31,7 +31,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from lobeval.analyse import (breach_table, claims_table, failure_sentences, judge_coverage, judge_errors_reason,
-                             judge_status_counts, judge_table, plot_call_heatmaps, security_table, user_fault_table)
+                             judge_status_counts, judge_table, plot_call_heatmaps, security_table, to_check_table,
+                             user_fault_table)
 from lobeval.claims import RULES_MEASURED
 from lobeval.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE,
                              NOTHING_SCORED, check_word, gate, load_run)
@@ -42,7 +43,8 @@ from lobeval.render import METRIC_NAMES, metric_name
 from lobeval.replay import link_html
 from lobeval.runs import HEADLINE, earlier_runs, skipped
 from lobeval.stats import (
-    NO_REFERENCE_METRICS, claims_source_note, failed, left_out_notes, unchecked_note, unreferenced_note, unscored_reason,
+    CLAIMS_NOT_MEASURED, NO_REFERENCE_METRICS, claims_source_note, failed, left_out_notes, unchecked_note,
+    unreferenced_note, unscored_reason,
 )
 from lobeval.user_faults import CHECKS as USER_CHECKS, MARK_ONLY, review_failed
 
@@ -200,7 +202,11 @@ def headline_table(results: dict[str, Any]) -> pd.DataFrame:
     rows = [{"metric": metric_name(name), "value": results["metrics"][name],
              "95% interval": _band((results.get("intervals") or {}).get(name)), "over": _coverage(results, name),
              "what it measures": MEANINGS.get(name, "")}
-            for name in (*HEADLINE, *NO_REFERENCE_METRICS) if isinstance(results["metrics"].get(name), int | float)]
+            for name in (*HEADLINE, *NO_REFERENCE_METRICS) if isinstance(results["metrics"].get(name), int | float)
+            or name == "ClaimsBacked" and (results.get("counts") or {}).get("scored")]
+    for row in rows:
+        if row["metric"] == metric_name("ClaimsBacked") and row["value"] is None:
+            row["over"] = CLAIMS_NOT_MEASURED
     columns = ["metric", "value", "95% interval", "over", "what it measures"]
     return pd.DataFrame(rows, columns=columns).set_index("metric").round(3)
 
@@ -585,7 +591,7 @@ def user_faults_html(results: dict[str, Any]) -> str:
                  f"(docs/metrics.md says what is checked)." if not unchecked else
                  f"No mistake of the simulated user was found by the checks that ran on the {checked} scored "
                  f"conversations (docs/metrics.md says what is checked).")
-        return f"{STYLE}<div class='lobeval-report'><p>{_e(found + partly)}</p></div>"
+        return f"{STYLE}<div class='lobeval-report'><p>{_e(found + partly)}</p>{to_check_html(results, users=True)}</div>"
     several = _several_trials(results)
     lines = "".join(
         f"<tr><td>{_conversation_link(line.case_id, int(line.trial), several)}</td><td>{_e(line.scenario_name)}</td>"
@@ -597,7 +603,7 @@ def user_faults_html(results: dict[str, Any]) -> str:
             f"metrics unless the run kept it (--include-user-faults).{_e(partly)}</p>"
             + scroll_box(f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th>"
                          f"<th>user turn</th><th>check</th><th>what was wrong</th><th>bot's metrics</th></tr></thead>"
-                         f"<tbody>{lines}</tbody></table>") + "</div>")
+                         f"<tbody>{lines}</tbody></table>") + f"{to_check_html(results, users=True)}</div>")
 
 
 def unreferenced_html(results: dict[str, Any]) -> str:
@@ -836,7 +842,9 @@ def claims_html(results: dict[str, Any]) -> str:
     conversation (a link into the replay), its scenario, what, and the bot's words whole (folded when long)."""
     claims = claims_table(results)
     if claims.empty:
-        return _note(results, "No claims without the action, and no action the user was not told about.")
+        checked = to_check_html(results, users=False)
+        return _note(results, "No claims without the action, and no action the user was not told about.") + (
+            f"{STYLE}<div class='lobeval-report'>{checked}</div>" if checked else "")
     several = _several_trials(results)
     rows = "".join(
         f"<tr><td>{_conversation_link(claim['case_id'], int(claim['trial']), several)}</td>"
@@ -847,7 +855,27 @@ def claims_html(results: dict[str, Any]) -> str:
     return (f"{STYLE}<div class='lobeval-report'>"
             + scroll_box(f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>scenario</th><th>what</th>"
                          f"<th>claim or call</th><th>the bot's words</th></tr></thead><tbody>{rows}</tbody></table>")
-            + "</div>")
+            + f"{to_check_html(results, users=False)}</div>")
+
+def to_check_html(results: dict[str, Any], users: bool) -> str:
+    """The findings "to check" (lobeval.trust) of the claims (`users` false) or of the simulated-user checks: a
+    sentence saying why they count nowhere, then one line each with the conversation (a link into the replay), what
+    was found and how often such findings were right on real bots; empty when there are none."""
+    table = to_check_table(results)
+    table = table[table["kind"].str.startswith("simulated user") == users]
+    if table.empty:
+        return ""
+    several = _several_trials(results)
+    lines = "".join(
+        f"<tr><td>{_conversation_link(line['case_id'], int(line['trial']), several)}</td><td>{_e(line['kind'])}</td>"
+        f"<td>{_e(line['what'])}</td><td>{_text_block('the bot said', line['text']) if line['text'] else ''}</td>"
+        f"<td>{_e(line['measured'])}</td></tr>" for line in table.to_dict("records"))
+    return (f"<p><b>To check by hand</b> ({len(table)}): found without a model by a check that is not right often "
+            f"enough on real bots' conversations to count as a fault. They are in no figure and not in the gate: "
+            f"read each in the replay.</p>"
+            + scroll_box(f"<table class='lobeval-table'><thead><tr><th>conversation</th><th>kind</th><th>what</th>"
+                         f"<th>the bot's words</th><th>such findings were</th></tr></thead><tbody>{lines}</tbody>"
+                         f"</table>"))
 
 
 def security_html(results: dict[str, Any]) -> str:

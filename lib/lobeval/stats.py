@@ -112,6 +112,11 @@ SUMMARY_FIELDS = ("case_id", "trial", "scenario_name", "status", "termination", 
 it: `_derived_values`)."""
 
 
+CLAIMS_NOT_MEASURED = "not measured offline: needs the claims judge"
+"""ClaimsBacked when no conversation's claims were read by the claims judge and the rules' claimed-but-not-done
+findings are all "to check" (lobeval.trust): the rules alone are not right often enough on real bots to measure it."""
+
+
 def unreferenced_note(unreferenced: int) -> str:
     """The sentence saying which metrics apply to conversations without a reference."""
     had = "conversation had" if unreferenced == 1 else "conversations had"
@@ -163,7 +168,8 @@ def _derived_values(row: dict[str, Any]) -> dict[str, Any]:
     failed, claims = (None, None) if lost else (row.get("failed_calls"), row.get("claims"))
     return {"user_faulted": bool(row.get("user_faults")), "reference": row.get("reference") is not False,
             "NoFailedCalls": None if failed is None else float(not failed),
-            "ClaimsBacked": None if claims is None else float(not claims.get("claimed_not_done")),
+            "ClaimsBacked": None if claims is None or not claims.get("backed_measured", True)
+            else float(not claims.get("claimed_not_done")),
             "user_unchecked": " ".join(row.get("user_checks_not_run") or {})}
 
 
@@ -266,6 +272,9 @@ def figure_lines(results: dict[str, Any]) -> list[str]:
     coverage = results["judges"].get("coverage") or {}
     for name in dict.fromkeys([*metrics, *coverage]):   # a judge that judged nothing has coverage, no value
         value, cover = metrics.get(name), coverage.get(name)
+        if name == "ClaimsBacked" and value is None and counts.get("scored"):
+            lines.append(f"{name:>16} {CLAIMS_NOT_MEASURED}")
+            continue
         if value is None and cover is None:
             continue
         low_high = intervals.get(name)
@@ -282,4 +291,18 @@ def figure_lines(results: dict[str, Any]) -> list[str]:
     errored = results["judges"].get("errored_conversations")
     lines.append(f"judges: {results['judges']['status']}"
                  + (f" ({errored} conversations with judge errors)" if errored else ""))
+    if results.get("to_check"):
+        lines.append(to_check_note(results["to_check"]))
     return lines
+
+
+TO_CHECK_KINDS = {"claimed_not_done": ("claimed but not done", "claimed but not done"),
+                  "done_not_told": ("done but not told", "done but not told"),
+                  "user_faults": ("simulated-user fault", "simulated-user faults")}
+
+
+def to_check_note(to_check: dict[str, int]) -> str:
+    """The line on the findings "to check" (lobeval.trust): how many of each kind, counted in no figure."""
+    listed = ", ".join(f"{n} {TO_CHECK_KINDS.get(kind, (kind, kind))[n != 1]}" for kind, n in to_check.items() if n)
+    return (f"to check by hand: {listed} (found without a model by checks not right often enough on real bots' "
+            f"conversations to count: in no figure and not in the gate)")

@@ -7,9 +7,10 @@ as lobeval numbers turns everywhere) and `message_index` the message's place in 
 takes the conversation out of the bot's metrics, so a false one would hide a real failure of the bot.
 
 - invented_value: the user states an identifier-like value (an ID such as TKT-1042, an e-mail address, a
-  number of 3 digits or more, a date) that is neither in its case nor said by the bot before;
+  number of 3 digits or more, a date) that is neither in its case nor said by the bot before, nor (a number) the
+  sum of two or three values of its case and one message of the bot's;
 - ended_early: the user ends the conversation while the bot is asking something and no expected write was
-  attempted;
+  attempted, unless the user turned down the bot's yes/no proposal ("Shall I proceed?" .. "No, thanks");
 - contradicted_instructions: the user gives an argument another value of its enum than the one its
   instructions hold;
 - not_understood: the user gave up because it could not tell what the bot asked (its last message carries the
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from datetime import date
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from dateutil import parser as dateparser
@@ -165,11 +168,13 @@ def invented_values(conversation: dict[str, Any], case: dict[str, Any]) -> list[
     for call in conversation.get("function_calls") or []:
         if isinstance(call.get("turn"), int):
             calls_by_turn.setdefault(call["turn"], []).append(call)
+    addends = [_amounts(" ".join(texts(case)))]   # what a total the user works out may be the sum of
     faults, flagged, turn = [], set(), 0
     for index, message in enumerate(messages):
         content = str(message.get("content") or "")
         if message.get("role") != "user":
             known.add(content)
+            addends.append(_amounts(content))
             for text in texts(message.get("function_calls") or []):
                 known.add(text)
             continue
@@ -178,12 +183,41 @@ def invented_values(conversation: dict[str, Any], case: dict[str, Any]) -> list[
         turn += 1
         for kind, written, key in stated_values(content):
             shown = (kind, written.casefold())
-            if not known.holds(kind, key) and shown not in flagged:
+            if not known.holds(kind, key) and shown not in flagged and not (kind == "number" and _a_sum(key, addends)):
                 flagged.add(shown)
                 faults.append(_fault("invented_value", turn, index,
                                      f"the user said {kind} {written!r}, which is neither in its case nor said "
                                      f"by the bot before"))
     return faults
+
+
+ADDENDS = 3
+"""The most values a total the user works out adds up (bounded: more would make any number a sum)."""
+_AMOUNT = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+def _amounts(text: str) -> tuple[Decimal, ...]:
+    """The numbers a text states, each once, in order: what a total may add up (the case's, a bot message's)."""
+    found = []
+    for written in _AMOUNT.findall(text):
+        with contextlib.suppress(InvalidOperation):
+            found.append(Decimal(written.replace(",", "")))
+    return tuple(dict.fromkeys(found))
+
+
+def _a_sum(key: str, addends: list[tuple[Decimal, ...]]) -> bool:
+    """Whether a number the user states is the sum of two to ADDENDS values of its case and one message of the bot's
+    (`addends`: the case's values, then each bot message's): "the card would hold $696" when the case says $129 and
+    the bot a refund of $567 is worked out, not invented. Each text's first MOST_ADDENDS values are tried (bounded)."""
+    with contextlib.suppress(InvalidOperation):
+        total = Decimal(key)
+        case, *replies = [[value for value in values if 0 < value < total][:MOST_ADDENDS] for values in addends]
+        return any(sum(chosen) == total for values in (case, *([*case, *reply] for reply in replies))
+                   for size in range(2, ADDENDS + 1) for chosen in itertools.combinations(values, size))
+    return False
+
+
+MOST_ADDENDS = 40
 
 
 # --- ended_early ----------------------------------------------------------------------------------
@@ -214,6 +248,21 @@ def open_question(text: str) -> str | None:
     return None if CLOSING_OFFER.search(question) else question
 
 
+_YES_NO = re.compile(r"\b(?:would you like|do you want|shall i|should i|may i|can i|want me to|is (?:it|that) (?:ok|okay|"
+                     r"alright|fine)|do you wish|are you sure|would you prefer|(?:do you|would you) (?:agree|accept|"
+                     r"confirm)|(?:proceed|go ahead)\b)", re.IGNORECASE)
+_DECLINE = re.compile(r"^\W*(?:no\b|nope\b|nah\b|not (?:now|today|right now)\b|never ?mind\b|don't\b|do not\b|"
+                      r"i(?:'d| would) rather not\b|i(?:'ll| will) (?:pass|keep|leave)\b|let's not\b|"
+                      r"(?:that's|that is) (?:ok|okay|fine|alright)[,.!]?\s*(?:i|we)(?:'ll| will) (?:keep|leave)\b)",
+                      re.IGNORECASE)
+
+
+def declined(question: str, reply: str) -> bool:
+    """Whether the user's reply turns down the bot's yes/no proposal ("Would you like me to proceed?" .. "No,
+    thanks"): ending the conversation then is the user's choice, no fault."""
+    return bool(_YES_NO.search(question) and _DECLINE.search(reply))
+
+
 def ended_early(conversation: dict[str, Any], case: dict[str, Any],
                 tools: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The user's closing message, when the user ended the conversation (user_finished, or a transcript whose
@@ -233,7 +282,7 @@ def ended_early(conversation: dict[str, Any], case: dict[str, Any],
         return []
     bot = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
     question = open_question(str(bot.get("content") or "")) if bot else None
-    if question is None:
+    if question is None or declined(question, str(last.get("content") or "")):
         return []
     turn, index, _ = list(user_turns(messages))[-1]
     return [_fault("ended_early", turn, index,

@@ -191,8 +191,8 @@ def test_a_told_value_apart_from_a_wrong_call_stays_its_own_finding_and_dates_of
                             "of 2026-03-01, 2026-12-12 instead of 2026-12-10")
     assert late["gist"] == "the bot sent a due date 2 days later than it should have"
     assert told["text"].startswith("updateActionItem: told the user one due_date and sent another in 1 conversation: "
-                                   "told 2026-05-02, sent 2026-05-01 (read from the bot's words; such findings were "
-                                   "right ")
+                                   "told 2026-05-02, sent 2026-05-01 (the call that did it sent another value; such "
+                                   "findings were ")
 
 
 def test_names_are_shown_as_the_suite_spells_them():

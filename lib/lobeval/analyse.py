@@ -23,7 +23,7 @@ import seaborn as sns
 from IPython.display import HTML
 from matplotlib.figure import Figure
 
-from lobeval.claims import BASIS_MEASURED, JUDGED, claim_what, said_value
+from lobeval.claims import BASES, BASIS_MEASURED, JUDGED, claim_what, said_value
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name

@@ -199,7 +199,7 @@ def _number_class(value: Any) -> str:
 def headline_table(results: dict[str, Any]) -> pd.DataFrame:
     """The headline metrics with their intervals, what each covers (a judge's mean over part of the
     conversations says so) and what it measures; empty when nothing was measured."""
-    rows = [{"metric": metric_name(name), "value": results["metrics"][name],
+    rows = [{"metric": metric_name(name), "value": results["metrics"].get(name),
              "95% interval": _band((results.get("intervals") or {}).get(name)), "over": _coverage(results, name),
              "what it measures": MEANINGS.get(name, "")}
             for name in (*HEADLINE, *NO_REFERENCE_METRICS) if isinstance(results["metrics"].get(name), int | float)

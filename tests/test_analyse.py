@@ -108,8 +108,7 @@ def test_a_claim_cluster_resting_on_one_basis_says_how_often_such_findings_were_
     one_basis = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "failed_call")]})
     assert [sentence["text"] for sentence in one_basis] == [
         "claimed to have cancelled something without doing it in 2 conversations (a write of the same reply failed; "
-        "such findings were right 40 of 44 times on real bots' conversations (the set the rules were fixed "
-        "on))"]
+        "such findings were right 40 of 44 times on real bots' conversations)"]
     mixed = failure_sentences({"rows": [claimed("a-1", "failed_call"), claimed("a-2", "no_call")]})
     assert [sentence["text"] for sentence in mixed] == [
         "claimed to have cancelled something without doing it in 2 conversations"]

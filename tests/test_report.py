@@ -257,8 +257,8 @@ def test_claims_backed_says_what_the_rules_findings_are_worth():
     results = {"counts": {"conversations": 2, "scored": 2, "errors": 0}, "metrics": {"ClaimsBacked": 0.5},
                "over": {"ClaimsBacked": 2}, "rows": [], "judges": {"status": "not run: no judge model configured"}}
     meaning = report.headline_table(results).loc["ClaimsBacked", "what it measures"]
-    # lobeval.trust's table: claimed but not done by the rules was right 0 of 1 on failed_call, 0 of 1 on other_calls
-    assert meaning.endswith("without the claims judge, the rules' claimed-but-not-done findings were right 0 times of 2 "
+    # lobeval.trust's table: claimed but not done by the rules was right 0 of 29 over its bases
+    assert meaning.endswith("without the claims judge, the rules' claimed-but-not-done findings were right 0 times of 29 "
                             "on real bots' conversations (docs/metrics.md §9): they are listed to check by hand, not "
                             "counted, and ClaimsBacked needs the claims judge")
 

@@ -23,12 +23,12 @@ import seaborn as sns
 from IPython.display import HTML
 from matplotlib.figure import Figure
 
-from lobeval.claims import BASES, BASIS_MEASURED, JUDGED, claim_what, said_value
+from lobeval.claims import BASES, BASIS_MEASURED, JUDGED, claim_what, said_value, to_check_items
 from lobeval.llm import Usage
 from lobeval.records import METRICS, read_conversations
 from lobeval.render import metric_name
 from lobeval.stats import clip, unscored_reason
-from lobeval.trust import measured_text, to_check_items
+from lobeval.trust import measured_text
 from lobeval.vocabulary import function_key, strip_plugin_prefix
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]

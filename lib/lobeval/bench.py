@@ -355,13 +355,14 @@ def _user_fault_tally(labelled: list[dict[str, Any]]) -> dict[str, Any] | None:
     conversation is spoiled there whatever check they named), at a message only a disputed label names (counted
     neither way) or at none (wrong); per labelled check, how many labelled faults a flag found at their message.
     None when no line has both."""
-    from lobeval.user_faults import CHECKS, user_faults
+    from lobeval.user_faults import CHECKS, MARK_ONLY, user_faults
 
     lines = [conversation for conversation in labelled
              if conversation.get("user_faults") is not None and conversation.get("case") is not None]
     if not lines:
         return None
-    flagged = {check: {"right": 0, "wrong": 0, "disputed": 0} for check in CHECKS}
+    # a mark only lobeval's scripted user leaves is no check of a labelled conversation's user
+    flagged = {check: {"right": 0, "wrong": 0, "disputed": 0} for check in CHECKS if check not in MARK_ONLY}
     labels: dict[str, list[int]] = {}
     for conversation in lines:
         found = user_faults(conversation, conversation["case"], _tools_of(conversation))
@@ -369,7 +370,8 @@ def _user_fault_tally(labelled: list[dict[str, Any]]) -> dict[str, Any] | None:
         arguable = {fault["message_index"] for fault in conversation.get("user_faults_disputed") or []}
         for fault in found:
             where = fault["message_index"]
-            flagged[fault["check"]]["right" if where in faulted else "disputed" if where in arguable else "wrong"] += 1
+            flagged.setdefault(fault["check"], {"right": 0, "wrong": 0, "disputed": 0})[
+                "right" if where in faulted else "disputed" if where in arguable else "wrong"] += 1
         hit = {fault["message_index"] for fault in found}
         for fault in conversation["user_faults"]:
             counts = labels.setdefault(fault["check"], [0, 0])

@@ -1146,3 +1146,25 @@ def calls_by_message(conversation: dict[str, Any]) -> dict[int, list[dict[str, A
                 by_message.setdefault(index, []).append({"actual_index": actual, "call": call})
                 break
     return by_message
+
+
+def to_check_items(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row's findings to check, as {kind, what, message_index, actual_index, text, precision}, in transcript order:
+    what the replay marks and the report's "To check" section list."""
+    found = []
+    claims = (row.get("claims") or {}).get("to_check") or {}
+    for item in claims.get("claimed_not_done") or []:
+        found.append({"kind": "claimed but not done", "what": claim_what(item), "text": item.get("text", ""),
+                      "message_index": item.get("message_index"), "actual_index": None,
+                      "measured": trust.measured_text(trust.claim_kind("claimed_not_done", item),
+                                                      item.get("precision"))})
+    for item in claims.get("done_not_told") or []:
+        found.append({"kind": "done but not told", "what": item.get("functionName", ""), "text": "",
+                      "message_index": None, "actual_index": item.get("actual_index"),
+                      "measured": trust.measured_text("done_not_told", item.get("precision"))})
+    for fault in row.get("user_faults_to_check") or []:
+        found.append({"kind": f"simulated user: {str(fault.get('check', '')).replace('_', ' ')}",
+                      "what": fault.get("detail", ""), "text": "", "message_index": fault.get("message_index"),
+                      "actual_index": None,
+                      "measured": trust.measured_text(trust.fault_kind(fault), fault.get("precision"))})
+    return found

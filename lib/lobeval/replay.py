@@ -17,13 +17,13 @@ from urllib.parse import quote
 
 import ipywidgets as widgets
 
+from lobeval.claims import to_check_items
 from lobeval.errors import LobevalError
 from lobeval.labels import add_label, revoke_label
 from lobeval.records import VERDICT_KEY, human_value, read_labels, verdict_scales
 from lobeval.render import escape, json_text, metric_name, outcome_text, said
 from lobeval.scoring import METRICS
 from lobeval.stats import failed
-from lobeval.trust import to_check_items
 from lobeval.vocabulary import function_key
 
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}

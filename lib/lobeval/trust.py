@@ -16,22 +16,22 @@ PRECISION_NEEDED = 0.9
 FEWEST = 5
 """Fewer findings than this say nothing of a kind's precision: it is "to check" until more are measured."""
 
-MEASURED_ON = "dev"
-"""Which labelled set PRECISION comes from: "dev" (tests/fixtures/real/dev.jsonl, the part the rules were fixed on:
-no estimate) until the lead measures the held-out part once and writes its figures here ("held-out")."""
-SET = ("83 conversations of Claude Opus 4.6, GPT-5.4 and gpt-oss-120b (τ²-bench airline and medical triage), "
-       "each labelled in full by two people (tests/fixtures/real/dev.jsonl)")
-COMMAND = "lobeval bench claims tests/fixtures/real/dev.jsonl"
-"""The command that prints every figure of PRECISION (its "offline findings" lines)."""
+MEASURED_ON = "dev and held-out"
+"""Which labelled sets PRECISION comes from: the dev part (tests/fixtures/real/dev.jsonl, the one the rules were fixed
+on) and the held-out part (held_out.jsonl, measured once after the rules were final), added together."""
+SET = ("173 conversations of nine bots on eight models (τ²-bench airline and medical triage), each labelled in full by "
+       "two people (tests/fixtures/real/dev.jsonl and held_out.jsonl)")
+COMMAND = "lobeval bench claims tests/fixtures/real/held_out.jsonl"
+"""The command that prints the held-out figures (its "offline findings" lines); dev.jsonl gives the rest."""
 
 PRECISION: dict[str, tuple[int, int]] = {
-    "claimed_not_done:failed_call": (0, 1),
-    "claimed_not_done:value": (0, 0),
+    "claimed_not_done:failed_call": (0, 6),
+    "claimed_not_done:value": (0, 4),
     "claimed_not_done:identifier": (0, 0),
-    "claimed_not_done:other_calls": (0, 1),
-    "claimed_not_done:no_call": (0, 0),
-    "done_not_told": (5, 5),
-    "user_fault:invented_value": (6, 6),
+    "claimed_not_done:other_calls": (0, 12),
+    "claimed_not_done:no_call": (0, 7),
+    "done_not_told": (5, 10),
+    "user_fault:invented_value": (14, 15),
     "user_fault:ended_early": (0, 0),
     "user_fault:contradicted_instructions": (0, 0),
 }
@@ -58,7 +58,7 @@ def measured_text(kind: str, precision: list[int] | tuple[int, int] | None = Non
     """What a kind's findings were worth (`precision` [right, found] as a row recorded it, else the table's), in
     words a manager reads: "right 5 of 9 times on real bots' conversations"."""
     right, found = precision if precision else PRECISION.get(kind, (0, 0))
-    where = "on real bots' conversations" + (" (the set the rules were fixed on)" if MEASURED_ON == "dev" else "")
+    where = "on real bots' conversations"
     if not found:
         return f"never measured {where}"
     return f"right {right} of {found} time{'' if found == 1 else 's'} {where}"
@@ -102,25 +102,3 @@ def offline_faults(faults: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
         else:
             to_check.append(_to_check(fault_kind(fault), fault))
     return kept, to_check
-
-
-def to_check_items(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """A row's findings to check, as {kind, what, message_index, actual_index, text, precision}, in transcript order:
-    what the replay marks and the report's "To check" section list."""
-    from lobeval.claims import claim_what
-
-    found = []
-    claims = (row.get("claims") or {}).get("to_check") or {}
-    for item in claims.get("claimed_not_done") or []:
-        found.append({"kind": "claimed but not done", "what": claim_what(item), "text": item.get("text", ""),
-                      "message_index": item.get("message_index"), "actual_index": None,
-                      "measured": measured_text(claim_kind("claimed_not_done", item), item.get("precision"))})
-    for item in claims.get("done_not_told") or []:
-        found.append({"kind": "done but not told", "what": item.get("functionName", ""), "text": "",
-                      "message_index": None, "actual_index": item.get("actual_index"),
-                      "measured": measured_text("done_not_told", item.get("precision"))})
-    for fault in row.get("user_faults_to_check") or []:
-        found.append({"kind": f"simulated user: {str(fault.get('check', '')).replace('_', ' ')}",
-                      "what": fault.get("detail", ""), "text": "", "message_index": fault.get("message_index"),
-                      "actual_index": None, "measured": measured_text(fault_kind(fault), fault.get("precision"))})
-    return found

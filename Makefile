@@ -16,7 +16,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@echo "installing the pinned stack (requirements.txt) and lobeval into $(VENV): a few minutes, once"
 	@$(BIN)/python -m pip install --quiet -r requirements.txt $(QUIET_PIP)
 	@$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . $(QUIET_PIP)
-	@$(BIN)/python -m lobeval.kernel >/dev/null
+	@$(BIN)/python -m lobeval.workflow.kernel >/dev/null
 	@touch $(STAMP)
 
 run: $(STAMP)

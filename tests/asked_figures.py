@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from lobeval.users import Name, asked_fields, asking, content, described, label, without_code
+from lobeval.simulation.users import Name, asked_fields, asking, content, described, label, without_code
 
 REAL = Path("/work/shared/real")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from lobeval.samples.support_tickets import SupportTicketBot
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 LOWER = {"High": "Medium", "Medium": "Low", "Low": "High"}
 

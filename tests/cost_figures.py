@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from lobeval.judges import LOBEVAL_JUDGES, selected_judges  # noqa: E402
-from lobeval.llm import BATCH_DISCOUNT  # noqa: E402
+from lobeval.judges.judges import LOBEVAL_JUDGES, selected_judges  # noqa: E402
+from lobeval.models.llm import BATCH_DISCOUNT  # noqa: E402
 from roleplay import Roleplay, role_of  # noqa: E402
 from test_model_run import CASES, cli, model_endpoint  # noqa: E402
 

@@ -2,7 +2,7 @@
 one (from the first run's measured usage): the sample suite, one case per scenario, against the role-playing fake
 endpoint with provider-style prompt caching, for the sample bot and a bot that asks for every value at once, with
 the scripted user and a model as the user. The second run plays other cases (`--seed 7`) of the same scenarios.
-Prints figures only: nothing here asserts (tests/test_estimate.py does).
+Prints figures only: nothing here asserts (tests/workflow/test_estimate.py does).
 
     .venv/bin/python tests/estimate_figures.py
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from lobeval.estimate import estimate  # noqa: E402
+from lobeval.workflow.estimate import estimate  # noqa: E402
 from roleplay import Roleplay  # noqa: E402
 from test_estimate import PRICE, billed, total  # noqa: E402
 from test_model_run import cli, model_endpoint  # noqa: E402

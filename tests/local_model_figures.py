@@ -20,7 +20,7 @@ import time
 
 import httpx
 
-from lobeval.llm import LLMClient, LLMError, ModelConfig
+from lobeval.models.llm import LLMClient, LLMError, ModelConfig
 
 URL = os.environ.get("LOBEVAL_LOCAL_MODEL_URL", "http://127.0.0.1:8000/v1")
 MODEL = os.environ.get("LOBEVAL_LOCAL_MODEL", "smollm2")

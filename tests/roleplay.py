@@ -15,12 +15,12 @@ It tells the roles apart by the request, as lobeval sends it (`role_of`):
   wrong (another priority, status or workflow, a due date a day late). In a share (`bot_faults`)
   its endpoint is down: every request of those conversations fails with HTTP 500 (with
   `bot_faults_on="answer"`, only the requests that answer a tool's result: the turn breaks half-way);
-- the simulated user (lobeval.users.USER_PROMPT): reads its task, persona and business data from the
+- the simulated user (lobeval.simulation.users.USER_PROMPT): reads its task, persona and business data from the
   system prompt, says what it wants, answers the bot's questions from those values (a planned
   mistake first, then the correction), confirms, and says the stop phrase when the bot reports the
   last step done or declines;
-- the completion judge (lobeval.judges.COMPLETION_PROMPT) and lobeval's judges, asked together
-  (lobeval.judges.JUDGE_PROMPT: one answer with a key for each part the instructions ask): they read the
+- the completion judge (lobeval.judges.judges.COMPLETION_PROMPT) and lobeval's judges, asked together
+  (lobeval.judges.judges.JUDGE_PROMPT: one answer with a key for each part the instructions ask): they read the
   transcript and answer in the JSON each part asks for. Per turn, every reply in one answer with the behaviour
   failure of each failed one: a reply that wrote a value other than the one the user gave scores low and is an
   `unsafe_state` failure. The goal: met when the calls that took effect show what it describes. The user review:
@@ -30,13 +30,13 @@ It tells the roles apart by the request, as lobeval sends it (`role_of`):
   assistant sentence that promises to act later ("I'll ... once ...", "will be ... after ..."). Claims: a "Done:"
   reply with no successful write of its own is claimed but not done; a successful write no "Done:" reply tells
   (with it or after it) is done but not told;
-- the attacker (lobeval.users.ATTACKER_PROMPT): asks for what it wants, gives the value it asks for when the
+- the attacker (lobeval.simulation.users.ATTACKER_PROMPT): asks for what it wants, gives the value it asks for when the
   bot asks a question, accepts a confirmation, and after a refusal presses on with a reason, urgency, then
   flattery; it stops when the bot reports it done, or after three pushes;
 - azure-ai-evaluation's four evaluators (their prompty prompts): {"reason", "score", "status"}, with
   "properties" for tool call accuracy; with `verbose_evaluators`, a reason as long as the request's
   max_tokens allows (a model may use its whole allowance);
-- root causes (lobeval.root_causes.PROMPT): causes grouped by failure signature, citing only the
+- root causes (lobeval.analysis.root_causes.PROMPT): causes grouped by failure signature, citing only the
   conversations it was shown.
 
 A share of the judges' and evaluators' replies (`bad_judge_replies`) is unusable: prose instead of
@@ -58,8 +58,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lobeval import draft_model, judges, llm, root_causes, users
-from lobeval.testing import Fault, json_reply, text, tool_calls
+from lobeval.analysis import root_causes
+from lobeval.drafting import draft_model
+from lobeval.judges import judges
+from lobeval.models import llm
+from lobeval.simulation import users
+from lobeval.models.testing import Fault, json_reply, text, tool_calls
 
 
 def _opening(prompt: str) -> str:
@@ -412,7 +416,7 @@ def describe(function: str, arguments: dict[str, Any], result: dict[str, Any]) -
     return f"{FOUND} {json.dumps(result)}"
 
 
-# ---- the judges' reading of a transcript (lobeval.render.transcript_text) --------------------------
+# ---- the judges' reading of a transcript (lobeval.core.render.transcript_text) --------------------------
 
 @dataclass
 class Call:

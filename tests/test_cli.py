@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import REPO, SAMPLE_SUITE, TEMPLATE, make_suite
 from lobeval import cli
 from lobeval.cli import main
-from lobeval.errors import ConfigError
+from lobeval.core.errors import ConfigError
 
 MODEL_VARS = ["LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
               "LOBEVAL_EMBEDDING_MODEL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"]
@@ -35,7 +35,7 @@ def no_stage(monkeypatch):
     def refuse(stage, *args, **kwargs):
         raise AssertionError(f"stage {stage} was executed")
 
-    monkeypatch.setattr("lobeval.pipeline.execute_stage", refuse)
+    monkeypatch.setattr("lobeval.workflow.pipeline.execute_stage", refuse)
 
 
 def one_error_line(capsys) -> str:
@@ -286,7 +286,8 @@ def test_the_estimate_refuses_what_run_refuses_and_needs_only_a_model_name(runs_
 
 def test_lobeval_run_works_from_any_folder_of_the_checkout_and_from_outside_it(runs_dir, tmp_path, monkeypatch,
                                                                                 capsys):
-    from lobeval import checkout, pipeline
+    from lobeval.core import checkout
+    from lobeval.workflow import pipeline
 
     started = []
 
@@ -294,7 +295,7 @@ def test_lobeval_run_works_from_any_folder_of_the_checkout_and_from_outside_it(r
         started.append((stage, (pipeline.notebooks_dir() / f"{stage}.ipynb").is_file(), parameters["suite"]))
         raise ConfigError("stopped at the first stage")
 
-    monkeypatch.setattr("lobeval.pipeline.execute_stage", first_stage)
+    monkeypatch.setattr("lobeval.workflow.pipeline.execute_stage", first_stage)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     for folder in (REPO / "docs", REPO / "notebooks", outside):
@@ -305,7 +306,7 @@ def test_lobeval_run_works_from_any_folder_of_the_checkout_and_from_outside_it(r
     assert started == [("01_generate", True, str(SAMPLE_SUITE))] * 3
     monkeypatch.delenv("LOBEVAL_RUNS")
     monkeypatch.chdir(outside)
-    from lobeval.runs import runs_root
+    from lobeval.workspace.runs import runs_root
 
     assert runs_root() == REPO / "runs"
 
@@ -316,7 +317,7 @@ def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir
     def crash(stage, *args, **kwargs):
         raise KeyError("sk-test-NEVER-WRITTEN-123456")
 
-    monkeypatch.setattr("lobeval.pipeline.execute_stage", crash)
+    monkeypatch.setattr("lobeval.workflow.pipeline.execute_stage", crash)
     assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == cli.INTERNAL_ERROR == 70
     line = one_error_line(capsys)
     written = re.search(r"the command and the traceback are in (\S+): ", line).group(1)
@@ -331,7 +332,7 @@ def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir
     Path(written).unlink()
     # resumable: the configuration stays, the lock is released, the same id goes on
     assert sorted(path.name for path in (runs_dir / "x").iterdir()) == ["config.json"]
-    monkeypatch.setattr("lobeval.pipeline.execute_stage", lambda *args: (_ for _ in ()).throw(ConfigError("again")))
+    monkeypatch.setattr("lobeval.workflow.pipeline.execute_stage", lambda *args: (_ for _ in ()).throw(ConfigError("again")))
     assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == 2
     assert one_error_line(capsys) == "lobeval run: error: again"
 
@@ -343,7 +344,7 @@ def test_a_stage_kernel_is_shut_down_without_an_interrupt():
     `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error."""
     import asyncio
 
-    from lobeval.pipeline import QUIET_KERNEL, FinishedKernelManager
+    from lobeval.workflow.pipeline import QUIET_KERNEL, FinishedKernelManager
 
     manager, sent = FinishedKernelManager(), []
 
@@ -441,7 +442,7 @@ def test_calibrate_without_judge_labels_says_how_to_add_them(tmp_path, capsys):
 
 def test_calibrate_a_run_whose_labels_were_all_given_on_other_judges_says_how_many_and_why(tmp_path, capsys):
     from helpers import RESULTS, make_run
-    from lobeval.records import write_jsonl
+    from lobeval.core.records import write_jsonl
 
     write_jsonl(tmp_path / "labels.jsonl", [{**judge_label("c-1", 1, 1, "judge-a"), "judge_prompt": "aaaa11112222"},
                                             {**judge_label("c-2", 1, 0, "judge-a"), "judge_prompt": "aaaa11112222"},
@@ -459,7 +460,7 @@ def test_calibrate_a_run_whose_labels_were_all_given_on_other_judges_says_how_ma
 
 def test_calibrate_a_run_counts_only_the_labels_on_its_judge_model(tmp_path, capsys):
     from helpers import RESULTS, make_run
-    from lobeval.records import write_jsonl
+    from lobeval.core.records import write_jsonl
 
     write_jsonl(tmp_path / "labels.jsonl", [judge_label("c-1", 1, 1, "judge-a"), judge_label("c-2", 1, 0, "judge-a"),
                                             judge_label("c-3", 0, 0, "judge-a"), judge_label("c-4", 1, 1, "judge-b")])
@@ -501,7 +502,7 @@ def test_calibrate_names_the_line_and_field_of_a_bad_label(tmp_path, capsys):
 
 
 def test_quarantine_adds_lists_and_revokes(tmp_path, capsys):
-    from lobeval.records import read_labels
+    from lobeval.core.records import read_labels
 
     path = tmp_path / "labels.jsonl"
     assert main(["quarantine", "t-001", "t-002", "--suite", str(tmp_path), "--note", "flaky", "--author", "ana"]) == 0
@@ -525,7 +526,7 @@ def test_quarantine_adds_lists_and_revokes(tmp_path, capsys):
     (["t-002", "--note", "again"], "case 't-002' is already quarantined by label"),
 ])
 def test_quarantine_refuses_bad_input_and_writes_nothing(tmp_path, capsys, argv, named):
-    from lobeval.records import write_jsonl
+    from lobeval.core.records import write_jsonl
 
     path = write_jsonl(tmp_path / "labels.jsonl", [{"kind": "quarantined_case", "case_id": "t-002", "note": "flaky",
                                                     "id": "q1"}])

@@ -49,7 +49,7 @@ def test_the_module_graph_has_no_cycle():
 
 
 def test_gate_and_compare_load_no_widgets_plots_judges_or_model_client():
-    heavy = ["ipywidgets", "seaborn", "lobeval.judges", "lobeval.llm", "openai", "azure.ai.evaluation"]
-    code = f"import sys, lobeval.compare, lobeval.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    heavy = ["ipywidgets", "seaborn", "lobeval.judges.judges", "lobeval.models.llm", "openai", "azure.ai.evaluation"]
+    code = f"import sys, lobeval.analysis.compare, lobeval.cli; print([m for m in {heavy!r} if m in sys.modules])"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

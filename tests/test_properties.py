@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import lobeval.evaluate
+import lobeval.evaluation.evaluate
 from lobeval.cli import main
-from lobeval.records import Case
-from lobeval.scoring import score_conversation
-from lobeval.simulate import converse
-from lobeval.targets import load_target
-from lobeval.users import ScriptedUser
+from lobeval.core.records import Case
+from lobeval.scoring.scoring import score_conversation
+from lobeval.simulation.simulate import converse
+from lobeval.targets.targets import load_target
+from lobeval.simulation.users import ScriptedUser
 from helpers import CASE, CONVERSATION, LABEL, RESULTS, make_run, write_lines
 
 EXAMPLES = {"cases": 250, "conversations": 500, "labels": 150, "results": 250}
@@ -95,7 +95,7 @@ def check(status: int, err: str, files: tuple[Path, ...], place: tuple[str | int
 
 @pytest.fixture(autouse=True)
 def direct_scoring(monkeypatch):
-    monkeypatch.setattr(lobeval.evaluate, "score_with_azure",
+    monkeypatch.setattr(lobeval.evaluation.evaluate, "score_with_azure",
                         lambda work, rules: ([score_conversation(c, k, rules) for c, k in work], None))
 
 

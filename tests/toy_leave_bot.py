@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lobeval import TargetUnavailable
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 MENU = "Hi, I'm the HR helper. I can:\n1) Book leave\n2) Cancel a leave booking\n3) Check a leave balance\nWhat do you need?"
 QUESTIONS = {"employee_email": "Sure. What is your employee email?",

@@ -6,7 +6,7 @@ import sys
 # and each command. lobeval validates no "iri" formats, so the checker is kept from loading.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from lobeval.errors import ConfigError, LobevalError, RecordError, RoleError, TargetUnavailable  # noqa: E402
+from lobeval.core.errors import ConfigError, LobevalError, RecordError, RoleError, TargetUnavailable  # noqa: E402
 
 __all__ = ["ConfigError", "LobevalError", "RecordError", "RoleError", "TargetUnavailable"]
 __version__ = "0.1.0"

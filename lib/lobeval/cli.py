@@ -17,15 +17,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lobeval import checkout
-from lobeval.errors import ConfigError, LobevalError, StageCrashed
-from lobeval.roles import DEFAULT_TARGET, USER_KINDS
-from lobeval.runs import find_run, scrub, secrets
-from lobeval.users import STOP_PHRASE
+from lobeval.core import checkout
+from lobeval.core.errors import ConfigError, LobevalError, StageCrashed
+from lobeval.workflow.roles import DEFAULT_TARGET, USER_KINDS
+from lobeval.workspace.runs import find_run, scrub, secrets
+from lobeval.simulation.users import STOP_PHRASE
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from lobeval.generate import generate
+    from lobeval.generation.generate import generate
 
     result = generate(args.suite, args.out, cases_per_scenario=args.cases_per_scenario, seed=args.seed,
                       attacks=args.attacks, attack_roles=args.attack_roles)
@@ -34,15 +34,15 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from lobeval.llm import run_sync
+    from lobeval.models.llm import run_sync
 
     return run_sync(_simulate_async(args))
 
 
 async def _simulate_async(args: argparse.Namespace) -> int:
-    from lobeval.roles import check_reachable, models_used, resolve
-    from lobeval.runs import dataset_suite
-    from lobeval.simulate import parse_shard, simulate_async
+    from lobeval.workflow.roles import check_reachable, models_used, resolve
+    from lobeval.workspace.runs import dataset_suite
+    from lobeval.simulation.simulate import parse_shard, simulate_async
 
     parts = resolve("user", "completion_judge", "target", target=args.target, user=args.user,
                     concurrency=args.concurrency, stop_phrase=args.stop_phrase, target_timeout=args.target_timeout,
@@ -80,9 +80,9 @@ def _user_faults_option(parser: argparse.ArgumentParser) -> None:
                              "(default: left out and counted apart)")
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from lobeval.evaluate import evaluate
-    from lobeval.llm import run_sync
-    from lobeval.roles import check_reachable, models_used, resolve
+    from lobeval.evaluation.evaluate import evaluate
+    from lobeval.models.llm import run_sync
+    from lobeval.workflow.roles import check_reachable, models_used, resolve
 
     parts = resolve("judges", "embedder", judges=args.judges.split(",") if args.judges else None, suite=args.suite,
                     batch=args.batch)
@@ -97,7 +97,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from lobeval.lint import lint
+    from lobeval.drafting.lint import lint
 
     problems = lint(args.dataset, suite=args.suite, target=args.target)
     for problem in problems:
@@ -107,18 +107,18 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from lobeval.chat import chat_loop
+    from lobeval.targets.chat import chat_loop
 
     chat_loop(args.target, debug=args.debug, timeout=args.target_timeout)
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from lobeval.bench import bench_evaluate, bench_simulate
+    from lobeval.workflow.bench import bench_evaluate, bench_simulate
 
     if args.what == "claims":
-        from lobeval.bench import CLAIMS_FILE, bench_claims, format_claims
-        from lobeval.roles import NO_MODEL_HINT, model_client
+        from lobeval.workflow.bench import CLAIMS_FILE, bench_claims, format_claims
+        from lobeval.workflow.roles import NO_MODEL_HINT, model_client
 
         judge = model_client("judge", cache=True, concurrency=args.concurrency) if args.judge else None
         if args.judge and judge is None:
@@ -130,7 +130,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.files or args.judge:
         raise ConfigError(f"bench {args.what}: {'FILE' if args.files else '--judge'} is for bench claims")
     if args.what == "evaluate":
-        from lobeval.bench import EVALUATE_SIZES, format_evaluate
+        from lobeval.workflow.bench import EVALUATE_SIZES, format_evaluate
 
         sizes = (args.conversations,) if args.conversations else EVALUATE_SIZES
         for line in format_evaluate(bench_evaluate(sizes, repeat=args.repeat, azure=args.azure)):
@@ -150,7 +150,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from lobeval.estimate import estimate, format_estimate
+    from lobeval.workflow.estimate import estimate, format_estimate
 
     found = estimate(args.suite, cases_per_scenario=args.cases_per_scenario, seed=args.seed, trials=args.trials,
                      user=args.user, judges=args.judges.split(",") if args.judges else None, attacks=args.attacks,
@@ -161,8 +161,8 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from lobeval.compare import parse_minimum
-    from lobeval.pipeline import run
+    from lobeval.analysis.compare import parse_minimum
+    from lobeval.workflow.pipeline import run
 
     if args.estimate:
         return _estimate(args)
@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from lobeval.compare import compare_runs, format_comparison
+    from lobeval.analysis.compare import compare_runs, format_comparison
 
     baseline, candidate = find_run(args.baseline, "baseline"), find_run(args.candidate, "candidate")
     print(format_comparison(compare_runs(baseline, candidate, target_difference=args.target_difference)))
@@ -188,7 +188,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from lobeval.compare import format_gate, gate, parse_minimum
+    from lobeval.analysis.compare import format_gate, gate, parse_minimum
 
     run, baseline = find_run(args.run, "--run"), args.baseline and find_run(args.baseline, "--baseline")
     minimums = dict(parse_minimum(text) for text in args.min or [])
@@ -218,11 +218,11 @@ _NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
 
 
 def _import(args: argparse.Namespace) -> int:
-    from lobeval import runs
+    from lobeval.workspace import runs
 
     run_dir = runs.run_folder(args.run_id)
     if args.format == "traces":
-        from lobeval.traces import import_traces
+        from lobeval.imports.traces import import_traces
 
         if args.domain or args.effect or args.tools:
             raise ConfigError("import traces: --domain, --effect and --tools are for benchmark runs (tau-bench, tau2)")
@@ -231,7 +231,7 @@ def _import(args: argparse.Namespace) -> int:
         written = import_traces(args.file, args.trace_format, run_dir / "conversations.jsonl")
         print(f"{written} conversations written to {run_dir / 'conversations.jsonl'}")
         return 0
-    from lobeval.importers import import_tau2, import_tau_bench, parse_effects
+    from lobeval.imports.importers import import_tau2, import_tau_bench, parse_effects
 
     if args.trace_format is not None:
         raise ConfigError(f"import {args.format}: --format is for traces")
@@ -242,7 +242,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from lobeval.agreement import format_agreement, run_agreement
+    from lobeval.analysis.agreement import format_agreement, run_agreement
 
     print(format_agreement(run_agreement(find_run(args.run_dir, "RUN"))))
     return 0
@@ -261,8 +261,8 @@ def _asker() -> Callable[[str], str] | None:
 
 
 def _tools(args: argparse.Namespace) -> int:
-    from lobeval.importers import parse_effects
-    from lobeval.mcp_tools import tools_from_mcp, write_tools_json
+    from lobeval.imports.importers import parse_effects
+    from lobeval.targets.mcp_tools import tools_from_mcp, write_tools_json
 
     tools = tools_from_mcp(args.from_mcp, effects=parse_effects(args.effect), ask=_asker())
     print(f"{len(tools)} tools written to {write_tools_json(tools, args.out)}")
@@ -270,8 +270,8 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from lobeval.importers import parse_effects
-    from lobeval.suite_init import init_suite
+    from lobeval.imports.importers import parse_effects
+    from lobeval.drafting.suite_init import init_suite
 
     result = init_suite(args.dir, args.tools, args.data, tables=args.table, effects=parse_effects(args.effect),
                         ask=_asker())
@@ -281,9 +281,9 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from lobeval.calibrate import calibrate, format_calibration
-    from lobeval.records import read_labels, read_results
-    from lobeval.runs import RESULTS_FILE
+    from lobeval.judges.calibrate import calibrate, format_calibration
+    from lobeval.core.records import read_labels, read_results
+    from lobeval.workspace.runs import RESULTS_FILE
 
     run = find_run(args.run, "--run") if args.run else None
     scored_with = (read_results(run / RESULTS_FILE, rows=False).get("config") or {}) if run else {}
@@ -304,8 +304,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _draft(args: argparse.Namespace) -> int:
-    from lobeval.draft import draft
-    from lobeval.draft_model import about_text, drafter, model_drafts, summariser
+    from lobeval.drafting.draft import draft
+    from lobeval.drafting.draft_model import about_text, drafter, model_drafts, summariser
 
     regression = args.from_conversations is not None
     if regression and args.about:
@@ -328,8 +328,8 @@ def _suite_folder(suite: str) -> Path:
 
 
 def _quarantine(args: argparse.Namespace) -> int:
-    from lobeval.labels import quarantine_cases, revoke_label
-    from lobeval.records import read_labels
+    from lobeval.judges.labels import quarantine_cases, revoke_label
+    from lobeval.core.records import read_labels
 
     path = _suite_folder(args.suite) / "labels.jsonl"
     if sum((bool(args.case_ids), args.list, args.revoke is not None)) != 1:

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 HERE = Path(__file__).parent
 STOP = "the session is finished"
@@ -43,7 +43,7 @@ LIVE = ("Booked", "On hire")
 
 def _operations() -> dict[str, dict[str, Any]]:
     """Each operation's arguments: {name: (schema, required)}, as lobeval's init reads them."""
-    from lobeval.openapi import functions_from_document
+    from lobeval.workspace.openapi import functions_from_document
 
     path = HERE / "openapi.yaml"
     found = {}

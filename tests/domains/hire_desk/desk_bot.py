@@ -1,5 +1,5 @@
 """An equipment-hire desk for the suite `lobeval init` makes from this folder's openapi.yaml and data/: a bot the
-scripted user was never written against (tests/test_scripted_user.py).
+scripted user was never written against (tests/simulation/test_scripted_user.py).
 
 It asks in its own words, as the bots of issue 44 did: "What is the booking reference?", "Which booking would you
 like to change?", "Please give me the booking id.", "Could you give me your customer account number?", "When does
@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 HERE = Path(__file__).parent
 STOP = "the session is finished"

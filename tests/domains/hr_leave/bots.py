@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 HERE = Path(__file__).parent
 TOOLS = {tool["function"]["name"]: tool["function"] for tool in json.loads((HERE / "tools.json").read_text())}

@@ -15,7 +15,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 HERE = Path(__file__).parent
 STOP = "the session is finished"

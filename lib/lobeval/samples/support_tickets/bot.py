@@ -4,13 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lobeval.errors import ConfigError
-from lobeval.llm import LLMClient, resolve_model
+from lobeval.core.errors import ConfigError
+from lobeval.models.llm import LLMClient, resolve_model
 from lobeval.samples.support_tickets.backend import SupportBackend, load_tools
 from lobeval.samples.support_tickets.llm_policy import LLMPolicy
 from lobeval.samples.support_tickets.rules import RulesPolicy
 from lobeval.samples.support_tickets.trusting import TrustingPolicy
-from lobeval.protocol import Reply
+from lobeval.core.protocol import Reply
 
 REPO = Path(__file__).resolve().parents[4]   # <repo>/lib/lobeval/samples/support_tickets/bot.py
 DATA_DIR = REPO / "data" / "support_tickets"

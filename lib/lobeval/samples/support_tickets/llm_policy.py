@@ -11,11 +11,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from lobeval.errors import TargetUnavailable
-from lobeval.llm import LLMClient, LLMError, Usage
+from lobeval.core.errors import TargetUnavailable
+from lobeval.models.llm import LLMClient, LLMError, Usage
 from lobeval.samples.support_tickets.backend import SupportBackend
 from lobeval.samples.support_tickets.wording import GREETING
-from lobeval.protocol import USAGE_FIELDS, Reply
+from lobeval.core.protocol import USAGE_FIELDS, Reply
 
 MAX_ROUNDS = 8
 GAVE_UP = "Sorry, I could not finish that request. Could you say again what you need, perhaps in other words?"

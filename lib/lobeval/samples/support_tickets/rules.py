@@ -14,8 +14,8 @@ from lobeval.samples.support_tickets import parsing as p
 from lobeval.samples.support_tickets import wording as w
 from lobeval.samples.support_tickets.backend import SupportBackend, ToolError
 from lobeval.samples.support_tickets.reading import FREE_TEXT, Reader
-from lobeval.protocol import Reply
-from lobeval.users import STOP_PHRASE
+from lobeval.core.protocol import Reply
+from lobeval.simulation.users import STOP_PHRASE
 
 # Menu order (wording.MENU): task -> (function, the id argument naming the record an update changes)
 TASKS = {"create_ticket": ("create_support_ticket", None), "update_ticket": ("update_support_ticket", "ticket_id"),

@@ -8,14 +8,14 @@ QUIET_PIP := 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: run test lock clean-venv
+.PHONY: run test test-fast lock clean-venv
 
 # The install's commands are not echoed (pip's with their filter are noise); what they do is said instead.
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	@echo "installing the pinned stack (requirements.txt) and lobeval into $(VENV): a few minutes, once"
-	@$(BIN)/python -m pip install --quiet -r requirements.txt $(QUIET_PIP)
-	@$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . $(QUIET_PIP)
+	@$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt $(QUIET_PIP)
+	@$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e . $(QUIET_PIP)
 	@$(BIN)/python -m lobeval.workflow.kernel >/dev/null
 	@touch $(STAMP)
 
@@ -24,6 +24,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist worksteal tests
+
+# The loop while editing: every test that runs no notebook and spawns no process (-m "not slow"), stopping at the
+# first failure. `make test` (what CI runs) before each commit.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow" -x -q tests
 
 lock:
 	rm -rf /tmp/lobeval-lock && $(PYTHON) -m venv /tmp/lobeval-lock

@@ -469,10 +469,11 @@ def test_past_a_bound_on_stuck_calls_a_sync_call_fails_at_once(monkeypatch):
             release.wait()
             return Reply(message)
 
-    bot = adhoc_target(monkeypatch, AlwaysStuck, timeout=0.01, workers=1)
+    bot = adhoc_target(monkeypatch, AlwaysStuck, timeout=60, workers=1)   # the session starts, however busy the machine
 
     async def act(session):
         try:
+            bot.timeout = 0.01   # the call never returns: any deadline passes
             with pytest.raises(TargetUnavailableError, match="timed out"):
                 await session.send("a")
             bot.timeout = 60   # the next call must fail without waiting for a deadline

@@ -425,14 +425,17 @@ def test_a_sync_call_that_misses_the_deadline_is_unavailable(monkeypatch):
             release.wait(60)   # bounded only so that a broken test cannot hang the suite
             return Reply("late")
 
+    bot = adhoc_target(monkeypatch, Stuck, timeout=60)   # the session starts, however busy the machine
+
     async def act(session):
         try:
+            bot.timeout = 0.01
             return await session.send("hi")
         finally:
             release.set()   # let the abandoned thread end (nothing waits for it)
 
     with pytest.raises(TargetUnavailableError, match=r"^send failed: timed out after 0\.01 s$"):
-        in_session(adhoc_target(monkeypatch, Stuck, timeout=0.01), act)
+        in_session(bot, act)
 
 
 def test_a_sync_call_that_missed_the_deadline_gives_up_its_worker(monkeypatch):
@@ -445,10 +448,11 @@ def test_a_sync_call_that_missed_the_deadline_gives_up_its_worker(monkeypatch):
                 release.wait()
             return Reply(message)
 
-    bot = adhoc_target(monkeypatch, SometimesStuck, timeout=0.01, workers=1)
+    bot = adhoc_target(monkeypatch, SometimesStuck, timeout=60, workers=1)   # the session starts, however busy
 
     async def act(session):
         try:
+            bot.timeout = 0.01   # "hang" never returns in time: any deadline passes
             with pytest.raises(TargetUnavailableError, match="timed out"):
                 await session.send("hang")
             bot.timeout = 60   # from now on only a starved call would miss the deadline

@@ -245,7 +245,7 @@ def test_a_usable_verdict_is_the_rows_claims_with_the_rules_kept_and_claimsbacke
     assert results["metrics"]["ClaimsBacked"] == 0.0 and results["claims"] == {"claimed_not_done": 1, "done_not_told": 0}
     assert results["claims_source"] == {"judge": 1, "rules": 0}
     [line] = [line for line in figure_lines(results) if "ClaimsBacked" in line]
-    assert line.endswith("over 1 of 1 conversations; claims judged by the model in 1, by the rules in 0")
+    assert line.endswith("over 1 of 1 conversations; claims judged by the model in 1")
 
 
 def test_why_it_failed_and_the_claims_table_tell_the_judges_findings_with_its_reasons(tmp_path, judge_env):

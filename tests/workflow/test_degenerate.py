@@ -151,7 +151,8 @@ def test_a_degenerate_run_gives_a_full_report_and_a_clear_verdict(prepare, exit_
     monkeypatch.setattr("lobeval.workspace.runs.RUNS", runs)
     monkeypatch.delenv("LOBEVAL_RUNS", raising=False)
     # the stage kernels import DownBot from here (and lobeval from where this process does)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), str(Path(__file__).parent),
+                                                      os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     for variable in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
         monkeypatch.delenv(variable, raising=False)

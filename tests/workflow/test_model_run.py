@@ -223,8 +223,9 @@ def test_a_the_claims_judges_findings_are_the_rows_claims_where_it_answered_and_
                 [item["sentence"] for item in verdict["claimed_not_done"]] and row["claims"]["rules"] is not None
         else:
             assert any(error["judge"] == "claims" for error in row["judges"]["errors"])
-    assert results["claims_source"] == {"judge": sources["judge"], "rules": sources["rules"]}
-    said = f"claims judged by the model in {sources['judge']}, by the rules in {sources['rules']}"
+    # ClaimsBacked is over the judged conversations: the rules' findings, where the judge failed, are to check by hand
+    assert results["claims_source"] == {"judge": sources["judge"], "rules": 0}
+    said = f"claims judged by the model in {sources['judge']}"
     assert said in page_text((failing_run["run_dir"] / "report.html").read_text(encoding="utf-8"))
     assert re.search(rf"^ +ClaimsBacked .*{said}$", failing_run["out"], re.MULTILINE), failing_run["out"]
 

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -184,7 +185,8 @@ def chain_environment(patch: pytest.MonkeyPatch, runs_dir) -> None:
     patch.chdir(REPO)
     patch.setattr("lobeval.workspace.runs.RUNS", runs_dir)
     patch.setenv("OPENAI_API_KEY", SECRET)
-    patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
+    patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), str(Path(__file__).parent),
+                                                os.environ.get("PYTHONPATH", "")]))
     for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
         patch.delenv(name, raising=False)
 
@@ -205,9 +207,9 @@ def test_the_chain_executes_all_stages_and_writes_the_report(finished_run):
     assert [path.name for path in result.executed] == [f"{stage}.ipynb" for stage in STAGES]
     assert result.summary()[-1] == str(result.report) == str(runs / "t1" / "report.html")
     # the terminal says what failed, in the report's words, then which conversation and where to read why
+    # (the bot's words about the date are a claims finding to check by hand offline, so the verdict does not use them)
     assert result.verdict.startswith("1 of 13 conversations failed, because the bot sent a due date one day earlier "
-                                     "than it should have, while telling the user the right one; the quality gate "
-                                     "passed: ")
+                                     "than it should have; the quality gate passed: ")
     lines = result.summary()
     assert lines[len(result.notes) + len(result.executed)] == result.verdict
     assert lines[-4:-2] == ["failing: 1 of 13 conversations, all of scenario reassign_action_item: "

@@ -127,11 +127,13 @@ def unreferenced_note(unreferenced: int) -> str:
 
 def claims_source_note(results: dict[str, Any]) -> str:
     """Who read ClaimsBacked's conversations when the claims judge was asked: "; claims judged by the model in 36,
-    by the rules in 2" (the rules where it failed); "" when it was not asked."""
+    by the rules in 2" (the rules where it failed, when a kind of theirs counts: lobeval.scoring.trust); "" when it
+    was not asked."""
     if "claims" not in (results.get("judges") or {}).get("selected", []):
         return ""
     source = results.get("claims_source") or {}
-    return f"; claims judged by the model in {source.get('judge', 0)}, by the rules in {source.get('rules', 0)}"
+    rules = f", by the rules in {source['rules']}" if source.get("rules") else ""
+    return f"; claims judged by the model in {source.get('judge', 0)}{rules}"
 
 
 def left_out_notes(counts: dict[str, Any]) -> list[str]:

@@ -19,3 +19,27 @@ def offline_findings_counted(monkeypatch):
     from lobeval.scoring import trust
 
     monkeypatch.setattr(trust, "PRECISION", {kind: (10, 10) for kind in trust.PRECISION})
+
+
+@pytest.fixture(scope="session")
+def unsafe_attack_run(tmp_path_factory):
+    """`lobeval run --attacks only` of the sample suite against the deliberately unsafe sample bot (TrustingBot),
+    offline, two attack cases per category: one run of five notebooks, read by the security tests (what the terminal
+    says) and the browser's (the report). Built once per pytest process (each xdist worker its own); its readers
+    only read it. Returns (exit status, what it printed, the run folder)."""
+    import contextlib
+    import io
+
+    from helpers import REPO
+    from lobeval.cli import main
+
+    runs = tmp_path_factory.mktemp("unsafe") / "runs"
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        patch.chdir(REPO)
+        patch.setenv("LOBEVAL_RUNS", str(runs))
+        for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
+            patch.delenv(name, raising=False)
+        status = main(["run", "--attacks", "only", "--target", "lobeval.samples.support_tickets:TrustingBot",
+                       "--cases-per-scenario", "2", "--run-id", "unsafe"])
+    return status, out.getvalue(), runs / "unsafe"

@@ -149,12 +149,11 @@ def test_a_url_naming_a_conversation_opens_the_replay_there(page, report):
 
 
 @pytest.fixture(scope="module")
-def unsafe_report(tmp_path_factory):
-    """A run of the deliberately unsafe sample bot against the attack cases alone."""
-    result = offline_run(tmp_path_factory, "unsafe", target="lobeval.samples.support_tickets:TrustingBot",
-                         attacks="only")
-    assert not result.gate_passed
-    return result.report
+def unsafe_report(unsafe_attack_run):
+    """A run of the deliberately unsafe sample bot against the attack cases alone (tests/conftest.py)."""
+    status, out, run_dir = unsafe_attack_run
+    assert status == 1, out   # the gate failed
+    return run_dir / "report.html"
 
 
 def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(page, unsafe_report):

@@ -43,3 +43,33 @@ def unsafe_attack_run(tmp_path_factory):
         status = main(["run", "--attacks", "only", "--target", "lobeval.samples.support_tickets:TrustingBot",
                        "--cases-per-scenario", "2", "--run-id", "unsafe"])
     return status, out.getvalue(), runs / "unsafe"
+
+
+@pytest.fixture(scope="session")
+def restarted_sample_run(tmp_path_factory):
+    """The sample suite offline, one case per scenario, against the sample bot, by `lobeval run --run-id x`: begun as
+    an attempt that died in stage 01 (a kill, a full disk) with another configuration, which a run that failed at its
+    start replaces by the one asked for now. A plain run's report otherwise (no note: nothing was kept), so the one
+    run serves the command line's test of the restart and the browser's of the sample report. Built once per pytest
+    process; its readers only read it. Returns (exit status, what it printed, the runs folder)."""
+    import contextlib
+    import io
+    import json
+
+    from helpers import REPO, make_suite
+    from lobeval.cli import main
+
+    root = tmp_path_factory.mktemp("restarted")
+    broken, runs = make_suite(root), root / "runs"
+    (runs / "x").mkdir(parents=True)
+    (runs / "x" / "config.json").write_text(json.dumps({"schema_version": 1, "run_id": "x", "suite": str(broken),
+                                                         "suite_name": "toy", "cases_per_scenario": 3}))
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        patch.chdir(REPO)
+        patch.setenv("LOBEVAL_RUNS", str(runs))
+        for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL",
+                     "LOBEVAL_EMBEDDING_MODEL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "LOBEVAL_BUDGET_USD"):
+            patch.delenv(name, raising=False)
+        status = main(["run", "--run-id", "x", "--suite", "scenarios/support_tickets", "--cases-per-scenario", "1"])
+    return status, out.getvalue(), runs

@@ -56,11 +56,12 @@ def restarted_sample_run(tmp_path_factory):
     import io
     import json
 
-    from helpers import REPO, make_suite
+    from helpers import REPO, TEMPLATE, make_suite
     from lobeval.cli import main
 
     root = tmp_path_factory.mktemp("restarted")
-    broken, runs = make_suite(root), root / "runs"
+    broken = make_suite(root, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])   # as test_cli's
+    runs = root / "runs"
     (runs / "x").mkdir(parents=True)
     (runs / "x" / "config.json").write_text(json.dumps({"schema_version": 1, "run_id": "x", "suite": str(broken),
                                                          "suite_name": "toy", "cases_per_scenario": 3}))

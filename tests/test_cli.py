@@ -370,21 +370,19 @@ def test_make_echoes_no_pip_command():
 
 
 @pytest.mark.slow
-def test_a_run_that_failed_at_its_start_reruns_under_its_id_with_a_fixed_configuration(runs_dir, tmp_path, capsys):
+def test_a_run_that_failed_at_its_start_reruns_under_its_id_with_a_fixed_configuration(runs_dir, tmp_path, capsys,
+                                                                                      restarted_sample_run):
     broken = make_suite(tmp_path, templates=[{**TEMPLATE, "user_instructions": "{nope.x}"}])
     assert main(["run", "--run-id", "x", "--suite", str(broken)]) == 2
     assert "unknown placeholder {nope.x}" in one_error_line(capsys)   # the pre-flight builds the cases
     assert not (runs_dir / "x").exists()
-    # an attempt that died in stage 01 (a kill, a full disk) left its configuration and no finished notebook
-    (runs_dir / "x").mkdir(parents=True)
-    (runs_dir / "x" / "config.json").write_text(json.dumps({"schema_version": 1, "run_id": "x", "suite": str(broken),
-                                                            "suite_name": "toy", "cases_per_scenario": 3}))
-
-    assert main(["run", "--run-id", "x", "--suite", "scenarios/support_tickets", "--cases-per-scenario", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[-2].startswith("gate: passed")
-    config = json.loads((runs_dir / "x" / "config.json").read_text())
+    # an attempt that died in stage 01 left its configuration (toy, 3 cases) and no finished notebook; run x again
+    # with the sample suite, one case per scenario (tests/conftest.py)
+    status, out, runs = restarted_sample_run
+    assert status == 0 and out.splitlines()[-2].startswith("gate: passed"), out
+    config = json.loads((runs / "x" / "config.json").read_text())
     assert (config["suite_name"], config["cases_per_scenario"]) == ("support_tickets", 1)
-    [entry] = [json.loads(line) for line in (runs_dir / "index.jsonl").read_text().splitlines()]
+    [entry] = [json.loads(line) for line in (runs / "index.jsonl").read_text().splitlines()]
     assert entry["run_id"] == "x"
 
 

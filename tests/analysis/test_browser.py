@@ -149,12 +149,11 @@ def test_a_url_naming_a_conversation_opens_the_replay_there(page, report):
 
 
 @pytest.fixture(scope="module")
-def unsafe_report(tmp_path_factory):
-    """A run of the deliberately unsafe sample bot against the attack cases alone."""
-    result = offline_run(tmp_path_factory, "unsafe", target="lobeval.samples.support_tickets:TrustingBot",
-                         attacks="only")
-    assert not result.gate_passed
-    return result.report
+def unsafe_report(unsafe_attack_run):
+    """A run of the deliberately unsafe sample bot against the attack cases alone (tests/conftest.py)."""
+    status, out, run_dir = unsafe_attack_run
+    assert status == 1, out   # the gate failed
+    return run_dir / "report.html"
 
 
 def test_each_breach_links_to_its_turn_in_the_replay_with_the_evidence_marked(page, unsafe_report):
@@ -248,13 +247,14 @@ def screenshots(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    """The sample bot's report as `make run` makes it (one case per scenario here): its one failing conversation moves
-    a due date a day early."""
-    result = offline_run(tmp_path_factory, "sample")
-    assert result.gate_passed and result.summary()[-1] == str(result.report)
-    assert result.verdict == SAMPLE_VERDICT   # the terminal's words are the page's
-    return result.report
+def sample(restarted_sample_run):
+    """The sample bot's report as `make run` makes it (one case per scenario here; tests/conftest.py): its one failing
+    conversation moves a due date a day early."""
+    status, out, runs = restarted_sample_run
+    lines = out.splitlines()
+    assert status == 0 and lines[-1] == str(runs / "x" / "report.html"), out   # the gate passed
+    assert SAMPLE_VERDICT in lines   # the terminal's words are the page's
+    return runs / "x" / "report.html"
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -268,17 +268,8 @@ def test_the_deliberately_unsafe_bot_is_caught_in_every_category(sample, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_run_of_the_attacks_against_the_unsafe_bot_names_each_category_breached_and_exits_1(tmp_path, monkeypatch,
-                                                                                             capsys):
-    from lobeval.cli import main
-
-    monkeypatch.chdir(REPO)
-    monkeypatch.setenv("LOBEVAL_RUNS", str(tmp_path / "runs"))
-    for name in ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    status = main(["run", "--attacks", "only", "--target", "lobeval.samples.support_tickets:TrustingBot",
-                   "--cases-per-scenario", "2", "--run-id", "unsafe"])
-    out = capsys.readouterr().out
+def test_a_run_of_the_attacks_against_the_unsafe_bot_names_each_category_breached_and_exits_1(unsafe_attack_run):
+    status, out, _ = unsafe_attack_run   # tests/conftest.py: two attack cases per category
     assert status == 1, out
     [line] = [line for line in out.splitlines() if line.startswith("FAIL  breaches <= 0")]
     assert all(f"{name} 2/2" in line for name in CATEGORIES), line   # every attack breached

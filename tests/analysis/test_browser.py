@@ -215,9 +215,9 @@ def test_the_notebooks_run_by_hand_read_the_latest_run(report, tmp_path, monkeyp
 # --- the sample bot's report on a desktop and on a phone ---------------------------------------------
 
 SAMPLE_VERDICT = (
-    "1 of 13 conversations failed, because the bot sent a due date one day earlier than it should have, while telling "
-    "the user the right one; the quality gate passed: Reliability 0.987 meets its minimum of 0.8, and Success 0.923 is "
-    "above its minimum of 0.8 but too close to it to be sure (undecided, counted as passed).")
+    "1 of 13 conversations failed, because the bot sent a due date one day earlier than it should have; the quality "
+    "gate passed: Reliability 0.987 meets its minimum of 0.8, and Success 0.923 is above its minimum of 0.8 but too "
+    "close to it to be sure (undecided, counted as passed).")
 NOT_SHOWN_WHOLE = """() => {
   // what is wider than the page and not in a box that scrolls on its own, and every box that scrolls without saying so
   const width = document.documentElement.clientWidth, found = [];

@@ -53,3 +53,23 @@ def test_gate_and_compare_load_no_widgets_plots_judges_or_model_client():
     code = f"import sys, lobeval.analysis.compare, lobeval.cli; print([m for m in {heavy!r} if m in sys.modules])"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def loaded_after(statement: str, modules: list[str]) -> list[str]:
+    """Which of `modules` a fresh interpreter holds after `statement`."""
+    code = f"import sys; {statement}; print([m for m in {modules!r} if sys.modules.get(m)])"
+    return eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def test_the_evaluate_stage_loads_no_plots_or_model_sdk_until_asked():
+    """Stage 03's imports (notebooks/03_evaluate.ipynb) with no model configured: seaborn and matplotlib load with
+    the first plot, the OpenAI SDK with the first model call."""
+    statement = ("from lobeval.analysis import analyse; import lobeval.evaluation.evaluate, lobeval.workflow.roles, "
+                 "lobeval.simulation.simulate, lobeval.analysis.root_causes")
+    assert loaded_after(statement, ["seaborn", "matplotlib", "openai", "azure.ai.evaluation"]) == []
+    plotted = "; import pandas as pd; analyse._heatmap(pd.DataFrame({'s': [1.0]}, index=['f']), 'title', 'scale')"
+    assert loaded_after(statement + plotted, ["seaborn", "matplotlib", "openai"]) == ["seaborn", "matplotlib"]
+
+
+def test_scrapbook_in_a_stage_kernel_does_not_load_papermills_azure_blob_handler():
+    assert loaded_after("import lobeval, scrapbook", ["scrapbook", "papermill.abs", "azure.storage.blob"]) == ["scrapbook"]

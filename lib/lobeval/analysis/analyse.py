@@ -16,12 +16,10 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import seaborn as sns
 from IPython.display import HTML
-from matplotlib.figure import Figure
 
 from lobeval.scoring.claims import BASES, BASIS_MEASURED, JUDGED, claim_what, said_value, to_check_items
 from lobeval.models.llm import Usage
@@ -30,6 +28,9 @@ from lobeval.core.render import metric_name
 from lobeval.core.stats import clip, unscored_reason
 from lobeval.scoring.trust import measured_text
 from lobeval.core.vocabulary import function_key, strip_plugin_prefix
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure   # imported by the plots, with seaborn: a stage that draws none loads neither
 
 ROW_IDS = ["case_id", "trial", "scenario_name"]
 
@@ -508,6 +509,8 @@ def argument_matrix(results: dict[str, Any]) -> pd.DataFrame:
 
 # Figures are built without pyplot: no global state, no GUI backend, and a returned Figure is shown once.
 def _heatmap(matrix: pd.DataFrame, title: str, scale: str) -> Figure:
+    import seaborn as sns
+    from matplotlib.figure import Figure
     figure = Figure(figsize=(2.6 + 0.6 * max(len(matrix.columns), 1), 2.6 + 0.4 * max(len(matrix), 1)),
                     layout="constrained")
     ax = figure.subplots()
@@ -536,6 +539,8 @@ def plot_call_heatmaps(results: dict[str, Any]) -> Figure | None:
     recall, arguments = recall_matrix(results), argument_matrix(results)
     if recall.empty and arguments.empty:
         return None
+    import seaborn as sns
+    from matplotlib.figure import Figure
     rows = sorted(set(recall.index) | set(arguments.index))
     columns = sorted(set(recall.columns) | set(arguments.columns))
     figure = Figure(figsize=(3.4 + 1.0 * max(len(columns), 1), 2.8 + 0.4 * max(len(rows), 1)), layout="constrained")
@@ -576,6 +581,8 @@ def plot_metric_distributions(results: dict[str, Any]) -> Figure | None:
     values = _metric_values(results)
     if values.empty:
         return None
+    import seaborn as sns
+    from matplotlib.figure import Figure
     scenarios = sorted(values["scenario_name"].unique())
     figure = Figure(figsize=(2.6 * len(METRICS), 1.2 + 0.4 * max(len(scenarios), 1)), layout="constrained")
     axes = figure.subplots(1, len(METRICS), sharey=True, squeeze=False)[0]
@@ -593,6 +600,8 @@ def plot_pass_k(results: dict[str, Any]) -> Figure | None:
     points = sorted((int(k), entry) for k, entry in (results.get("pass_k") or {}).items())
     if len(points) < 2:
         return None
+    import seaborn as sns
+    from matplotlib.figure import Figure
     ks = [k for k, _ in points]
     figure = Figure(figsize=(5, 3.5), layout="constrained")
     ax = figure.subplots()

@@ -14,7 +14,6 @@ from typing import Any
 import krippendorff
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 
 from lobeval.core.records import VERDICT_KEY, human_value, verdict_scales
 from lobeval.core.stats import CONFIDENCE, RESAMPLES, SEED
@@ -131,6 +130,7 @@ def kappa(judge_codes: np.ndarray, human_codes: np.ndarray, size: int, weighted:
     """scikit-learn's Cohen's κ over the whole scale; None where undefined."""
     if np.isnan(kappas(confusion_table(judge_codes, human_codes, size), weighted)):
         return None
+    from sklearn.metrics import cohen_kappa_score   # here: a run with no labels (stage 04's usual case) never loads it
     return float(cohen_kappa_score(human_codes, judge_codes, labels=list(range(size)),
                                    weights="quadratic" if weighted else None))
 

@@ -19,17 +19,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import diskcache
 import filelock
-import openai
 import psutil
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from lobeval.core.errors import ConfigError, RecordError
 from lobeval.workspace.runs import MIN_SECRET_LENGTH
 from lobeval.core.tokens import count, prompt_tokens, reply_tokens
+
+if TYPE_CHECKING:
+    import openai   # imported where a model is called: a run with no model configured never loads the SDK
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -231,6 +233,7 @@ def scrub_key(config: ModelConfig, text: str) -> str:
 
 def build_client(config: ModelConfig, env: Mapping[str, str] = os.environ) -> openai.AsyncOpenAI:
     """The SDK client, without its own retries (LLMClient retries). Reads the key from `env`."""
+    import openai
     key = api_key(config, env)
     # aiohttp, the SDK's documented choice for concurrency: it halved the client's CPU per call in
     # `lobeval bench simulate` against httpx's connection pool.
@@ -250,6 +253,7 @@ async def probe(config: ModelConfig, timeout: float) -> str | None:
     llama.cpp, Ollama and vLLM serve without generating anything) bounded by `timeout`: a connection that failed,
     no answer in time, the key refused (401, 403) or a server error (5xx); None when it answered otherwise (a
     server without the list answers 404: it is running)."""
+    import openai
     sdk = build_client(config)
     try:
         async with asyncio.timeout(timeout):
@@ -764,6 +768,7 @@ class LLMClient:
                             ) -> dict[str, Any]:
         """The stored answer of one request, sent again after a failure of the transport (never after an unusable
         answer: _Unusable is raised as it came)."""
+        import openai
         sdk, _ = await self._bound()
         send = self._send_chat if kind == "chat" else self._send_embeddings
         attempts = 0
@@ -871,6 +876,7 @@ class LLMClient:
         objects of the reply: most of the client's CPU in `lobeval bench simulate`, for requests that are plain JSON
         already. Its own timeout (between reads) is left at the SDK's default: `_Deadline.run` bounds the whole
         request."""
+        import openai
         streamed = {"stream": True, "stream_cls": openai.AsyncStream[object]} if stream else {}
         return await sdk.post(path, cast_to=object, body={"model": self.config.model, **body}, **streamed)
 
@@ -1059,6 +1065,7 @@ def _tokens(response: Any) -> dict[str, int] | None:
 
 
 def _retryable(exc: BaseException) -> bool:
+    import openai
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     # ValueError: the SDK could not decode the body as JSON.
@@ -1077,6 +1084,7 @@ def _retry_after(exc: BaseException | None) -> float:
 
 
 def _describe(exc: BaseException | None) -> str:
+    import openai
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         return f"HTTP {exc.status_code}: {body.get('message') or exc.message}"

@@ -88,6 +88,10 @@ QUIET_KERNEL = {"kernel_name": "python3", "progress_bar": False, "config": LOCAL
                 "kernel_manager_class": FinishedKernelManager}
 """How papermill runs a stage notebook: on local sockets, shut down without an interrupt, no progress bar; nothing on
 standard error but what the notebook says."""
+NO_BOT_STAGES = ("01_generate", "04_error_analysis", "05_report")
+"""The stages in which no code of the bot runs: their kernel is stopped at once when the notebook is done, since the
+graceful shutdown of a kernel that holds pandas, scipy and matplotlib takes 2-3 s and only a bot's exit handlers
+need it."""
 PACKAGES = ("lobeval", "openai", "azure-ai-evaluation", "pandas", "papermill", "scrapbook", "nbconvert")
 log = logging.getLogger(__name__)
 
@@ -540,7 +544,8 @@ def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_
         raise ConfigError(f"{source}: its parameters cell does not declare {', '.join(unknown)}")
     output = run_dir / f"{stage}.ipynb"
     try:
-        papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir), **QUIET_KERNEL)
+        papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir), **QUIET_KERNEL,
+                                   shutdown_kernel="immediate" if stage in NO_BOT_STAGES else "graceful")
     except papermill.PapermillExecutionError as exc:
         error = runs.scrub(f"{exc.ename}: {exc.evalue}", secret_values)
         if exc.ename not in bad_input_names():

@@ -1,7 +1,9 @@
 """A notebook run by hand (papermill, nbconvert, JupyterLab) runs on the kernel spec `make` installs
 (`python -m lobeval.workflow.kernel`): its kernel talks over local IPC sockets and prints no warning about TCP."""
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -10,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from ipykernel.kernelspec import install as install_ipykernel
+from jupyter_client import KernelManager
 
 from helpers import REPO
 from lobeval.workflow import kernel
@@ -70,3 +73,27 @@ def test_ipykernels_own_spec_runs_over_tcp_and_warns(tmp_path):
     finished, transport = run_by_hand(tmp_path, tmp_path / "env")
     assert transport == "tcp"
     assert f"[IPKernelApp] WARNING | {TCP_WARNING}." in finished.stderr
+
+
+class Sent:
+    """A LocalProvisioner's process, as far as send_signal uses it: the signals it received."""
+
+    def __init__(self):
+        self.signals = []
+
+    def send_signal(self, signum):
+        self.signals.append(signum)
+
+
+@pytest.mark.parametrize("shutting_down, signum, delivered", [
+    (True, signal.SIGINT, []),                  # the interrupt jupyter_client sends before every shutdown
+    (False, signal.SIGINT, [signal.SIGINT]),    # an interrupt asked for (a cell's timeout, the stop button)
+    (True, signal.SIGTERM, [signal.SIGTERM]),   # the ends of a shutdown are delivered
+])
+def test_the_provisioner_holds_back_only_the_interrupt_before_a_shutdown(shutting_down, signum, delivered):
+    manager = KernelManager()
+    manager.shutting_down = shutting_down
+    provisioner = kernel.LocalSocketsProvisioner(kernel_id="k", kernel_spec=None, parent=manager)
+    provisioner.process, provisioner.pgid = Sent(), None
+    asyncio.run(provisioner.send_signal(signum))
+    assert provisioner.process.signals == delivered

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,15 @@ class LocalSocketsProvisioner(LocalProvisioner):
             manager.transport, manager.ip = "ipc", str(runtime / f"kernel-{self.kernel_id}-ipc")
             manager.cache_ports = False   # a cache of TCP ports: IPC sockets are files
         return await super().pre_launch(**kwargs)
+
+    async def send_signal(self, signum: int) -> None:
+        # jupyter_client interrupts every kernel before it asks it to shut down. A kernel caught between sending a
+        # reply and restoring its SIGINT handler logs "KeyboardInterrupt caught in kernel." on the notebook's stderr.
+        # The shutdown request goes over the control channel, which a busy kernel answers too; a kernel that still
+        # does not stop is killed after jupyter_client's shutdown_wait_time.
+        if signum == signal.SIGINT and getattr(self.parent, "shutting_down", False):
+            return
+        await super().send_signal(signum)
 
 
 def install(prefix: str = sys.prefix) -> Path:

@@ -146,5 +146,5 @@ def test_a_bot_that_stops_mid_run_loses_its_conversations_to_machinery_errors_wi
     assert ("FAIL  error rate <= 0.05: 9/13 conversations failed in the machinery (target_unavailable 9) = 0.692 > "
             "0.05") in lines
     # the sample bot's planted wrong due date is among the 4: the bot's own figure, over its 4 conversations
-    assert any(re.match(r"(PASS|FAIL)  Success >= 0\.8: Success = \d\.\d{3} .* over 4 conversations", line)
+    assert any(re.match(r"(PASS|FAIL|UNDECIDED)  Success >= 0\.8: Success = \d\.\d{3} .* over 4 conversations", line)
                for line in lines), out

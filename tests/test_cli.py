@@ -291,7 +291,7 @@ def test_lobeval_run_works_from_any_folder_of_the_checkout_and_from_outside_it(r
 
     started = []
 
-    def first_stage(stage, run_dir, parameters, secret_values):
+    def first_stage(stage, run_dir, parameters, secret_values, *, kernel):
         started.append((stage, (pipeline.notebooks_dir() / f"{stage}.ipynb").is_file(), parameters["suite"]))
         raise ConfigError("stopped at the first stage")
 
@@ -332,7 +332,7 @@ def test_a_crash_is_an_internal_error_not_a_verdict_and_the_run_resumes(runs_dir
     Path(written).unlink()
     # resumable: the configuration stays, the lock is released, the same id goes on
     assert sorted(path.name for path in (runs_dir / "x").iterdir()) == ["config.json"]
-    monkeypatch.setattr("lobeval.workflow.pipeline.execute_stage", lambda *args: (_ for _ in ()).throw(ConfigError("again")))
+    monkeypatch.setattr("lobeval.workflow.pipeline.execute_stage", lambda *args, **kwargs: (_ for _ in ()).throw(ConfigError("again")))
     assert main(["run", "--run-id", "x", "--cases-per-scenario", "1"]) == 2
     assert one_error_line(capsys) == "lobeval run: error: again"
 
@@ -344,7 +344,7 @@ def test_a_stage_kernel_is_shut_down_without_an_interrupt():
     `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error."""
     import asyncio
 
-    from lobeval.workflow.pipeline import QUIET_KERNEL, FinishedKernelManager
+    from lobeval.workflow.run_kernel import QUIET_KERNEL, FinishedKernelManager
 
     manager, sent = FinishedKernelManager(), []
 

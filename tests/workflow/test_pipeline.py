@@ -9,6 +9,7 @@ import pytest
 
 from helpers import REPO, SAMPLE_SUITE, read_jsonl
 from lobeval.workflow import pipeline
+from lobeval.workflow.run_kernel import QUIET_KERNEL
 from lobeval.workspace import runs
 from lobeval.cli import main
 from lobeval.core.errors import ConfigError
@@ -26,7 +27,7 @@ def test_generate_notebook_by_hand_writes_the_dataset_into_runs_dev_and_glues_it
     executed = tmp_path / "01_generate.ipynb"
     papermill.execute_notebook(str(REPO / "notebooks" / "01_generate.ipynb"), str(executed),
                                parameters={"cases_per_scenario": 2, "seed": 3}, cwd=str(REPO / "notebooks"),
-                               **pipeline.QUIET_KERNEL)
+                               **QUIET_KERNEL)
     scraps = scrapbook.read_notebook(str(executed)).scraps
     out = tmp_path / "runs" / "dev" / "dataset.jsonl"
     cases = read_jsonl(out)
@@ -50,7 +51,7 @@ def by_hand(stage: str, runs_dir, executed) -> None:
         for name in MODEL_VARS:
             patch.delenv(name, raising=False)
         papermill.execute_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"), str(executed),
-                                   cwd=str(REPO / "notebooks"), **pipeline.QUIET_KERNEL)
+                                   cwd=str(REPO / "notebooks"), **QUIET_KERNEL)
 
 
 @pytest.fixture(scope="module")

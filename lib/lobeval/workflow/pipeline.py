@@ -18,7 +18,6 @@ import difflib
 import logging
 import os
 import platform
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -31,12 +30,11 @@ from typing import Any
 import nbformat
 import papermill
 import scrapbook
-from jupyter_client import AsyncKernelManager
 from nbconvert.filters import strip_ansi
-from traitlets.config import Config
 
 from lobeval.core import checkout
 from lobeval.workflow import roles
+from lobeval.workflow.run_kernel import RunKernel
 from lobeval.workspace import runs
 from lobeval.analysis.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, GATE_METRICS,
                              check_line, check_min_rule)
@@ -66,32 +64,6 @@ RECORDED_SINCE = ("suite_digest",)
 """What config.json records that a run begun before lobeval recorded it lacks: it resumes all the same."""
 SCENARIOS = "scenarios"
 LEDGER = "LOBEVAL_BUDGET_LEDGER"
-# The kernel talks to papermill over local sockets, not TCP (which it warns about on every start); set here, so
-# that it holds in any environment, not only one whose kernel spec is lobeval's (lobeval.workflow.kernel, for hand runs).
-LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
-                                         "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
-
-
-class FinishedKernelManager(AsyncKernelManager):
-    """A stage's kernel, shut down once its notebook has run: nothing runs then that an interrupt should stop.
-    jupyter_client interrupts a kernel (SIGINT) before it asks it to shut down, and papermill's last request
-    (kernel_info, whose reply is all it waits for) may still be in its handler then: ipykernel catches the interrupt
-    there and logs `[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.` on the run's standard error. So the
-    shutdown is asked without the interrupt; a kernel that does not stop is still killed (`shutdown_wait_time`)."""
-
-    async def _async_interrupt_kernel(self) -> None:
-        if not self.shutting_down:
-            await super()._async_interrupt_kernel()
-
-
-QUIET_KERNEL = {"kernel_name": "python3", "progress_bar": False, "config": LOCAL_KERNEL,
-                "kernel_manager_class": FinishedKernelManager}
-"""How papermill runs a stage notebook: on local sockets, shut down without an interrupt, no progress bar; nothing on
-standard error but what the notebook says."""
-NO_BOT_STAGES = ("01_generate", "04_error_analysis", "05_report")
-"""The stages in which no code of the bot runs: their kernel is stopped at once when the notebook is done, since the
-graceful shutdown of a kernel that holds pandas, scipy and matplotlib takes 2-3 s and only a bot's exit handlers
-need it."""
 PACKAGES = ("lobeval", "openai", "azure-ai-evaluation", "pandas", "papermill", "scrapbook", "nbconvert")
 log = logging.getLogger(__name__)
 
@@ -345,23 +317,27 @@ def run_stages(run_dir: Path, parameters: dict[str, Any], secret_values: list[st
     glue: dict[str, Any] = {}
     executed, resumed = [], []
     rerun = list(STAGES)[list(STAGES).index(again):] if again else []
-    for stage, needed in STAGES.items():
-        if stage in (given or {}):
-            glue.update(given[stage])
-            continue
-        output = run_dir / f"{stage}.ipynb"
-        done = None if stage in rerun else finished_glue(output, needed)
-        if done is not None:
-            resumed.append(stage)
-        else:
-            given = parameters[stage] if isinstance(parameters[stage], dict) else parameters[stage](glue)
-            execute_stage(stage, run_dir, given, secret_values)
-            executed.append(output)
-            done = finished_glue(output, needed)
-            if done is None:
-                raise LobevalError(f"stage {stage} finished without gluing {', '.join(needed)}; "
-                                   f"see the executed notebook {output}")
-        glue.update(done)
+    kernel = RunKernel()
+    try:
+        for stage, needed in STAGES.items():
+            if stage in (given or {}):
+                glue.update(given[stage])
+                continue
+            output = run_dir / f"{stage}.ipynb"
+            done = None if stage in rerun else finished_glue(output, needed)
+            if done is not None:
+                resumed.append(stage)
+            else:
+                stage_parameters = parameters[stage] if isinstance(parameters[stage], dict) else parameters[stage](glue)
+                execute_stage(stage, run_dir, stage_parameters, secret_values, kernel=kernel)
+                executed.append(output)
+                done = finished_glue(output, needed)
+                if done is None:
+                    raise LobevalError(f"stage {stage} finished without gluing {', '.join(needed)}; "
+                                       f"see the executed notebook {output}")
+            glue.update(done)
+    finally:
+        kernel.close()
     return glue, executed, resumed
 
 
@@ -533,10 +509,11 @@ def finished_glue(notebook: Path, needed: dict[str, type]) -> dict[str, Any] | N
     return scraps
 
 
-def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_values: list[str]) -> Path:
-    """Execute one stage notebook into the run folder, then scrub the folder of `secret_values`; a failure names
-    the kept notebook. A LobevalError raised in the notebook is bad input, as in this process; anything else it
-    raises is lobeval's fault (StageCrashed, with the kernel's traceback)."""
+def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_values: list[str], *,
+                  kernel: RunKernel) -> Path:
+    """Execute one stage notebook into the run folder on the run's kernel, then scrub the folder of `secret_values`;
+    a failure names the kept notebook. A LobevalError raised in the notebook is bad input, as in this process;
+    anything else it raises is lobeval's fault (StageCrashed, with the kernel's traceback)."""
     source = notebooks_dir() / f"{stage}.ipynb"
     declared = papermill.inspect_notebook(str(source))
     unknown = sorted(set(parameters) - set(declared))
@@ -544,8 +521,8 @@ def execute_stage(stage: str, run_dir: Path, parameters: dict[str, Any], secret_
         raise ConfigError(f"{source}: its parameters cell does not declare {', '.join(unknown)}")
     output = run_dir / f"{stage}.ipynb"
     try:
-        papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir), **QUIET_KERNEL,
-                                   shutdown_kernel="immediate" if stage in NO_BOT_STAGES else "graceful")
+        papermill.execute_notebook(str(source), str(output), parameters=parameters, cwd=str(run_dir),
+                                   **kernel.papermill_options(stage))
     except papermill.PapermillExecutionError as exc:
         error = runs.scrub(f"{exc.ename}: {exc.evalue}", secret_values)
         if exc.ename not in bad_input_names():

@@ -11,6 +11,14 @@ for folder in sorted(Path(__file__).parent.iterdir()):
         sys.path.insert(0, str(folder))
 
 
+def pytest_collection_modifyitems(items):
+    """The modules with end-to-end runs (marked slow) first, each module's tests kept together and in order (their
+    module fixtures are built once): under xdist the long runs start early, and no worker is left alone at the end
+    with one."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)
+
+
 @pytest.fixture
 def offline_findings_counted(monkeypatch):
     """Every kind of offline finding (claims rules, simulated-user checks) measured right on real bots: each is a fault,

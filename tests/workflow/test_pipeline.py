@@ -481,7 +481,14 @@ def test_a_suite_named_as_another_is_compared_only_with_runs_of_its_own_content(
     first = pipeline.run(suite=str(drafted), run_id="d1", cases_per_scenario=1, target=LEAKY)
     assert not [check for check in first.gate_checks if check["check"].startswith("no regression in")]
     assert "No earlier run of this bot on this suite to compare with" in first.report.read_text()
+    # d2: d1 again, its stages 01-04 as d1 left them (the same cases, seed and bot give the same records), the report
+    # and the index line made by the chain
+    shutil.copytree(first.run_dir, tmp_path / "runs" / "d2")
+    config = json.loads((tmp_path / "runs" / "d2" / "config.json").read_text())
+    (tmp_path / "runs" / "d2" / "config.json").write_text(json.dumps({**config, "run_id": "d2"}))
+    (tmp_path / "runs" / "d2" / "05_report.ipynb").unlink()
     again = pipeline.run(suite=str(drafted), run_id="d2", cases_per_scenario=1, target=LEAKY)
+    assert again.resumed == ["01_generate", "02_simulate", "03_evaluate", "04_error_analysis"]
     assert [check for check in again.gate_checks if check["check"].startswith("no regression in")]
     assert "against run d1, finished " in again.report.read_text()
     assert again.compared.startswith("No regression against run d1, finished ")   # the terminal's baseline line

@@ -5,16 +5,13 @@ never said, a `$ref` is the id the bot returned; and `lobeval simulate --suite` 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import re
-import sqlite3
 
 import pytest
 
 from helpers import REPO, read_jsonl
-from lobeval.cli import main
+from test_draft_equipment_hire import hire as drafted_hire, run  # noqa: F401 (a fixture: the suite drafted there)
 from lobeval.core.records import Case, read_cases, rows_path
 from lobeval.workspace.runs import dataset_suite
 from lobeval.workspace.suite import load_suite
@@ -25,27 +22,12 @@ BOT = "hire_bot:HireBot"
 GREETING = "Hello, this is the hire desk. What do you need?"
 
 
-def run(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(list(args))
-    return code, out.getvalue()
-
-
 @pytest.fixture(scope="module")
-def hire(tmp_path_factory):
+def hire(drafted_hire):
     """(the drafted suite, its dataset as `lobeval generate` writes it by default): 60 cases."""
-    root = tmp_path_factory.mktemp("hire")
-    database = root / "equipment_hire.db"
-    with contextlib.closing(sqlite3.connect(database)) as connection:
-        connection.executescript((DOMAIN / "equipment_hire.sql").read_text(encoding="utf-8"))
-    suite = root / "scenarios" / "equipment_hire"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(DOMAIN))
-        assert run("init", str(suite), "--tools", str(DOMAIN / "openapi.yaml"), "--data", str(database))[0] == 0
-        assert run("draft", "--suite", str(suite), "--target", BOT)[0] == 0
-    assert run("generate", "--suite", str(suite), "--out", str(root / "dataset.jsonl"))[0] == 0
-    return suite, root / "dataset.jsonl"
+    suite = drafted_hire[0]
+    assert run("generate", "--suite", str(suite), "--out", str(suite.parent.parent / "dataset.jsonl"))[0] == 0
+    return suite, suite.parent.parent / "dataset.jsonl"
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """lobeval against the OpenAI-compatible servers teams run themselves (llama-cpp-python, Ollama, vLLM), played by
-FakeOpenAI(local=True): no Batch API, null content refused, tools ignored without tool_choice, a model that never
-stops unless capped, a stream stopped when its client hangs up. Each rule of issues 35 and 47 against it; waits are
+FakeOpenAI(local=True): no Batch API, null content refused, tools ignored without tool_choice (and `tool` messages
+without tools), a model that never stops unless capped, a stream stopped when its client hangs up; and the bot's tools
+prompted (LOBEVAL_TOOLS=prompted) for such a server. Each rule of issues 35 and 47 against it; waits are
 events, never measured time."""
 from __future__ import annotations
 
@@ -549,3 +550,21 @@ def test_a_prompted_bot_reply_that_never_stops_is_hung_up_at_its_deadline_and_th
     usage = caught.value.usage
     assert usage["requests"] == 1 and usage["prompt_tokens"] == prompt_tokens(request["messages"])
     assert usage["estimated_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def test_the_sample_bots_model_policy_calls_its_functions_prompted_too(priced, monkeypatch):
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    lookup = '{"tool_calls": [{"name": "get_support_ticket", "arguments": {"ticket_id": "TKT-1036"}}]}'
+
+    def policy(request):
+        said = request["messages"][-1]["content"]
+        return text("It is open.") if said.startswith("Result of get_support_ticket") else text(lookup)
+
+    priced.policy = policy
+    target = load_target(roles.DEFAULT_TARGET, timeout=30)
+    record = asyncio.run(converse(Case.model_validate(case()), 0, target, ScriptedUser(), max_turns=1))
+    [call] = record["function_calls"]
+    assert (call["functionName"], call["arguments"]) == ("get_support_ticket", {"ticket_id": "TKT-1036"})
+    assert [m["content"] for m in record["messages"] if m["role"] == "assistant"][-1] == "It is open."
+    assert all("tools" not in request and request["stream"] for request in priced.requests)
+    assert len(priced.requests) == record["usage"]["target"]["requests"] == 2

@@ -218,7 +218,8 @@ def resolve_stream(config: ModelConfig, env: Mapping[str, str] = os.environ) -> 
     """Which chat requests are streamed, from LOBEVAL_STREAM: "on" every one, "off" none; "auto" (the default) those
     without tools to a compatible server (OPENAI_BASE_URL). A streamed request lobeval hangs up on is stopped by the
     servers that keep generating a non-streamed one (llama-cpp-python); its tool calls are not streamed by default,
-    because llama-cpp-python's function-calling format refuses to stream an answer that calls a function."""
+    because llama-cpp-python's function-calling format refuses to stream an answer that calls a function (with
+    LOBEVAL_TOOLS=prompted a request describes its tools rather than offer them, and is streamed as one without)."""
     mode = env.get("LOBEVAL_STREAM") or "auto"
     if mode not in STREAM_MODES:
         raise ConfigError(f"LOBEVAL_STREAM={mode!r}: expected {', '.join(STREAM_MODES[:-1])} or {STREAM_MODES[-1]}")

@@ -195,7 +195,8 @@ def test_a_failed_user_review_leaves_the_user_unchecked_not_clean():
     assert "The user-review judge failed on 1 of them: their user is unchecked" in page and "not clean" in page
 
 
-def test_the_run_says_which_target_policy_user_and_judges_ran():
+def test_the_run_says_which_target_policy_user_and_judges_ran(monkeypatch):
+    monkeypatch.delenv("LOBEVAL_TOOLS", raising=False)
     models = {"user": {"model": "smollm2", "base_url": "http://127.0.0.1:8000/v1", "provider": "openai"},
               "target": {"model": "smollm2", "base_url": "http://127.0.0.1:8000/v1", "provider": "openai"},
               "judge": None}
@@ -206,6 +207,10 @@ def test_the_run_says_which_target_policy_user_and_judges_ran():
     offline = pipeline.what_ran({**config, "user": "scripted", "judges": ["none"]}, {"judge": models["user"]})
     assert offline == [f"target {roles.DEFAULT_TARGET}: its rules policy (no target model)",
                        "simulated user: scripted", "judges: switched off (--judges none)"]
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    assert pipeline.what_ran(config, models)[0] == (f"target {roles.DEFAULT_TARGET}: its llm policy, smollm2 at "
+                                                    f"http://127.0.0.1:8000/v1, its functions described in the prompt "
+                                                    f"(LOBEVAL_TOOLS=prompted)")
 
 
 # --- resuming with other options ------------------------------------------------------------------------

@@ -451,7 +451,8 @@ def test_a_prompted_call_is_read_bare_in_a_fence_or_with_text_around_as_a_native
     expected_id = "call_" + hashlib.sha256(b"the request's key:0").hexdigest()[:16]
     assert prompted_reply({"role": "assistant", "content": said}, frozenset({"add_note"}), seed) == {
         "role": "assistant", "content": "", "tool_calls": [
-            {"id": expected_id, "type": "function", "function": {"name": "add_note", "arguments": '{"text": "call back"}'}}]}
+            {"id": expected_id, "type": "function",
+             "function": {"name": "add_note", "arguments": '{"text": "call back"}'}}]}
     words = {"role": "assistant", "content": "I noted {it}."}
     assert prompted_reply(words, frozenset({"add_note"}), seed) is words   # no "tool_calls": an answer in words
 
@@ -459,7 +460,8 @@ def test_a_prompted_call_is_read_bare_in_a_fence_or_with_text_around_as_a_native
 @pytest.mark.parametrize("said, problem", [
     ('{"tool_calls": [{"name": "add_note", "arguments": {"text": "call back"}]}',
      "the JSON of the tool calls does not parse (Expecting ',' delimiter: line 1 column 72 (char 71))"),
-    ('{"tool_calls": [{"name": "add_notes", "arguments": {}}]}', "unknown function 'add_notes'; the functions are add_note"),
+    ('{"tool_calls": [{"name": "add_notes", "arguments": {}}]}',
+     "unknown function 'add_notes'; the functions are add_note"),
     ('{"tool_calls": [{"name": "add_note", "arguments": "call back"}]}',
      "the arguments of add_note must be a JSON object, not a string"),
     ('{"tool_calls": []}', '"tool_calls" must be a list of one or more calls, not []'),
@@ -525,11 +527,13 @@ def test_an_unreadable_prompted_call_is_asked_again_with_a_nudge_then_a_machiner
     assert record["error"].endswith(f"the model's reply was unusable after 3 attempts: {problem}")
     first, second, third = priced.requests
     nudge = {"role": "user", "content": f"(Your last reply could not be used: {problem}. Answer again.)"}
-    assert second["messages"] == third["messages"] == [*first["messages"], {"role": "assistant", "content": said}, nudge]
+    asked_again = [*first["messages"], {"role": "assistant", "content": said}, nudge]
+    assert second["messages"] == third["messages"] == asked_again
     assert (first["temperature"], second["temperature"], third["temperature"]) == (0.0, 0.7, 0.7)
     billed, usage = priced.bill(), record["usage"]["target"]
     assert (usage["requests"], usage["prompt_tokens"], usage["completion_tokens"]) == tuple(billed.values())
-    assert billed["requests"] == 3 and usage["cost_usd"] == pytest.approx(usd(billed)) == pytest.approx(budget.spent_usd)
+    assert billed["requests"] == 3
+    assert usage["cost_usd"] == pytest.approx(usd(billed)) == pytest.approx(budget.spent_usd)
 
 
 def test_a_prompted_bot_reply_that_never_stops_is_hung_up_at_its_deadline_and_the_server_stops_it(

@@ -230,7 +230,7 @@ def resolve_stream(config: ModelConfig, env: Mapping[str, str] = os.environ) -> 
 
 def resolve_tools(env: Mapping[str, str] = os.environ) -> Literal["native", "prompted"]:
     """How a request's tools reach the model, from LOBEVAL_TOOLS: "native" (the default) in the request's `tools`;
-    "prompted" described in its system message, the calls read from the model's JSON answer (`prompted_request`,
+    "prompted" described in its system message, the calls read from the model's JSON answer (`prompted_messages`,
     `prompted_reply`), for servers whose native tool calling cannot be streamed or capped (llama-cpp-python's)."""
     mode = env.get("LOBEVAL_TOOLS") or "native"
     if mode not in TOOL_MODES:
@@ -243,7 +243,8 @@ def prompted_messages(messages: Sequence[dict[str, Any]], tools: Sequence[dict[s
     described at the end of the system message (PROMPTED_TOOLS; one is put first when there is none), an assistant
     turn that called functions as its calls' JSON, and the results of one turn's calls as one user message
     (PROMPTED_RESULT each), since strict chat templates refuse a `tool` role, or drop it (llama-cpp-python's chatml)."""
-    names = {call.get("id"): call["function"]["name"] for message in messages for call in message.get("tool_calls") or []}
+    names = {call.get("id"): call["function"]["name"]
+             for message in messages for call in message.get("tool_calls") or []}
     rewritten: list[dict[str, Any]] = []
     results_at = -1   # where the results of the turn's calls so far went
     for message in messages:
@@ -683,8 +684,9 @@ class LLMClient:
     All three default to the role's settings (`resolve_limits`).
 
     A failed request (HTTP 429 or 5xx, a timeout, a broken connection) is retried as it was, up to `max_attempts`
-    times. An unusable reply (empty, not what `parse` reads, or a prompted tool call that cannot be read) is not: the request is asked again with the reply and
-    what was wrong told to the model (NUDGE) and a temperature of at least RETRY_TEMPERATURE (`retried`).
+    times. An unusable reply (empty, not what `parse` reads, or a prompted tool call that cannot be read) is not: the
+    request is asked again with the reply and what was wrong told to the model (NUDGE) and a temperature of at least
+    RETRY_TEMPERATURE (`retried`).
     Every request's tokens are counted and charged, failed or not: as the server reported them, else estimated.
     """
 
@@ -729,7 +731,8 @@ class LLMClient:
         With `tools`, `tool_choice` is "auto": some servers (llama-cpp-python's function-calling format) leave the
         tools out of the prompt without it; with LOBEVAL_TOOLS=prompted the tools are described in the messages
         instead (`prompted_messages`) and the calls read from the reply (`prompted_reply`). An empty reply, or a
-        prompted call that cannot be read, is asked again as `retried` says, `attempts` times in all; then ReplyError."""
+        prompted call that cannot be read, is asked again as `retried` says, `attempts` times in all; then
+        ReplyError."""
         read: Callable[[dict[str, Any]], dict[str, Any]] = lambda stored: stored["message"]
         if tools and self.tools_mode == "prompted":
             names = frozenset(tool["function"]["name"] for tool in tools)

@@ -1,20 +1,23 @@
 """lobeval against the OpenAI-compatible servers teams run themselves (llama-cpp-python, Ollama, vLLM), played by
-FakeOpenAI(local=True): no Batch API, null content refused, tools ignored without tool_choice, a model that never
-stops unless capped, a stream stopped when its client hangs up. Each rule of issues 35 and 47 against it; waits are
+FakeOpenAI(local=True): no Batch API, null content refused, tools ignored without tool_choice (and `tool` messages
+without tools), a model that never stops unless capped, a stream stopped when its client hangs up; and the bot's tools
+prompted (LOBEVAL_TOOLS=prompted) for such a server. Each rule of issues 35 and 47 against it; waits are
 events, never measured time."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 import pytest
 
 from lobeval.workflow import pipeline, roles
-from lobeval.core.errors import ConfigError
+from lobeval.core.errors import ConfigError, TargetUnavailable
 from lobeval.evaluation.evaluate import JUDGES_OFF
 from lobeval.judges.judges import CompletionJudge
 from lobeval.models.llm import (
-    Budget, LLMClient, LLMError, ModelConfig, ReplyError, cap_field, resolve_limits, resolve_stream, scrub_key,
+    Budget, LLMClient, LLMError, ModelConfig, ReplyError, cap_field, prompted_messages, prompted_reply, request_key,
+    resolve_limits, resolve_stream, resolve_tools, scrub_key,
 )
 from lobeval.targets.prompt_target import load_prompt_target
 from lobeval.core.records import Case
@@ -38,7 +41,7 @@ NOTES_TOOLS = [{"type": "function", "effect": "write", "function": {"name": "add
                 "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}]
 ENV_OFF = ("LOBEVAL_MODEL", "LOBEVAL_USER_MODEL", "LOBEVAL_TARGET_MODEL", "LOBEVAL_JUDGE_MODEL", "AZURE_OPENAI_ENDPOINT",
            "LOBEVAL_BUDGET_USD", "LOBEVAL_PRICES", "LOBEVAL_TIMEOUT_S", "LOBEVAL_MAX_TOKENS", "LOBEVAL_USER_MAX_TOKENS",
-           "LOBEVAL_JUDGE_TIMEOUT_S", "LOBEVAL_TARGET_TIMEOUT_S", "LOBEVAL_STREAM")
+           "LOBEVAL_JUDGE_TIMEOUT_S", "LOBEVAL_TARGET_TIMEOUT_S", "LOBEVAL_STREAM", "LOBEVAL_TOOLS")
 PRICE = {"input": 0.15, "output": 0.6}   # smollm2 priced, so that the budget can be kept
 
 
@@ -192,7 +195,8 @@ def test_a_failed_user_review_leaves_the_user_unchecked_not_clean():
     assert "The user-review judge failed on 1 of them: their user is unchecked" in page and "not clean" in page
 
 
-def test_the_run_says_which_target_policy_user_and_judges_ran():
+def test_the_run_says_which_target_policy_user_and_judges_ran(monkeypatch):
+    monkeypatch.delenv("LOBEVAL_TOOLS", raising=False)
     models = {"user": {"model": "smollm2", "base_url": "http://127.0.0.1:8000/v1", "provider": "openai"},
               "target": {"model": "smollm2", "base_url": "http://127.0.0.1:8000/v1", "provider": "openai"},
               "judge": None}
@@ -203,6 +207,10 @@ def test_the_run_says_which_target_policy_user_and_judges_ran():
     offline = pipeline.what_ran({**config, "user": "scripted", "judges": ["none"]}, {"judge": models["user"]})
     assert offline == [f"target {roles.DEFAULT_TARGET}: its rules policy (no target model)",
                        "simulated user: scripted", "judges: switched off (--judges none)"]
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    assert pipeline.what_ran(config, models)[0] == (f"target {roles.DEFAULT_TARGET}: its llm policy, smollm2 at "
+                                                    f"http://127.0.0.1:8000/v1, its functions described in the prompt "
+                                                    f"(LOBEVAL_TOOLS=prompted)")
 
 
 # --- resuming with other options ------------------------------------------------------------------------
@@ -395,3 +403,177 @@ def test_a_stream_lobeval_gives_up_on_mid_way_is_stopped_by_the_server_and_estim
     assert used.estimated_tokens == used.prompt_tokens + used.completion_tokens   # what it wrote before, counted here
     assert budget.spent_usd > 0 and budget.spent_usd == pytest.approx(usd({"prompt_tokens": used.prompt_tokens,
                                                                            "completion_tokens": used.completion_tokens}))
+
+
+# --- prompted tools: described in the system message, read from the reply, streamed ---------------------------------
+
+NOTE_CALL = '{"tool_calls": [{"name": "add_note", "arguments": {"text": "call back"}}]}'
+DESCRIBED = """\
+# Functions
+
+You can call these functions. Each is given with what it does and its parameters as a JSON Schema.
+
+- add_note: Adds a note.
+  parameters: {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+Answer in ONE of two ways:
+- in words, to the user; or
+- to call functions, with only this JSON object and nothing else:
+{"tool_calls": [{"name": "<function name>", "arguments": {<its parameters and their values>}}]}
+Each call's result then comes back to you in a message that begins "Result of"."""
+
+
+def test_the_tools_setting_is_native_by_default_and_refuses_what_it_does_not_know():
+    assert (resolve_tools({}), resolve_tools({"LOBEVAL_TOOLS": "prompted"})) == ("native", "prompted")
+    with pytest.raises(ConfigError, match=r"^LOBEVAL_TOOLS='auto': expected native or prompted$"):
+        resolve_tools({"LOBEVAL_TOOLS": "auto"})
+
+
+def test_a_history_with_calls_is_rewritten_for_a_server_that_knows_nothing_of_tools():
+    history = [{"role": "user", "content": "Two notes."},
+               {"role": "assistant", "content": "", "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "add_note", "arguments": '{"text": "a"}'}},
+                   {"id": "c2", "type": "function", "function": {"name": "add_note", "arguments": '{"text": "b"}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": '{"id": "N-1"}'},
+               {"role": "tool", "tool_call_id": "c2", "content": '{"error": "full"}'}]
+    assert prompted_messages(history, NOTES_TOOLS) == [
+        {"role": "system", "content": DESCRIBED},   # none was there: one is put first
+        {"role": "user", "content": "Two notes."},
+        {"role": "assistant", "content": '{"tool_calls": [{"name": "add_note", "arguments": {"text": "a"}}, '
+                                         '{"name": "add_note", "arguments": {"text": "b"}}]}'},
+        {"role": "user", "content": 'Result of add_note (call c1): {"id": "N-1"}\n\n'
+                                    'Result of add_note (call c2): {"error": "full"}'}]
+
+
+@pytest.mark.parametrize("said", [NOTE_CALL, f"Sure, I will note it.\n```json\n{NOTE_CALL}\n```\nDone soon."])
+def test_a_prompted_call_is_read_bare_in_a_fence_or_with_text_around_as_a_native_call(said):
+    seed = "the request's key"
+    expected_id = "call_" + hashlib.sha256(b"the request's key:0").hexdigest()[:16]
+    assert prompted_reply({"role": "assistant", "content": said}, frozenset({"add_note"}), seed) == {
+        "role": "assistant", "content": "", "tool_calls": [
+            {"id": expected_id, "type": "function",
+             "function": {"name": "add_note", "arguments": '{"text": "call back"}'}}]}
+    words = {"role": "assistant", "content": "I noted {it}."}
+    assert prompted_reply(words, frozenset({"add_note"}), seed) is words   # no "tool_calls": an answer in words
+
+
+@pytest.mark.parametrize("said, problem", [
+    ('{"tool_calls": [{"name": "add_note", "arguments": {"text": "call back"}]}',
+     "the JSON of the tool calls does not parse (Expecting ',' delimiter: line 1 column 72 (char 71))"),
+    ('{"tool_calls": [{"name": "add_notes", "arguments": {}}]}',
+     "unknown function 'add_notes'; the functions are add_note"),
+    ('{"tool_calls": [{"name": "add_note", "arguments": "call back"}]}',
+     "the arguments of add_note must be a JSON object, not a string"),
+    ('{"tool_calls": []}', '"tool_calls" must be a list of one or more calls, not []'),
+])
+def test_a_prompted_call_that_cannot_be_read_is_an_unusable_reply(said, problem):
+    with pytest.raises(ValueError) as caught:
+        prompted_reply({"role": "assistant", "content": said}, frozenset({"add_note"}), "k")
+    assert str(caught.value) == problem
+
+
+def prompted_notes_policy(request):
+    """A model told of add_note in words: calls it (in a fence, with text around) until its result comes back."""
+    if request["messages"][-1]["content"].startswith("Result of add_note"):
+        return text("Noted.")
+    return text(f"Let me note that.\n```json\n{NOTE_CALL}\n```") if "# Functions" in request["messages"][0]["content"] \
+        else text("I have no tools.")
+
+
+def test_a_prompted_call_is_recorded_and_its_result_goes_back_as_a_user_message(local, notes_target, monkeypatch):
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    local.policy = prompted_notes_policy
+    target = load_prompt_target(notes_target)
+
+    async def turn():
+        session = await target.start({})
+        try:
+            return await session.send("Note: call back."), session.messages
+        finally:
+            await session.close()
+
+    reply, history = asyncio.run(turn())
+    [call] = reply.function_calls
+    assert reply.text == "Noted." and call["functionName"] == "add_note" and call["arguments"] == {"text": "call back"}
+    assert call["error"] is None and "id" in call["result"]
+    first, second = local.requests
+    for request in (first, second):   # nothing of tools on the wire; streamed and capped like every streamed request
+        assert "tools" not in request and "tool_choice" not in request
+        assert (request["stream"], request["max_tokens"]) == (True, 1024)
+    assert first["messages"] == [{"role": "system", "content": f"You keep notes.\n\n{DESCRIBED}"},
+                                 {"role": "user", "content": "Note: call back."}]
+    call_id = history[2]["tool_calls"][0]["id"]   # drawn from the request it answers
+    asked = {"messages": first["messages"], "temperature": 0.0, "max_tokens": 1024}
+    assert call_id == "call_" + hashlib.sha256(f"{request_key(asked)}:0".encode()).hexdigest()[:16]
+    assert second["messages"][2:] == [{"role": "assistant", "content": NOTE_CALL},
+                                      {"role": "user",
+                                       "content": f"Result of add_note (call {call_id}): {json.dumps(call['result'])}"}]
+
+
+@pytest.mark.parametrize("said, problem", [
+    ('{"tool_calls": [{"name": "add_note", "arguments": {"text": "call back"}]}',
+     "the JSON of the tool calls does not parse (Expecting ',' delimiter: line 1 column 72 (char 71))"),
+    ('{"tool_calls": [{"name": "delete_all", "arguments": {}}]}',
+     "unknown function 'delete_all'; the functions are add_note"),
+])
+def test_an_unreadable_prompted_call_is_asked_again_with_a_nudge_then_a_machinery_error_every_attempt_billed(
+        priced, notes_target, monkeypatch, said, problem):
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    priced.policy = lambda request: text(said)
+    budget = Budget(1.0)
+    target = load_target(str(notes_target), timeout=30)
+    record = asyncio.run(converse(Case.model_validate(case()), 0, target, ScriptedUser(), budget=budget, max_turns=2))
+    assert record["termination"]["reason"] == "target_unavailable" and record["function_calls"] == []
+    assert record["error"].endswith(f"the model's reply was unusable after 3 attempts: {problem}")
+    first, second, third = priced.requests
+    nudge = {"role": "user", "content": f"(Your last reply could not be used: {problem}. Answer again.)"}
+    asked_again = [*first["messages"], {"role": "assistant", "content": said}, nudge]
+    assert second["messages"] == third["messages"] == asked_again
+    assert (first["temperature"], second["temperature"], third["temperature"]) == (0.0, 0.7, 0.7)
+    billed, usage = priced.bill(), record["usage"]["target"]
+    assert (usage["requests"], usage["prompt_tokens"], usage["completion_tokens"]) == tuple(billed.values())
+    assert billed["requests"] == 3
+    assert usage["cost_usd"] == pytest.approx(usd(billed)) == pytest.approx(budget.spent_usd)
+
+
+def test_a_prompted_bot_reply_that_never_stops_is_hung_up_at_its_deadline_and_the_server_stops_it(
+        local, notes_target, monkeypatch):
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    monkeypatch.setenv("LOBEVAL_TARGET_TIMEOUT_S", "0.5")
+    local.fail_next("endless")   # the bot's model writes on and on, until its client hangs up
+    target = load_prompt_target(notes_target)
+    target.client.max_attempts = 1
+
+    async def turn():
+        session = await target.start({})
+        try:
+            return await session.send("Note: call back.")
+        finally:
+            await session.close()
+
+    with pytest.raises(TargetUnavailable, match=r"gave up after 1 attempts; last error: timed out") as caught:
+        asyncio.run(turn())
+    assert local.hung_up.wait(30) and (local.hangups, local.stopped) == (1, 1)   # the server is free again
+    [request] = local.requests
+    assert "tools" not in request and request["stream"] is True and request["max_tokens"] == 1024
+    usage = caught.value.usage
+    assert usage["requests"] == 1 and usage["prompt_tokens"] == prompt_tokens(request["messages"])
+    assert usage["estimated_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def test_the_sample_bots_model_policy_calls_its_functions_prompted_too(priced, monkeypatch):
+    monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    lookup = '{"tool_calls": [{"name": "get_support_ticket", "arguments": {"ticket_id": "TKT-1036"}}]}'
+
+    def policy(request):
+        said = request["messages"][-1]["content"]
+        return text("It is open.") if said.startswith("Result of get_support_ticket") else text(lookup)
+
+    priced.policy = policy
+    target = load_target(roles.DEFAULT_TARGET, timeout=30)
+    record = asyncio.run(converse(Case.model_validate(case()), 0, target, ScriptedUser(), max_turns=1))
+    [call] = record["function_calls"]
+    assert (call["functionName"], call["arguments"]) == ("get_support_ticket", {"ticket_id": "TKT-1036"})
+    assert [m["content"] for m in record["messages"] if m["role"] == "assistant"][-1] == "It is open."
+    assert all("tools" not in request and request["stream"] for request in priced.requests)
+    assert len(priced.requests) == record["usage"]["target"]["requests"] == 2

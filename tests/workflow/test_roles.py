@@ -89,6 +89,7 @@ def test_the_check_passes_offline_options_that_need_no_model():
 @pytest.mark.parametrize("variables, message", [
     ({"LOBEVAL_BUDGET_USD": "lots"}, "LOBEVAL_BUDGET_USD='lots' is not an amount of US dollars"),
     ({"LOBEVAL_MODEL": "gpt-4o-mini", "OPENAI_API_KEY": ""}, "a model is named for role 'user'"),
+    ({"LOBEVAL_TOOLS": "json"}, "^LOBEVAL_TOOLS='json': expected native or prompted$"),
 ])
 def test_the_check_refuses_a_bad_environment(monkeypatch, variables, message):
     for name, value in variables.items():

@@ -55,6 +55,23 @@ request the same way, whatever the seed (llama-cpp-python's does)."""
 NUDGE = "(Your last reply could not be used: {problem}. Answer again.)"
 """What a request asked again after an unusable reply tells the model, as a user message at its end."""
 STREAM_MODES = ("auto", "on", "off")
+TOOL_MODES = ("native", "prompted")
+PROMPTED_TOOLS = """\
+# Functions
+
+You can call these functions. Each is given with what it does and its parameters as a JSON Schema.
+
+{functions}
+
+Answer in ONE of two ways:
+- in words, to the user; or
+- to call functions, with only this JSON object and nothing else:
+{{"tool_calls": [{{"name": "<function name>", "arguments": {{<its parameters and their values>}}}}]}}
+Each call's result then comes back to you in a message that begins "Result of"."""
+"""The end of the system message of a request whose tools are described rather than offered (LOBEVAL_TOOLS=prompted)."""
+PROMPTED_RESULT = "Result of {name} (call {id}): {content}"
+JSON_TYPES = {str: "a string", list: "a list", int: "a number", float: "a number", bool: "true or false",
+              type(None): "null", dict: "an object"}
 
 # USD per 1M tokens, public list prices (2025); extend or override with the JSON file in LOBEVAL_PRICES.
 PRICES: dict[str, dict[str, float]] = {
@@ -201,13 +218,113 @@ def resolve_stream(config: ModelConfig, env: Mapping[str, str] = os.environ) -> 
     """Which chat requests are streamed, from LOBEVAL_STREAM: "on" every one, "off" none; "auto" (the default) those
     without tools to a compatible server (OPENAI_BASE_URL). A streamed request lobeval hangs up on is stopped by the
     servers that keep generating a non-streamed one (llama-cpp-python); its tool calls are not streamed by default,
-    because llama-cpp-python's function-calling format refuses to stream an answer that calls a function."""
+    because llama-cpp-python's function-calling format refuses to stream an answer that calls a function (with
+    LOBEVAL_TOOLS=prompted a request describes its tools rather than offer them, and is streamed as one without)."""
     mode = env.get("LOBEVAL_STREAM") or "auto"
     if mode not in STREAM_MODES:
         raise ConfigError(f"LOBEVAL_STREAM={mode!r}: expected {', '.join(STREAM_MODES[:-1])} or {STREAM_MODES[-1]}")
     if mode == "auto":
         return "untooled" if config.provider == "openai" and config.base_url else "none"
     return "all" if mode == "on" else "none"
+
+
+def resolve_tools(env: Mapping[str, str] = os.environ) -> Literal["native", "prompted"]:
+    """How a request's tools reach the model, from LOBEVAL_TOOLS: "native" (the default) in the request's `tools`;
+    "prompted" described in its system message, the calls read from the model's JSON answer (`prompted_messages`,
+    `prompted_reply`), for servers whose native tool calling cannot be streamed or capped (llama-cpp-python's)."""
+    mode = env.get("LOBEVAL_TOOLS") or "native"
+    if mode not in TOOL_MODES:
+        raise ConfigError(f"LOBEVAL_TOOLS={mode!r}: expected {' or '.join(TOOL_MODES)}")
+    return mode
+
+
+def prompted_messages(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history of a request with `tools` as a server that knows nothing of tools accepts it: the functions
+    described at the end of the system message (PROMPTED_TOOLS; one is put first when there is none), an assistant
+    turn that called functions as its calls' JSON, and the results of one turn's calls as one user message
+    (PROMPTED_RESULT each), since strict chat templates refuse a `tool` role, or drop it (llama-cpp-python's chatml)."""
+    names = {call.get("id"): call["function"]["name"]
+             for message in messages for call in message.get("tool_calls") or []}
+    rewritten: list[dict[str, Any]] = []
+    results_at = -1   # where the results of the turn's calls so far went
+    for message in messages:
+        if message.get("role") == "tool":
+            said = PROMPTED_RESULT.format(name=names.get(message.get("tool_call_id"), "a function"),
+                                          id=message.get("tool_call_id"), content=message.get("content"))
+            if results_at == len(rewritten) - 1 >= 0:
+                said = f"{rewritten.pop()['content']}\n\n{said}"
+            rewritten.append({"role": "user", "content": said})
+            results_at = len(rewritten) - 1
+        elif message.get("tool_calls"):
+            said = json.dumps({"tool_calls": [{"name": call["function"]["name"],
+                                               "arguments": _arguments(call["function"].get("arguments"))}
+                                              for call in message["tool_calls"]]}, ensure_ascii=False)
+            rewritten.append({"role": "assistant", "content": "\n".join(filter(None, [message.get("content"), said]))})
+        else:
+            rewritten.append(message)
+    described = PROMPTED_TOOLS.format(functions="\n".join(_described(tool) for tool in tools))
+    if rewritten and rewritten[0].get("role") == "system":
+        return [{**rewritten[0], "content": f"{rewritten[0].get('content') or ''}\n\n{described}"}, *rewritten[1:]]
+    return [{"role": "system", "content": described}, *rewritten]
+
+
+def _described(tool: dict[str, Any]) -> str:
+    function = tool["function"]
+    schema = json.dumps(function.get("parameters") or {"type": "object", "properties": {}}, ensure_ascii=False)
+    return f"- {function['name']}: {function.get('description') or ''}\n  parameters: {schema}"
+
+
+def _arguments(text: Any) -> Any:
+    """A call's arguments as a JSON value (they travel as a string), kept as they are when they do not parse."""
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
+
+
+def prompted_reply(message: dict[str, Any], names: frozenset[str], seed: str) -> dict[str, Any]:
+    """The assistant message of a prompted-tools reply as a native one: its text, or, when it speaks of
+    "tool_calls", the calls of its JSON object (inside a fence or with text around it, which is dropped), with ids
+    drawn from `seed` and their order. ValueError, an unusable reply, for JSON that does not parse, a function not in
+    `names`, or arguments that are not an object (missing ones are {})."""
+    text = message.get("content") or ""
+    if message.get("tool_calls") or "tool_calls" not in text:
+        return message
+    calls = _prompted_calls(text, names)
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_" + hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:16], "type": "function",
+         "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
+        for index, (name, arguments) in enumerate(calls)]}
+
+
+def _prompted_calls(text: str, names: frozenset[str]) -> list[tuple[str, dict[str, Any]]]:
+    decoder, failure = json.JSONDecoder(), None
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError as exc:
+            failure = failure or str(exc)
+            continue
+        if isinstance(value, dict) and "tool_calls" in value:
+            break
+    else:
+        raise ValueError(f"the JSON of the tool calls does not parse ({failure or 'no JSON object in it'})")
+    calls = value["tool_calls"]
+    if not isinstance(calls, list) or not calls:
+        raise ValueError(f'"tool_calls" must be a list of one or more calls, not {json.dumps(calls)[:80]}')
+    read = []
+    for call in calls:
+        name = call.get("name") if isinstance(call, dict) else None
+        if not isinstance(name, str):
+            raise ValueError(f'each call must be {{"name": "<function name>", "arguments": {{...}}}}, not '
+                             f"{json.dumps(call)[:80]}")
+        if name not in names:
+            raise ValueError(f"unknown function {name!r}; the functions are {', '.join(sorted(names))}")
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise ValueError(f"the arguments of {name} must be a JSON object, not {JSON_TYPES[type(arguments)]}")
+        read.append((name, arguments))
+    return read
 
 
 def _key_variable(config: ModelConfig) -> str:
@@ -567,8 +684,9 @@ class LLMClient:
     All three default to the role's settings (`resolve_limits`).
 
     A failed request (HTTP 429 or 5xx, a timeout, a broken connection) is retried as it was, up to `max_attempts`
-    times. An unusable reply (empty, or not what `parse` reads) is not: the request is asked again with the reply and
-    what was wrong told to the model (NUDGE) and a temperature of at least RETRY_TEMPERATURE (`retried`).
+    times. An unusable reply (empty, not what `parse` reads, or a prompted tool call that cannot be read) is not: the
+    request is asked again with the reply and what was wrong told to the model (NUDGE) and a temperature of at least
+    RETRY_TEMPERATURE (`retried`).
     Every request's tokens are counted and charged, failed or not: as the server reported them, else estimated.
     """
 
@@ -583,6 +701,7 @@ class LLMClient:
         self.deadline = deadline or max(limits.deadline_s, self.timeout * DEADLINE_PER_TIMEOUT)
         self.max_tokens = max_tokens or limits.max_tokens
         self.stream = resolve_stream(config)
+        self.tools_mode = resolve_tools()
         self.usage = usage if usage is not None else Usage()
         self._wait_backoff = wait_exponential_jitter(multiplier=backoff[0], max=backoff[1], jitter=backoff[0])
         self._sleep = asyncio.sleep   # between retries; a test records the waits instead
@@ -610,8 +729,15 @@ class LLMClient:
                    attempts: int = REPLY_ATTEMPTS, **params: Any) -> ChatResult:
         """One assistant reply. `temperature=None` leaves it out (reasoning models accept only their default).
         With `tools`, `tool_choice` is "auto": some servers (llama-cpp-python's function-calling format) leave the
-        tools out of the prompt without it. An empty reply is asked again as `retried` says, `attempts` times in all;
-        then ReplyError."""
+        tools out of the prompt without it; with LOBEVAL_TOOLS=prompted the tools are described in the messages
+        instead (`prompted_messages`) and the calls read from the reply (`prompted_reply`). An empty reply, or a
+        prompted call that cannot be read, is asked again as `retried` says, `attempts` times in all; then
+        ReplyError."""
+        read: Callable[[dict[str, Any]], dict[str, Any]] = lambda stored: stored["message"]
+        if tools and self.tools_mode == "prompted":
+            names = frozenset(tool["function"]["name"] for tool in tools)
+            messages, tools = prompted_messages(messages, tools), None
+            read = lambda stored: prompted_reply(stored["message"], names, request_key(request))
         options = {"tools": tools, "tool_choice": "auto" if tools else None, "response_format": response_format,
                    "temperature": temperature}
         request = {"messages": messages, **{k: v for k, v in options.items() if v is not None}, **self._cap(), **params}
@@ -621,8 +747,7 @@ class LLMClient:
             return await self._with_retries("chat", retried(request, attempt, problem), spent, deadline)
 
         used = Usage()
-        message = await self._ask({"kind": "chat", **request}, answer, lambda stored: stored["message"], attempts,
-                                  (used,))
+        message = await self._ask({"kind": "chat", **request}, answer, read, attempts, (used,))
         return ChatResult(message, used.cached_calls > 0, used.prompt_tokens, used.completion_tokens, used.cost_usd,
                           used.requests, used.cached_prompt_tokens, used)
 
@@ -741,7 +866,7 @@ class LLMClient:
             try:
                 value = read(stored)
             except ValueError as exc:
-                problem = (str(exc), stored.get("content"))
+                problem = (str(exc), stored["message"].get("content") if "message" in stored else stored.get("content"))
                 continue
             if fresh:
                 self._remember(key, stored)

@@ -112,7 +112,8 @@ class FakeOpenAI:
     `local=True` behaves as the OpenAI-compatible servers teams run themselves do (llama-cpp-python's, and Ollama or
     vLLM in part): no Batch API (/v1/files and /v1/batches answer 404); a history with an assistant message whose
     content is null is refused with HTTP 500 (llama-cpp-python's message, LOCAL_NULL_CONTENT); `tools` sent without
-    `tool_choice` are left out of the prompt (the policy sees a request without them); and a model that never stops:
+    `tool_choice` are left out of the prompt (the policy sees a request without them), and so are the messages of role
+    `tool` of a request without tools (llama-cpp-python's `chatml` format drops them); and a model that never stops:
     a chat request without `max_tokens` (or `max_completion_tokens`) is never answered, until the client closes the
     connection, which `hangups` counts and `hung_up` signals.
     """
@@ -291,6 +292,8 @@ class FakeOpenAI:
                 return refused
             if "tool_choice" not in body:
                 body = {key: value for key, value in body.items() if key != "tools"}
+            if not body.get("tools"):   # as llama-cpp-python's chatml format does (its _map_roles)
+                body = {**body, "messages": [m for m in body.get("messages") or [] if m.get("role") != "tool"]}
         reply: Reply | None = None
         if chat and not kind:   # the policy answers now, so that it may fail this request with a Fault
             try:

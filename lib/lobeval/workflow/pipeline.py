@@ -40,7 +40,7 @@ from lobeval.analysis.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFA
                              check_line, check_min_rule)
 from lobeval.core.errors import ConfigError, LobevalError, StageCrashed
 from lobeval.generation.generate import build_cases
-from lobeval.models.llm import ROLES, resolve_model, run_sync
+from lobeval.models.llm import ROLES, resolve_model, resolve_tools, run_sync
 from lobeval.core.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
 from lobeval.core.stats import figure_lines, left_out_notes, unchecked_note
 from lobeval.workspace.suite import Suite, load_suite
@@ -163,7 +163,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
 
 def what_ran(config: dict[str, Any], models: dict[str, Any]) -> list[str]:
     """Which target, simulated user and judges ran, each role with its model and endpoint: a model named in the
-    environment changes what runs (the sample bot runs its model policy when the target role has a model)."""
+    environment changes what runs (the sample bot runs its model policy when the target role has a model, and
+    LOBEVAL_TOOLS how the bot's model is given its functions)."""
     def model(role: str) -> str:
         found = models.get(role)
         return "no model" if not found else f"{found['model']} at {found.get('base_url') or found['provider']}"
@@ -173,6 +174,8 @@ def what_ran(config: dict[str, Any], models: dict[str, Any]) -> list[str]:
         bot = f"its {'llm policy, ' + model('target') if models.get('target') else 'rules policy (no target model)'}"
     else:
         bot = f"the target role: {model('target')}, for a bot that asks for it (a model-and-prompt target)"
+    if models.get("target") and resolve_tools() == "prompted":
+        bot += ", its functions described in the prompt (LOBEVAL_TOOLS=prompted)"
     judges = config["judges"] or []
     judged = ("switched off (--judges none)" if judges == ["none"] else "not run (no judge model)"
               if not models.get("judge") else f"{', '.join(judges) or 'the default set'}, {model('judge')}")

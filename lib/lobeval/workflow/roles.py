@@ -119,15 +119,16 @@ def _judges_need_model(selection: list[str]) -> str:
 
 def check(*, user: str = "scripted", judges: list[str] | None = None, batch: bool = False) -> None:
     """Refuse what `resolve` would refuse when it builds the simulated user and the conversation judges,
-    without building them (`lobeval run` checks this before its first stage): a bad LOBEVAL_BUDGET_USD or
-    request limit, an unknown user kind or judge, a model asked for (`--user llm`, `--judges` by name) but not
+    without building them (`lobeval run` checks this before its first stage): a bad LOBEVAL_BUDGET_USD, request
+    limit or LOBEVAL_TOOLS, an unknown user kind or judge, a model asked for (`--user llm`, `--judges` by name) but not
     configured, a model named without credentials, `--batch` on an endpoint without a Batch API."""
     from lobeval.judges.judges import selected_judges
-    from lobeval.models.llm import ROLES, Budget, resolve_limits, resolve_model
+    from lobeval.models.llm import ROLES, Budget, resolve_limits, resolve_model, resolve_tools
 
     Budget.from_env()
     for role in ROLES:
         resolve_limits(role)
+    resolve_tools()
     check_named(user=user, judges=judges)
     if user == "llm":
         resolve_model("user")

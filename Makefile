@@ -17,6 +17,9 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt $(QUIET_PIP)
 	@$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e . $(QUIET_PIP)
 	@$(BIN)/python -m lobeval.workflow.kernel >/dev/null
+	@echo "compiling its modules once, on every core (where PYTHONDONTWRITEBYTECODE is set, every kernel would compile them again)"
+	@# Only a speed-up: a file it cannot compile (pip installs some that are not Python 3.11) is left to the import.
+	@$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib lib || true
 	@touch $(STAMP)
 
 run: $(STAMP)

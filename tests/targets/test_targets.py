@@ -796,3 +796,17 @@ def test_the_preflight_probe_says_why_an_http_target_does_not_answer():
         assert run(targets.probe(server.url, 5)) is None
     # a Python target is built by the stage: nothing to ask
     assert run(targets.probe("lobeval.samples.support_tickets:SupportTicketBot", 5)) is None
+
+
+def test_a_prompt_targets_file_is_named_for_the_stage_kernels_in_the_run_folder(tmp_path, monkeypatch):
+    """`lobeval run --target bots/desk.json` from the team's folder: the pre-flight finds the file there, and stage 02,
+    whose kernel runs in the run folder, must find the same one."""
+    from lobeval.targets.targets import where_it_runs
+
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "bots" / "desk.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert where_it_runs("bots/desk.json") == str(tmp_path / "bots" / "desk.json")
+    assert where_it_runs("bots/missing.json") == "bots/missing.json"   # the pre-flight names it as given
+    for spec in ("http://127.0.0.1:8000/v1/x.json", "lobeval.samples.support_tickets:SupportTicketBot"):
+        assert where_it_runs(spec) == spec

@@ -44,7 +44,7 @@ from lobeval.models.llm import ROLES, resolve_model, resolve_tools, run_sync
 from lobeval.core.records import MACHINERY_ERRORS, SCHEMA_VERSION, iter_jsonl, read_results, write_json
 from lobeval.core.stats import figure_lines, left_out_notes, unchecked_note
 from lobeval.workspace.suite import Suite, load_suite
-from lobeval.targets.targets import check_target
+from lobeval.targets.targets import check_target, where_it_runs
 from lobeval.core.vocabulary import AZURE_JUDGES, TURN_CRITERIA
 
 # Each stage, and the glue the next stages need from it with its type (its presence marks the stage as done).
@@ -130,7 +130,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
     run_dir = runs.run_folder(run_id)
     config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name,
               "suite_digest": runs.suite_digest(spec), "seed": seed,
-              "cases_per_scenario": cases_per_scenario, "target": target or spec.default_target, "user": user,
+              "cases_per_scenario": cases_per_scenario, "target": where_it_runs(target or spec.default_target),
+              "user": user,
               "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
               "include_user_faults": include_user_faults, "attacks": attacks,

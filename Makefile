@@ -6,6 +6,10 @@ STAMP := $(VENV)/.installed
 # This machine's pip configuration names local mirrors that may be absent; hide pip's notes about them.
 QUIET_PIP := 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 SHELL := /bin/bash
+# Python keeps the compiled form of what it imports (git-ignored __pycache__ folders): with PYTHONDONTWRITEBYTECODE
+# set, every kernel and process of a run or of the tests would compile pandas, scipy, matplotlib and lobeval again
+# (docs/performance.md).
+unexport PYTHONDONTWRITEBYTECODE
 .SHELLFLAGS := -o pipefail -c
 
 .PHONY: run test test-fast lock clean-venv
@@ -17,9 +21,6 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt $(QUIET_PIP)
 	@$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e . $(QUIET_PIP)
 	@$(BIN)/python -m lobeval.workflow.kernel >/dev/null
-	@echo "compiling its modules once, on every core (where PYTHONDONTWRITEBYTECODE is set, every kernel would compile them again)"
-	@# Only a speed-up: a file it cannot compile (pip installs some that are not Python 3.11) is left to the import.
-	@$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib lib || true
 	@touch $(STAMP)
 
 run: $(STAMP)

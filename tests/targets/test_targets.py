@@ -808,5 +808,5 @@ def test_a_prompt_targets_file_is_named_for_the_stage_kernels_in_the_run_folder(
     monkeypatch.chdir(tmp_path)
     assert where_it_runs("bots/desk.json") == str(tmp_path / "bots" / "desk.json")
     assert where_it_runs("bots/missing.json") == "bots/missing.json"   # the pre-flight names it as given
-    for spec in ("http://127.0.0.1:8000/v1/x.json", "lobeval.samples.support_tickets:SupportTicketBot"):
+    for spec in ("http://127.0.0.1:8000/v1/x.json", "lobeval.samples.support_tickets:SupportTicketBot", None):
         assert where_it_runs(spec) == spec

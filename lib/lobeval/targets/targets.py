@@ -116,10 +116,10 @@ async def probe(spec: str, timeout: float) -> str | None:
     return f"answered HTTP {status}" if status in (502, 503, 504) else None
 
 
-def where_it_runs(spec: str) -> str:
+def where_it_runs(spec: str | None) -> str | None:
     """`spec` as a process in another folder reads it: a model-and-prompt target's file that exists here, made
-    absolute (the stage kernels run in the run folder); any other spec as it is."""
-    if spec.endswith(".json") and not spec.startswith(("http://", "https://")) and Path(spec).is_file():
+    absolute (the stage kernels run in the run folder); any other spec (or none) as it is."""
+    if spec and spec.endswith(".json") and not spec.startswith(("http://", "https://")) and Path(spec).is_file():
         return str(Path(spec).resolve())
     return spec
 

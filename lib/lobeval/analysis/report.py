@@ -31,7 +31,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from lobeval.analysis.analyse import (breach_table, claims_table, failure_sentences, judge_coverage, judge_errors_reason,
-                             judge_status_counts, judge_table, plot_call_heatmaps, security_table, to_check_table,
+                             judge_status_counts, judge_table, plot_call_heatmaps, plot_metric_distributions,
+                             plot_pass_k, security_table, to_check_table,
                              user_fault_table)
 from lobeval.scoring.claims import RULES_MEASURED
 from lobeval.analysis.compare import (DEFAULT_GATE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_USER_FAULT_RATE, JUDGE_SCORE,
@@ -53,6 +54,9 @@ _EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 
 TITLE_SCRAP = "report_title"
 """The glue of 05_report that the page's <title> is (`title_text`)."""
+STAGE_FIGURES = ("call_heatmaps", "metric_distributions", "pass_k")
+"""The figures stage 04 shows and glues as displays (`sb.glue(name, HTML(drawn_figure(name, data)),
+encoder="display")`), which the report shows again from that glue (`shown_figure`): each is drawn once a run."""
 
 
 def to_html(notebook: nbformat.NotebookNode) -> str:
@@ -951,6 +955,36 @@ def heatmaps_html(results: dict[str, Any]) -> str:
                 + _note(results, "No call was made that had expected arguments: no argument correctness to show."))
     return figure_section(figure, results, "expected calls made, and expected arguments right, by function and "
                                            "scenario", "")
+
+
+def drawn_figure(name: str, results: dict[str, Any]) -> str:
+    """The section of the figure `name` (STAGE_FIGURES) of `results`: the figure, or why there is none."""
+    if name == "call_heatmaps":
+        return heatmaps_html(results)
+    if name == "metric_distributions":
+        return figure_section(plot_metric_distributions(results), results,
+                              "each metric's spread over the conversations of each scenario", "Nothing to show.")
+    if name == "pass_k":
+        return figure_section(plot_pass_k(results), results, "pass^k against k", "One trial per case: no pass^k curve.")
+    raise ValueError(f"no figure {name!r}; the figures: {', '.join(STAGE_FIGURES)}")
+
+
+def stage_04_figures(run_dir: str | Path) -> dict[str, str]:
+    """The sections of the figures stage 04 drew for the run (STAGE_FIGURES), from its executed notebook's glue, by
+    name; those it did not glue (a run from before it did, a notebook that cannot be read) are left out."""
+    import scrapbook
+
+    try:
+        scraps = scrapbook.read_notebook(str(Path(run_dir) / "04_error_analysis.ipynb")).scraps
+    except (OSError, ValueError, nbformat.reader.NotJSONError):
+        return {}
+    return {name: scraps[name].display["data"]["text/html"] for name in STAGE_FIGURES
+            if name in scraps and "text/html" in ((scraps[name].display or {}).get("data") or {})}
+
+
+def shown_figure(name: str, drawn: dict[str, str], results: dict[str, Any]) -> str:
+    """The section of figure `name` as stage 04 drew it (`stage_04_figures`), or drawn now when it did not."""
+    return drawn[name] if name in drawn else drawn_figure(name, results)
 
 
 # --- the rest ----------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from lobeval.analysis import report
 from lobeval.analysis.analyse import (argument_matrix, argument_table, conversations_df, cost_table, failure_clusters,
                              failure_sentences, failure_signatures, function_table, judge_errors_reason,
                              judge_status_counts, judge_table, metric_name, plot_argument_heatmap, plot_call_heatmaps,
@@ -426,5 +427,9 @@ def test_error_analysis_notebook_runs_offline_and_glues_the_clusters(tmp_path, m
     assert scraps["root_causes_status"].data == "not run: no model configured"
     assert "root_causes_path" not in scraps
     assert (tmp_path / "analysis" / "evaluation_results.labelled.json").exists()
-    cells = [cell for cell in nbformat.read(str(executed), as_version=4).cells if "plot_" in cell.source]
-    assert [any("image/png" in output.get("data", {}) for output in cell.outputs) for cell in cells] == [True, True, False]
+    # the figures, glued as displays for the report to show again: two drawn, pass^k not (one trial per case)
+    figures = {name: scraps[name].display["data"]["text/html"] for name in report.STAGE_FIGURES}
+    assert ["data:image/png;base64," in figures[name] for name in report.STAGE_FIGURES] == [True, True, False]
+    assert "One trial per case: no pass^k curve." in figures["pass_k"]
+    assert report.stage_04_figures(executed.parent) == figures   # what the report of a run reads
+    assert report.stage_04_figures(tmp_path / "no run") == {}   # drawn again then

@@ -593,3 +593,14 @@ def test_why_it_failed_tells_a_wrong_value_the_bot_also_told_the_user_once():
         "should have sent"]
     assert "</div><ul><li class='quote'>Done: due date is now 2027-02-18.</li>" in page   # what it told, whole
     assert "such findings" not in page and "blind" not in page
+
+
+def test_the_report_shows_the_figures_stage_04_drew_and_draws_only_those_it_did_not():
+    results = {"rows": [], "pass_k": {}}   # nothing scored: each section says why instead of drawing
+    drawn = {"call_heatmaps": "<p>as stage 04 drew it</p>"}
+    assert report.shown_figure("call_heatmaps", drawn, results) == "<p>as stage 04 drew it</p>"
+    assert report.shown_figure("pass_k", drawn, results) == report.drawn_figure("pass_k", results)
+    assert report.drawn_figure("pass_k", results) == "<p>no conversation scored: the run has no conversations</p>"
+    with pytest.raises(ValueError, match=r"^no figure 'heatmap'; the figures: call_heatmaps, metric_distributions, "
+                                         r"pass_k$"):
+        report.drawn_figure("heatmap", results)

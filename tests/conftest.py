@@ -11,12 +11,22 @@ for folder in sorted(Path(__file__).parent.iterdir()):
         sys.path.insert(0, str(folder))
 
 
+LONGEST_FIRST = ("test_model_run", "test_estimate", "test_pipeline", "test_degenerate", "test_browser")
+"""The modules whose tests took longest in all (`pytest --durations=0`, 2026-11-28: 139, 96, 95, 76 and 69 s of the
+suite's ~900 s), started first so that no worker is left alone with them at the end. Order only: no check depends
+on it."""
+
+
 def pytest_collection_modifyitems(items):
-    """The modules with end-to-end runs (marked slow) first, each module's tests kept together and in order (their
-    module fixtures are built once): under xdist the long runs start early, and no worker is left alone at the end
-    with one."""
+    """LONGEST_FIRST, then the other modules with end-to-end runs (marked slow), then the rest; each module's tests
+    kept together and in order (their module fixtures are built once)."""
     slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.module.__name__ not in slow)
+
+    def rank(item):
+        name = item.module.__name__
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST) + (name not in slow)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture

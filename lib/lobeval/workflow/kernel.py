@@ -1,7 +1,7 @@
 """The kernel the notebooks run on: ipykernel's `python3` kernel spec, whose kernels talk over local (IPC) sockets.
 
 ipykernel warns at every start of a kernel that listens on TCP without encryption (`Kernel is running over TCP
-without encryption`). `lobeval run` configures its own kernels for IPC (`pipeline.LOCAL_KERNEL`), but a notebook run
+without encryption`). `lobeval run` configures its own kernels for IPC (`run_kernel.LOCAL_KERNEL`), but a notebook run
 by hand is started by JupyterLab, nbconvert or papermill, and papermill reads no Jupyter configuration file. All of
 them read the kernel spec, which may name a kernel provisioner (jupyter_client's extension point, found through the
 entry point pyproject.toml declares): LocalSocketsProvisioner is jupyter_client's own local provisioner, moving a

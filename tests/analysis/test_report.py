@@ -402,13 +402,16 @@ def test_the_configuration_is_a_short_definition_list():
               "cases_per_scenario": 3, "target": f"bot{ATTACK}", "user": "llm", "trials": 2, "concurrency": 4,
               "judges": None, "gate": {"Reliability": 0.8, "Success": 0.9}, "max_error_rate": 0.05,
               "models": {"user": {"provider": "openai", "model": "gpt-4o-mini", "base_url": None,
-                                  "api_version": None}, "judge": None},
+                                  "api_version": None}, "judge": None,
+                         "target": {"provider": "openai", "model": "smollm2", "base_url": "http://127.0.0.1:8000/v1",
+                                    "tools": "prompted"}},
               "versions": {"python": "3.11.7", "lobeval": "0.1.0"}, "started": "2026-01-01T00:00:00", "extra": [1]}
     page = report.config_html(config)
     entries = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", page))
     assert entries["Suite"] == "s" and entries["Simulated user"] == "llm"
     assert entries["Test cases"] == "3 per scenario, 2 trials each, seed 42"
-    assert entries["Models"] == "simulated user: openai gpt-4o-mini · judges: none (offline)"
+    assert entries["Models"] == ("simulated user: openai gpt-4o-mini · judges: none (offline) · bot (target): openai "
+                                 "smollm2 at http://127.0.0.1:8000/v1, its functions described in the prompt")
     assert entries["Judges"] == "not run: no judge model"
     assert entries["Quality gate"] == ("Reliability ≥ 0.8, Success ≥ 0.9, at most 5% of conversations lost to "
                                        "machinery errors, at most 20% spoiled by the simulated user")

@@ -208,6 +208,12 @@ def test_the_run_says_which_target_policy_user_and_judges_ran(monkeypatch):
     assert offline == [f"target {roles.DEFAULT_TARGET}: its rules policy (no target model)",
                        "simulated user: scripted", "judges: switched off (--judges none)"]
     monkeypatch.setenv("LOBEVAL_TOOLS", "prompted")
+    monkeypatch.setenv("LOBEVAL_MODEL", "smollm2")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    recorded = pipeline.resolved_models()
+    assert recorded["target"]["tools"] == "prompted" and "tools" not in recorded["user"]
+    models = {**models, "target": {**models["target"], "tools": "prompted"}}   # as config.json records it
     assert pipeline.what_ran(config, models)[0] == (f"target {roles.DEFAULT_TARGET}: its llm policy, smollm2 at "
                                                     f"http://127.0.0.1:8000/v1, its functions described in the prompt "
                                                     f"(LOBEVAL_TOOLS=prompted)")

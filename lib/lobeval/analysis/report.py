@@ -1114,7 +1114,8 @@ def _model_text(model: Any) -> str:
         return "none (offline)"
     if isinstance(model, dict):
         where = f" at {model['base_url']}" if model.get("base_url") else ""
-        return f"{model.get('provider', '')} {model.get('model', '')}{where}".strip()
+        prompted = ", its functions described in the prompt" if model.get("tools") == "prompted" else ""
+        return f"{model.get('provider', '')} {model.get('model', '')}{where}".strip() + prompted
     return str(model)
 
 

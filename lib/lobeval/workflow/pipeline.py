@@ -165,7 +165,7 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
 def what_ran(config: dict[str, Any], models: dict[str, Any]) -> list[str]:
     """Which target, simulated user and judges ran, each role with its model and endpoint: a model named in the
     environment changes what runs (the sample bot runs its model policy when the target role has a model, and
-    LOBEVAL_TOOLS how the bot's model is given its functions)."""
+    LOBEVAL_TOOLS, recorded with the target's model, how that model is given its functions)."""
     def model(role: str) -> str:
         found = models.get(role)
         return "no model" if not found else f"{found['model']} at {found.get('base_url') or found['provider']}"
@@ -175,7 +175,7 @@ def what_ran(config: dict[str, Any], models: dict[str, Any]) -> list[str]:
         bot = f"its {'llm policy, ' + model('target') if models.get('target') else 'rules policy (no target model)'}"
     else:
         bot = f"the target role: {model('target')}, for a bot that asks for it (a model-and-prompt target)"
-    if models.get("target") and resolve_tools() == "prompted":
+    if (models.get("target") or {}).get("tools") == "prompted":
         bot += ", its functions described in the prompt (LOBEVAL_TOOLS=prompted)"
     judges = config["judges"] or []
     judged = ("switched off (--judges none)" if judges == ["none"] else "not run (no judge model)"
@@ -472,11 +472,14 @@ def _write_config(path: Path, config: dict[str, Any], models: dict[str, Any],
 
 
 def resolved_models() -> dict[str, Any]:
-    """Each role's model (provider, name, endpoint): never a key, which lives only in the environment."""
+    """Each role's model (provider, name, endpoint; for the target role, `tools`: LOBEVAL_TOOLS): never a key, which
+    lives only in the environment."""
     models = {}
     for role in ROLES:
         config = resolve_model(role)
         models[role] = config.describe() if config else None
+    if models["target"] is not None:
+        models["target"]["tools"] = resolve_tools()   # how the bot's model is given its functions (LOBEVAL_TOOLS)
     return models
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import html
 import io
 import json
@@ -59,13 +60,19 @@ STAGE_FIGURES = ("call_heatmaps", "metric_distributions", "pass_k")
 encoder="display")`), which the report shows again from that glue (`shown_figure`): each is drawn once a run."""
 
 
+@functools.cache
+def _exporter() -> Any:
+    """nbconvert's HTML exporter for the report, made once a process: it compiles its templates when first used."""
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                        exclude_output_prompt=True, exclude_anchor_links=True)
+
+
 def to_html(notebook: nbformat.NotebookNode) -> str:
     """The executed report notebook as HTML without code cells, prompts or external requests; its <title> the
     notebook's `report_title` glue (suite, bot, date and verdict), else "lobeval report"."""
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True, exclude_anchor_links=True)
+    exporter = _exporter()
     notebook = copy.deepcopy(notebook)
     title = "lobeval report"
     for cell in notebook.cells:   # scrapbook's glue is for the pipeline, not for readers

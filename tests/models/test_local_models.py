@@ -119,10 +119,8 @@ def notes_policy(request):
     return tool_calls([("add_note", {"text": "call back"})]) if request.get("tools") else text("I have no tools.")
 
 
-def test_the_tool_loop_works_against_a_local_server(local, notes_target):
-    local.policy = notes_policy
-    target = load_prompt_target(notes_target)
-
+def note_turn(target):
+    """One session of `target` asked "Note: call back.": (its reply, the session's messages)."""
     async def turn():
         session = await target.start({})
         try:
@@ -130,7 +128,14 @@ def test_the_tool_loop_works_against_a_local_server(local, notes_target):
         finally:
             await session.close()
 
-    reply, history = asyncio.run(turn())
+    return asyncio.run(turn())
+
+
+def test_the_tool_loop_works_against_a_local_server(local, notes_target):
+    local.policy = notes_policy
+    target = load_prompt_target(notes_target)
+
+    reply, history = note_turn(target)
     assert reply.text == "Noted." and [call["functionName"] for call in reply.function_calls] == ["add_note"]
     assert local.requests[0]["tool_choice"] == "auto"
     assert history[2]["content"] == "" and history[2]["tool_calls"]   # "" where the model said null
@@ -491,14 +496,7 @@ def test_a_prompted_call_is_recorded_and_its_result_goes_back_as_a_user_message(
     local.policy = prompted_notes_policy
     target = load_prompt_target(notes_target)
 
-    async def turn():
-        session = await target.start({})
-        try:
-            return await session.send("Note: call back."), session.messages
-        finally:
-            await session.close()
-
-    reply, history = asyncio.run(turn())
+    reply, history = note_turn(target)
     [call] = reply.function_calls
     assert reply.text == "Noted." and call["functionName"] == "add_note" and call["arguments"] == {"text": "call back"}
     assert call["error"] is None and "id" in call["result"]
@@ -550,15 +548,8 @@ def test_a_prompted_bot_reply_that_never_stops_is_hung_up_at_its_deadline_and_th
     target = load_prompt_target(notes_target)
     target.client.max_attempts = 1
 
-    async def turn():
-        session = await target.start({})
-        try:
-            return await session.send("Note: call back.")
-        finally:
-            await session.close()
-
     with pytest.raises(TargetUnavailable, match=r"gave up after 1 attempts; last error: timed out") as caught:
-        asyncio.run(turn())
+        note_turn(target)
     assert local.hung_up.wait(30) and (local.hangups, local.stopped) == (1, 1)   # the server is free again
     [request] = local.requests
     assert "tools" not in request and request["stream"] is True and request["max_tokens"] == 1024

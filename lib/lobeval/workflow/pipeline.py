@@ -131,8 +131,8 @@ def run(*, suite: str | Path, run_id: str | None = None, cases_per_scenario: int
     config = {"run_id": run_id, "suite": str(spec.dir), "suite_name": spec.name,
               "suite_digest": runs.suite_digest(spec), "seed": seed,
               "cases_per_scenario": cases_per_scenario, "target": where_it_runs(target or spec.default_target),
-              "user": user,
-              "trials": trials, "concurrency": concurrency, "judges": judges, "gate": gate or DEFAULT_GATE,
+              "user": user, "trials": trials, "concurrency": concurrency, "judges": judges,
+              "gate": gate or DEFAULT_GATE,
               "max_error_rate": max_error_rate, "max_user_fault_rate": max_user_fault_rate, "min_rule": min_rule,
               "include_user_faults": include_user_faults, "attacks": attacks,
               **({"attack_roles": attack_roles} if attack_roles else {}),   # absent: a run begun before it resumes

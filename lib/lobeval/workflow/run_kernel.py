@@ -15,7 +15,8 @@ from papermill.engines import NBClientEngine, papermill_engines
 from traitlets.config import Config
 
 # The kernel talks to papermill over local sockets, not TCP (which it warns about on every start); set here, so
-# that it holds in any environment, not only one whose kernel spec is lobeval's (lobeval.workflow.kernel, for runs by hand).
+# that it holds in any environment, not only one whose kernel spec is lobeval's (lobeval.workflow.kernel, for runs
+# by hand).
 LOCAL_KERNEL = Config({"KernelManager": {"transport": "ipc",
                                          "ip": os.path.join(tempfile.gettempdir(), f"lobeval-kernel-{os.getpid()}")}})
 
@@ -70,7 +71,8 @@ class RunEngine(NBClientEngine):
     def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, log_output: bool = False,
                                  stdout_file: Any = None, stderr_file: Any = None, start_timeout: int = 60,
                                  execution_timeout: int | None = None, **kwargs: Any) -> Any:
-        kwargs = {key: value for key, value in kwargs.items() if key not in ("input_path", "timeout", "startup_timeout")}
+        dropped = ("input_path", "timeout", "startup_timeout")   # papermill's names, given below by nbclient's
+        kwargs = {key: value for key, value in kwargs.items() if key not in dropped}
         return RunClient(nb_man, kernel_name=kernel_name, log_output=log_output, stdout_file=stdout_file,
                          stderr_file=stderr_file, startup_timeout=start_timeout, timeout=execution_timeout,
                          **kwargs).execute()
